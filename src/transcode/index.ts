@@ -1,0 +1,2 @@
+export * from './params.ts';
+export { placeholderHandler } from './placeholder.ts';

@@ -1,0 +1,127 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+// The body of POST /api/transcode (spec/API.md section A). One schema gives the validation,
+// the TypeScript type and the OpenAPI document. Rules that JSON Schema cannot say well
+// (URL schemes, gateway URL style, private addresses) live in api/validate-transcode.ts.
+
+const S3Credentials = Type.Object(
+  { accessKeyId: Type.String({ minLength: 1 }), secretAccessKey: Type.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
+
+export const UrlInput = Type.Object({ url: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false });
+
+export const S3Input = Type.Object(
+  {
+    type: Type.Literal('s3'),
+    endpoint: Type.String({ minLength: 1, maxLength: 2048 }),
+    bucket: Type.String({ minLength: 1, maxLength: 255 }),
+    path: Type.String({ minLength: 1, maxLength: 1024 }),
+    credentials: S3Credentials,
+    region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+
+export const S3Storage = Type.Object(
+  {
+    type: Type.Literal('s3'),
+    endpoint: Type.String({ minLength: 1, maxLength: 2048 }),
+    bucket: Type.String({ minLength: 1, maxLength: 255 }),
+    credentials: S3Credentials,
+    region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+
+export const DwebStorage = Type.Object(
+  {
+    type: Type.Union([Type.Literal('dweb.storage'), Type.Literal('web3.storage')]),
+    credentials: Type.Object({ proof: Type.String({ minLength: 1, maxLength: 1_000_000 }) }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+);
+
+const OutputPath = Type.Object({ path: Type.String({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false });
+
+export const Outputs = Type.Object(
+  { hls: Type.Optional(OutputPath), mp4: Type.Optional(OutputPath), fmp4: Type.Optional(OutputPath) },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const Profile = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
+    width: Type.Integer({ minimum: 128, maximum: 7680 }),
+    height: Type.Integer({ minimum: 128, maximum: 7680 }),
+    bitrate: Type.Integer({ minimum: 400, maximum: 200_000_000 }),
+    fps: Type.Optional(Type.Number({ minimum: 0, maximum: 240 })),
+    fpsDen: Type.Optional(Type.Integer({ minimum: 1, maximum: 1001 })),
+    gop: Type.Optional(Type.String({ maxLength: 32 })),
+    profile: Type.Optional(Type.Union(['H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh'].map((v) => Type.Literal(v)))),
+    encoder: Type.Optional(Type.Union(['H.264', 'HEVC', 'VP8', 'VP9'].map((v) => Type.Literal(v)))),
+    quality: Type.Optional(Type.Integer({ minimum: 0, maximum: 51 })),
+  },
+  { additionalProperties: false },
+);
+
+export const CreatorId = Type.Union([
+  Type.String({ minLength: 1, maxLength: 256 }),
+  Type.Object({ type: Type.Literal('unverified'), value: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
+]);
+
+export const TranscodeRequest = Type.Object(
+  {
+    input: Type.Union([UrlInput, S3Input]),
+    storage: Type.Union([S3Storage, DwebStorage]),
+    outputs: Outputs,
+    profiles: Type.Optional(Type.Array(Profile, { minItems: 1, maxItems: 10 })),
+    targetSegmentSizeSecs: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 60 })),
+    c2pa: Type.Optional(Type.Boolean()),
+    creatorId: Type.Optional(CreatorId),
+  },
+  { additionalProperties: false },
+);
+
+export type TranscodeParams = Static<typeof TranscodeRequest>;
+export type TranscodeInput = TranscodeParams['input'];
+export type TranscodeStorage = TranscodeParams['storage'];
+export type S3StorageParams = Static<typeof S3Storage>;
+export type S3InputParams = Static<typeof S3Input>;
+export type DwebStorageParams = Static<typeof DwebStorage>;
+export type ProfileParams = Static<typeof Profile>;
+
+/** One rendition as it landed in storage (extra fields the spec allows). */
+export interface RenditionOutput {
+  name: string;
+  path: string;
+  width: number;
+  height: number;
+  bitrate: number;
+  size: number;
+  signed?: boolean;
+}
+
+/** `output.transcodeFile` of the Task (spec/API.md). */
+export interface TranscodeFileOutput {
+  baseUrl?: string;
+  hls?: { path: string; renditions?: RenditionOutput[] };
+  mp4?: RenditionOutput[];
+  fmp4?: { path: string; renditions?: RenditionOutput[] };
+  input_video: { duration: number; size: number };
+  [extra: string]: unknown;
+}
+
+/** The params as they may be shown: no secret left in them. */
+export type RedactedParams = Omit<TranscodeParams, 'storage'> & { storage: S3StorageParams | { type: DwebStorageParams['type'] } };
+
+/** The spec's credential redaction: S3 keys show as `***`, the UCAN proof is omitted. */
+export function redactParams(p: TranscodeParams): RedactedParams {
+  const redactS3 = <T extends { credentials: { accessKeyId: string; secretAccessKey: string } }>(x: T): T => ({
+    ...x,
+    credentials: { accessKeyId: '***', secretAccessKey: '***' },
+  });
+  const input = 'type' in p.input ? redactS3(p.input) : p.input;
+  const storage = p.storage.type === 's3' ? redactS3(p.storage) : { type: p.storage.type };
+  return { ...p, input, storage };
+}
