@@ -3,6 +3,8 @@ import { transcodeSettings } from './transcode.ts';
 import { storageSettings } from './storage.ts';
 import { gatewaySettings } from './gateway.ts';
 import { orchestratorSettings } from './orchestrator.ts';
+import { dwebSettings } from './dweb.ts';
+import { c2paSettings } from './c2pa.ts';
 
 // Every setting the service reads, in one table per domain: name, type, default, description
 // (STYLE.md, practice 2). `--help` and the README's settings table are generated from it.
@@ -31,7 +33,7 @@ const coreSettings = defineSettings({
 
 // Each domain declares its own settings in a file of this folder, so a new domain adds a
 // file and one line here.
-export const settings = { ...coreSettings, ...transcodeSettings, ...storageSettings, ...gatewaySettings, ...orchestratorSettings };
+export const settings = { ...coreSettings, ...transcodeSettings, ...storageSettings, ...gatewaySettings, ...orchestratorSettings, ...dwebSettings, ...c2paSettings };
 
 export type Settings = typeof settings;
 export type SettingKey = keyof Settings;
