@@ -1,0 +1,101 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { assertHostAllowed, isPrivateAddress } from '../lib/net-guard.ts';
+import { InputUnreadableError, UpstreamUnavailableError } from '../lib/errors.ts';
+import { DownloadGuard, type DownloadLimits } from './download.ts';
+import type { FetchedInput, FetchOptions, InputSource } from './types.ts';
+
+export interface HttpInputOptions {
+  limits: DownloadLimits;
+  maxRedirects: number;
+  allowPrivate: boolean;
+}
+
+/** A URL as it may be shown in logs and messages: no user info, no query (signed URLs carry secrets there). */
+export function showUrl(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+/** An HTTP(S) input, redirects followed by hand so each hop passes the private-address guard. */
+export class HttpInput implements InputSource {
+  readonly description: string;
+  readonly #url: URL;
+  readonly #opts: HttpInputOptions;
+
+  constructor(url: URL, opts: HttpInputOptions) {
+    this.#url = url;
+    this.#opts = opts;
+    this.description = showUrl(url);
+  }
+
+  async fetch(opts: FetchOptions): Promise<FetchedInput> {
+    const guard = new DownloadGuard(opts.signal, this.#opts.limits);
+    try {
+      const res = await this.#follow(guard.signal);
+      const declared = res.headers['content-length'] ? Number(res.headers['content-length']) : undefined;
+      guard.checkDeclaredSize(declared);
+      const size = await guard.toFile(res, opts.dest, (n) => opts.onBytes?.(n, declared));
+      return { path: opts.dest, size };
+    } catch (err) {
+      throw guard.explain(err, `the input ${this.description}`);
+    } finally {
+      guard.done();
+    }
+  }
+
+  /** GETs the URL, following up to maxRedirects redirects; answers the first 2xx response. */
+  async #follow(signal: AbortSignal): Promise<IncomingMessage> {
+    let url = this.#url;
+    for (let hop = 0; ; hop++) {
+      await assertHostAllowed(url, { allowPrivate: this.#opts.allowPrivate });
+      const res = await get(url, { signal, allowPrivate: this.#opts.allowPrivate });
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) return res;
+      res.resume();
+      const location = res.headers.location;
+      if (status >= 300 && status < 400 && location) {
+        if (hop >= this.#opts.maxRedirects) throw new InputUnreadableError(`the input ${this.description} redirected more than ${this.#opts.maxRedirects} times`);
+        url = new URL(location, url);
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InputUnreadableError(`the input ${this.description} redirected to an unsupported scheme ${url.protocol}`);
+        continue;
+      }
+      throw statusError(status, showUrl(url));
+    }
+  }
+}
+
+/** 404/403/other 4xx are the user's to fix; 408, 429 and 5xx are worth another try. */
+export function statusError(status: number, shown: string): InputUnreadableError | UpstreamUnavailableError {
+  const text = http.STATUS_CODES[status] ?? 'error';
+  if (status === 408 || status === 429 || status >= 500) {
+    return new UpstreamUnavailableError(`the input ${shown} answered ${status} ${text}; it will be tried again`);
+  }
+  if (status === 404 || status === 410) return new InputUnreadableError(`the input ${shown} was not found (HTTP ${status} ${text})`);
+  if (status === 401 || status === 403) return new InputUnreadableError(`access to the input ${shown} was denied (HTTP ${status} ${text})`);
+  return new InputUnreadableError(`the input ${shown} could not be downloaded (HTTP ${status} ${text})`);
+}
+
+/**
+ * One GET. The socket's own DNS lookup refuses private addresses too: assertHostAllowed
+ * checks a name once, and a name that answers differently the second time (DNS
+ * rebinding) must not get through.
+ */
+function get(url: URL, opts: { signal: AbortSignal; allowPrivate: boolean }): Promise<IncomingMessage> {
+  const mod = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = mod.get(url, { signal: opts.signal, lookup: opts.allowPrivate ? undefined : guardedLookup, headers: { 'user-agent': 'mediaplane' } }, resolve);
+    req.on('error', reject);
+  });
+}
+
+const guardedLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, options as LookupOptions, (err, address: string | LookupAddress[], family?: number) => {
+    if (err) return callback(err, '', 0);
+    const list = Array.isArray(address) ? address.map((a) => a.address) : [address];
+    const bad = list.find((a) => isPrivateAddress(a));
+    if (bad) return callback(Object.assign(new Error(`${hostname} resolves to ${bad}, a private address`), { code: 'EPRIVATE' }), '', 0);
+    (callback as (e: null, a: string | LookupAddress[], f?: number) => void)(null, address, family);
+  });
+};

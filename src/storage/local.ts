@@ -1,0 +1,58 @@
+import { copyFile, mkdir, stat } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { InputUnreadableError, StorageDeniedError } from '../lib/errors.ts';
+import type { FetchedInput, InputSource, ObjectStore, PutBody, PutOptions } from './types.ts';
+
+/** Outputs in a local folder: `mediaplane transcode --out DIR` (and tests). */
+export class LocalDirStore implements ObjectStore {
+  readonly description: string;
+  readonly #root: string;
+
+  constructor(root: string) {
+    this.#root = path.resolve(root);
+    this.description = `folder ${this.#root}`;
+  }
+
+  async check(): Promise<void> {
+    try {
+      await mkdir(this.#root, { recursive: true });
+    } catch (err) {
+      throw new StorageDeniedError(`cannot create the output folder ${this.#root}`, { cause: err });
+    }
+  }
+
+  async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
+    const dest = path.resolve(this.#root, key);
+    if (!dest.startsWith(this.#root + path.sep)) throw new StorageDeniedError(`output key ${key} leaves the output folder`);
+    await mkdir(path.dirname(dest), { recursive: true });
+    if ('file' in body) await copyFile(body.file, dest);
+    else await pipeline(body.stream, createWriteStream(dest), { signal: opts.signal });
+  }
+
+  async close(): Promise<{ baseUrl?: string }> {
+    return {};
+  }
+}
+
+/** A local file input (CLI only: the API never reads the server's own disk). Not copied. */
+export class FileInput implements InputSource {
+  readonly description: string;
+  readonly #path: string;
+
+  constructor(file: string) {
+    this.#path = path.resolve(file);
+    this.description = this.#path;
+  }
+
+  async fetch(): Promise<FetchedInput> {
+    try {
+      const s = await stat(this.#path);
+      if (!s.isFile()) throw new Error('not a file');
+      return { path: this.#path, size: s.size };
+    } catch (err) {
+      throw new InputUnreadableError(`cannot read the input file ${this.#path}`, { cause: err });
+    }
+  }
+}

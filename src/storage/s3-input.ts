@@ -1,0 +1,71 @@
+import { Readable } from 'node:stream';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { InputUnreadableError, UpstreamUnavailableError } from '../lib/errors.ts';
+import { DownloadGuard, type DownloadLimits } from './download.ts';
+import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
+import type { FetchedInput, FetchOptions, InputSource } from './types.ts';
+
+export interface S3InputOptions {
+  limits: DownloadLimits;
+  maxAttempts: number;
+  allowPrivate: boolean;
+}
+
+/** An input object in an S3-compatible bucket, streamed with GetObject. */
+export class S3Input implements InputSource {
+  readonly description: string;
+  readonly #loc: S3Location;
+  readonly #key: string;
+  readonly #opts: S3InputOptions;
+
+  constructor(loc: S3Location & { path: string }, opts: S3InputOptions) {
+    this.#loc = loc;
+    this.#key = loc.path.replace(/^\/+/, '');
+    this.#opts = opts;
+    this.description = `s3 object "${this.#key}" in bucket "${loc.bucket}" at ${loc.endpoint}`;
+  }
+
+  async fetch(opts: FetchOptions): Promise<FetchedInput> {
+    const problem = await endpointProblem(this.#loc.endpoint, this.#opts.allowPrivate);
+    if (problem) throw new InputUnreadableError(`the input S3 endpoint is not allowed: ${problem}`);
+    const client = s3Client(this.#loc, { maxAttempts: this.#opts.maxAttempts });
+    const guard = new DownloadGuard(opts.signal, this.#opts.limits);
+    try {
+      const body = await this.#open(client, guard);
+      const size = await guard.toFile(body.stream, opts.dest, (n) => opts.onBytes?.(n, body.size));
+      return { path: opts.dest, size };
+    } catch (err) {
+      throw guard.explain(err, `the input ${this.description}`);
+    } finally {
+      guard.done();
+      client.destroy();
+    }
+  }
+
+  async #open(client: S3Client, guard: DownloadGuard): Promise<{ stream: Readable; size: number | undefined }> {
+    let res;
+    try {
+      res = await client.send(new GetObjectCommand({ Bucket: this.#loc.bucket, Key: this.#key }), { abortSignal: guard.signal });
+    } catch (err) {
+      if (guard.signal.aborted) throw err;
+      throw this.#explain(err);
+    }
+    if (!(res.Body instanceof Readable)) throw new UpstreamUnavailableError(`the input ${this.description} returned no body`);
+    guard.checkDeclaredSize(res.ContentLength);
+    return { stream: res.Body, size: res.ContentLength };
+  }
+
+  #explain(err: unknown): InputUnreadableError | UpstreamUnavailableError {
+    const { bucket, endpoint } = this.#loc;
+    switch (s3Failure(err)) {
+      case 'denied':
+        return new InputUnreadableError(`the S3 server at ${endpoint} refused access to the input in bucket "${bucket}" (check the input credentials)`);
+      case 'no-bucket':
+        return new InputUnreadableError(`the input bucket "${bucket}" does not exist at ${endpoint}`);
+      case 'no-key':
+        return new InputUnreadableError(`the input ${this.description} was not found`);
+      case 'unavailable':
+        return new UpstreamUnavailableError(`the S3 server at ${endpoint} (input bucket "${bucket}") did not answer; it will be tried again`, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { createReadStream } from 'node:fs';
+import { HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
+import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
+import type { ObjectStore, PutBody, PutOptions } from './types.ts';
+
+export interface S3StoreOptions {
+  maxAttempts: number;
+  partSizeBytes: number;
+  allowPrivate: boolean;
+}
+
+/** Outputs in a caller's S3-compatible bucket, uploaded with lib-storage (multipart above one part). */
+export class S3ObjectStore implements ObjectStore {
+  readonly description: string;
+  readonly #loc: S3Location;
+  readonly #opts: S3StoreOptions;
+  readonly #client: S3Client;
+
+  constructor(loc: S3Location, opts: S3StoreOptions) {
+    this.#loc = loc;
+    this.#opts = opts;
+    this.#client = s3Client(loc, { maxAttempts: opts.maxAttempts });
+    this.description = `s3 bucket "${loc.bucket}" at ${loc.endpoint}`;
+  }
+
+  async check(signal: AbortSignal): Promise<void> {
+    const problem = await endpointProblem(this.#loc.endpoint, this.#opts.allowPrivate);
+    if (problem) throw new StorageDeniedError(`the storage endpoint is not allowed: ${problem}`);
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket: this.#loc.bucket }), { abortSignal: signal });
+    } catch (err) {
+      throw this.#explain(err, signal);
+    }
+  }
+
+  async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
+    const stream = 'file' in body ? createReadStream(body.file) : body.stream;
+    const upload = new Upload({
+      client: this.#client,
+      params: { Bucket: this.#loc.bucket, Key: key, Body: stream, ContentType: opts.contentType },
+      // queueSize x partSize is this upload's memory: 4 x 8 MiB by default.
+      queueSize: 4,
+      partSize: this.#opts.partSizeBytes,
+      leavePartsOnError: false,
+    });
+    const onAbort = (): void => void upload.abort().catch(() => undefined);
+    opts.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await upload.done();
+    } catch (err) {
+      stream.destroy();
+      throw this.#explain(err, opts.signal);
+    } finally {
+      opts.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async close(): Promise<{ baseUrl?: string }> {
+    this.#client.destroy();
+    return {};
+  }
+
+  /** Names the bucket and endpoint, never a key (STYLE.md 11). */
+  #explain(err: unknown, signal: AbortSignal): MediaplaneError {
+    if (signal.aborted) return new CancelledError('cancelled', { cause: signal.reason });
+    const { bucket, endpoint } = this.#loc;
+    switch (s3Failure(err)) {
+      case 'denied':
+        return new StorageDeniedError(`storage denied: the S3 server at ${endpoint} refused access to bucket "${bucket}" (check the access key, secret and bucket permissions)`);
+      case 'no-bucket':
+      case 'no-key':
+        return new StorageDeniedError(`storage denied: bucket "${bucket}" does not exist at ${endpoint}`);
+      case 'unavailable':
+        return new UpstreamUnavailableError(`storage unreachable: the S3 server at ${endpoint} (bucket "${bucket}") did not answer; it will be tried again`, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,59 @@
+import { S3Client } from '@aws-sdk/client-s3';
+import { hostProblem } from '../lib/net-guard.ts';
+
+export interface S3Location {
+  endpoint: string;
+  bucket: string;
+  region?: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+}
+
+export interface S3ClientOptions {
+  maxAttempts: number;
+}
+
+/**
+ * A client for one caller's bucket. Path-style addressing because self-hosted S3 servers
+ * (MinIO, Ceph, s3rver) rarely have wildcard DNS for virtual-host buckets. The SDK retries
+ * 5xx, throttling and network errors itself, up to maxAttempts, with backoff.
+ */
+export function s3Client(loc: S3Location, opts: S3ClientOptions): S3Client {
+  return new S3Client({
+    endpoint: loc.endpoint,
+    region: loc.region ?? 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: loc.credentials.accessKeyId, secretAccessKey: loc.credentials.secretAccessKey },
+    maxAttempts: opts.maxAttempts,
+    requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000 },
+    // Checksums the SDK adds by default since 2025 are not understood by every S3 server.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+/** Says why an endpoint may not be used, or null; endpoints are user input like URLs are. */
+export async function endpointProblem(endpoint: string, allowPrivate: boolean): Promise<string | null> {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return `${JSON.stringify(endpoint)} is not a URL`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `${url.protocol} is not an http(s) endpoint`;
+  return hostProblem(url, { allowPrivate });
+}
+
+export type S3Failure = 'denied' | 'no-bucket' | 'no-key' | 'unavailable';
+
+/** Classifies an SDK error by its HTTP status and code (never by message text). */
+export function s3Failure(err: unknown): S3Failure {
+  const e = err as { name?: string; Code?: string; $metadata?: { httpStatusCode?: number } } | null;
+  const status = e?.$metadata?.httpStatusCode;
+  const code = e?.Code ?? e?.name ?? '';
+  if (code === 'NoSuchBucket') return 'no-bucket';
+  if (code === 'NoSuchKey' || code === 'NotFound') return 'no-key';
+  if (status === 403 || status === 401 || /AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|Forbidden/.test(code)) return 'denied';
+  if (status === 404) return 'no-key';
+  if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) return 'denied';
+  return 'unavailable';
+}

@@ -1,0 +1,57 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * Where a job's outputs go. One adapter per storage kind (s3.ts, local.ts, dweb/ later):
+ * adding a kind means adding a file and a factory, not editing the pipeline (STYLE.md 7).
+ *
+ * Life cycle, driven by the pipeline:
+ *   1. `check()` once before any download, so bad credentials or a missing bucket fail the
+ *      job at once (StorageDeniedError, not retried) instead of after an hour of encoding;
+ *   2. `put()` many times, concurrently (up to `uploadConcurrency`), HLS segments while
+ *      ffmpeg still runs, playlists and MP4s at the end, the master playlist last;
+ *   3. `close()` once after the last put; a content-addressed store computes its root here
+ *      and returns it as `baseUrl` (spec/API.md: `output.transcodeFile.baseUrl`).
+ *
+ * Keys are relative ("out/hls/360p0/0.ts", no leading slash). Bodies are files on local
+ * disk or streams: media is never buffered whole in memory (STYLE.md 6). Errors are from
+ * lib/errors.ts: StorageDeniedError (never retried) or UpstreamUnavailableError (retried);
+ * messages name the bucket or endpoint, never a credential.
+ */
+export interface ObjectStore {
+  /** Words for logs and errors, e.g. `s3 bucket "videos" at https://s3.example.com`. */
+  readonly description: string;
+  check(signal: AbortSignal): Promise<void>;
+  put(key: string, body: PutBody, opts: PutOptions): Promise<void>;
+  close(signal: AbortSignal): Promise<{ baseUrl?: string }>;
+}
+
+export type PutBody = { file: string } | { stream: Readable; size?: number };
+
+export interface PutOptions {
+  contentType: string;
+  signal: AbortSignal;
+}
+
+/**
+ * Where a job's input comes from (http.ts, gateway.ts, s3-input.ts, file.ts). `fetch`
+ * streams it to `dest` in the job's scratch directory, refusing more than `maxBytes`
+ * (InputTooLargeError) and giving up after `timeoutMs` (TimeoutError). A local file is not
+ * copied: `fetch` returns its own path.
+ */
+export interface InputSource {
+  /** The input as it may be shown: no credentials, no query string secrets. */
+  readonly description: string;
+  fetch(opts: FetchOptions): Promise<FetchedInput>;
+}
+
+export interface FetchOptions {
+  dest: string;
+  signal: AbortSignal;
+  /** Called with bytes received so far and the total when the source said it. */
+  onBytes?(received: number, total: number | undefined): void;
+}
+
+export interface FetchedInput {
+  path: string;
+  size: number;
+}
