@@ -6,4 +6,5 @@ if (major < 22 || (major === 22 && minor < 18)) {
   console.error(`mediaplane needs Node.js >= 22.18 (Node 24 LTS recommended); this is ${process.versions.node}. Run scripts/setup.sh to install Node 24 into .node/.`);
   process.exit(1);
 }
-await import('../src/main.ts');
+const { main } = await import('../src/main.ts');
+process.exitCode = await main(process.argv.slice(2));

@@ -32,3 +32,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
   }
   return db;
 }
+export { serveDbSocket, connectDbSocket } from './socket.ts';
+
+/** Where a server with the embedded database answers SQL for admin commands. */
+export const dbSocketPath = (dataDir: string) => join(dataDir, 'db.sock');

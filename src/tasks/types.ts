@@ -22,3 +22,11 @@ export interface JobContext {
  * the task goes back to `waiting`. The resolved value becomes the task's `output`.
  */
 export type JobHandler<P = unknown, O = unknown> = (params: P, ctx: JobContext) => Promise<O>;
+
+/**
+ * Widens a typed handler for the worker's registry. The params were validated against the
+ * task type's schema when the task was created, so the stored JSON has the handler's shape.
+ */
+export function anyHandler<P, O>(h: JobHandler<P, O>): JobHandler {
+  return h as JobHandler;
+}

@@ -1,0 +1,2 @@
+export { buildApp, type ApiDeps } from './app.ts';
+export { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';

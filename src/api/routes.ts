@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Accounts, Principal } from '../accounts/index.ts';
+import { AuthError } from '../lib/errors.ts';
+import { TranscodeRequest, type TranscodeParams } from '../transcode/index.ts';
+import { toWireTask, type TaskStore } from '../tasks/index.ts';
+import { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
+
+export interface TaskRoutesDeps {
+  accounts: Accounts;
+  tasks: TaskStore;
+  rules: TranscodeRules;
+  maxQueuedPerOwner: number;
+  requesterSalt: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+const TaskId = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const ListQuery = Type.Object(
+  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), cursor: Type.Optional(Type.String({ maxLength: 64 })) },
+  { additionalProperties: false },
+);
+// The Task is described loosely here (its full shape is in spec/API.md); responses are
+// built by tasks/wire.ts, not filtered by this schema.
+const TaskSchema = Type.Object(
+  { id: Type.String(), type: Type.String(), status: Type.Object({ phase: Type.String(), updatedAt: Type.Number() }, { additionalProperties: true }) },
+  { additionalProperties: true },
+);
+const Errors = Type.Object({ errors: Type.Array(Type.String()) });
+
+function principal(req: FastifyRequest): Principal {
+  if (!req.principal) throw new AuthError('missing or invalid API key');
+  return req.principal;
+}
+
+/** The Task routes of spec/API.md section A, under the prefix the caller registers them at. */
+export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Promise<void> {
+  app.addHook('onRequest', async (req) => {
+    const p = await deps.accounts.authenticate(req.headers.authorization);
+    if (!p) throw new AuthError(req.headers.authorization ? 'invalid API key' : 'missing API key: send Authorization: Bearer <key>');
+    req.principal = p;
+  });
+
+  const requesterId = (ip: string) => createHash('sha256').update(`${deps.requesterSalt}:${ip}`).digest('hex').slice(0, 32);
+
+  app.post<{ Body: TranscodeParams }>(
+    '/transcode',
+    { schema: { summary: 'Transcode a video file', body: TranscodeRequest, response: { 200: TaskSchema, 422: Errors } } },
+    async (req) => {
+      const p = principal(req);
+      const params = await checkTranscodeRequest(req.body, deps.rules);
+      const row = await deps.tasks.create({ owner: p.owner, projectId: p.projectId, type: 'transcode-file', params, requesterId: requesterId(req.ip), maxQueuedPerOwner: deps.maxQueuedPerOwner });
+      req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
+      return toWireTask(row);
+    },
+  );
+
+  app.get<{ Params: Static<typeof TaskId> }>('/task/:id', { schema: { summary: 'Get a task', params: TaskId, response: { 200: TaskSchema, 404: Errors } } }, async (req) =>
+    toWireTask(await deps.tasks.get(principal(req).owner, req.params.id)),
+  );
+
+  app.get<{ Querystring: Static<typeof ListQuery> }>(
+    '/task',
+    { schema: { summary: 'List tasks, newest first', querystring: ListQuery, response: { 200: Type.Array(TaskSchema) } } },
+    async (req, reply) => {
+      const limit = req.query.limit ?? 20;
+      const page = await deps.tasks.list(principal(req).owner, { limit, cursor: req.query.cursor });
+      if (page.next) {
+        const base = `${req.protocol}://${req.host}${req.url.split('?')[0]}`;
+        reply.header('link', `<${base}?limit=${limit}&cursor=${page.next}>; rel="next"`);
+      }
+      return page.tasks.map(toWireTask);
+    },
+  );
+
+  app.post<{ Params: Static<typeof TaskId> }>('/task/:id/cancel', { schema: { summary: 'Cancel a waiting or running task', params: TaskId, response: { 200: TaskSchema } } }, async (req) =>
+    toWireTask(await deps.tasks.cancel(principal(req).owner, req.params.id)),
+  );
+
+  app.post<{ Params: Static<typeof TaskId> }>('/task/:id/retry', { schema: { summary: 'Send a failed or cancelled task back to the queue', params: TaskId, response: { 200: TaskSchema } } }, async (req) =>
+    toWireTask(await deps.tasks.retry(principal(req).owner, req.params.id)),
+  );
+}

@@ -1,0 +1,102 @@
+import { hostProblem } from '../lib/net-guard.ts';
+import { ValidationError } from '../lib/errors.ts';
+import type { TranscodeParams } from '../transcode/index.ts';
+
+// The rules of POST /api/transcode that JSON Schema cannot say well. Each message names the
+// field path and the rule. Runs before anything is queued; nothing is downloaded here.
+
+export interface TranscodeRules {
+  allowPrivateUrls: boolean;
+  /** Checks a UCAN proof for dweb storage; throws ValidationError naming the problem. */
+  validateDwebProof?: (proof: string) => Promise<void>;
+  /** Whether this server can sign MP4s (MEDIAPLANE_C2PA_KEY/CERTS set). */
+  c2paConfigured: boolean;
+}
+
+const URL_SCHEMES = ['https:', 'http:', 'ipfs:', 'ar:'];
+// Gateways of content-addressed networks serve subdomain-style URLs (CID.ipfs.host) that a
+// fetch cannot map back to a CID reliably; the spec requires path style.
+const SUBDOMAIN_GATEWAY = /^[a-z0-9]{20,}\.(ipfs|ipns)\./i;
+
+async function checkHttpUrl(field: string, raw: string, rules: TranscodeRules, problems: string[]): Promise<URL | null> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`${field}: must be an absolute URL`);
+    return null;
+  }
+  if (url.username || url.password) problems.push(`${field}: must not carry a user name or password; pass credentials in the credentials field`);
+  const problem = await hostProblem(url, { allowPrivate: rules.allowPrivateUrls });
+  if (problem) problems.push(`${field}: address not allowed: ${problem}`);
+  return url;
+}
+
+async function checkInput(p: TranscodeParams, rules: TranscodeRules, problems: string[]): Promise<void> {
+  if ('type' in p.input) {
+    const url = await checkHttpUrl('input.endpoint', p.input.endpoint, rules, problems);
+    if (url && !['http:', 'https:'].includes(url.protocol)) problems.push('input.endpoint: must start with https:// or http://');
+    return;
+  }
+  const raw = p.input.url;
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(raw)?.[0].toLowerCase();
+  if (!scheme || !URL_SCHEMES.includes(scheme)) {
+    problems.push('input.url: must start with https://, http://, ipfs:// or ar://');
+    return;
+  }
+  if (scheme === 'ipfs:' || scheme === 'ar:') {
+    if (!/^(ipfs|ar):\/\/[A-Za-z0-9_-]+/.test(raw)) problems.push(`input.url: must be ${scheme}//<id>[/path]`);
+    return;
+  }
+  const url = await checkHttpUrl('input.url', raw, rules, problems);
+  if (url && SUBDOMAIN_GATEWAY.test(url.hostname)) {
+    problems.push(`input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${url.protocol}//${url.hostname.split('.').slice(2).join('.')}/${url.hostname.split('.')[1]}/${url.hostname.split('.')[0]}${url.pathname})`);
+  }
+}
+
+async function checkStorage(p: TranscodeParams, rules: TranscodeRules, problems: string[]): Promise<void> {
+  if (p.storage.type === 's3') {
+    const url = await checkHttpUrl('storage.endpoint', p.storage.endpoint, rules, problems);
+    if (url && !['http:', 'https:'].includes(url.protocol)) problems.push('storage.endpoint: must start with https:// or http://');
+    return;
+  }
+  if (!rules.validateDwebProof) {
+    problems.push(`storage.type: ${p.storage.type} is not available on this server`);
+    return;
+  }
+  try {
+    await rules.validateDwebProof(p.storage.credentials.proof);
+  } catch (err) {
+    if (err instanceof ValidationError) problems.push(...err.details);
+    else throw err;
+  }
+}
+
+function checkProfiles(p: TranscodeParams, problems: string[]): void {
+  const seen = new Set<string>();
+  p.profiles?.forEach((prof, i) => {
+    if (seen.has(prof.name)) problems.push(`profiles[${i}].name: must be unique (${prof.name} is used twice)`);
+    seen.add(prof.name);
+    if (prof.width % 2 !== 0 || prof.height % 2 !== 0) problems.push(`profiles[${i}]: width and height must be even numbers (H.264/HEVC 4:2:0)`);
+  });
+}
+
+const withSlash = (path: string) => (path.startsWith('/') ? path : `/${path}`);
+
+/** Validates what the schema cannot and returns the params to store (paths normalized). */
+export async function checkTranscodeRequest(p: TranscodeParams, rules: TranscodeRules): Promise<TranscodeParams> {
+  const problems: string[] = [];
+  await checkInput(p, rules, problems);
+  await checkStorage(p, rules, problems);
+  checkProfiles(p, problems);
+  if (p.c2pa === true && !rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
+  if (p.c2pa === true && !p.outputs.mp4 && !p.outputs.fmp4) problems.push('c2pa: signing applies to MP4 outputs; add outputs.mp4');
+  if (problems.length > 0) throw new ValidationError(problems);
+  const outputs: TranscodeParams['outputs'] = {};
+  for (const kind of ['hls', 'mp4', 'fmp4'] as const) {
+    const o = p.outputs[kind];
+    if (o) outputs[kind] = { path: withSlash(o.path) };
+  }
+  const input = 'type' in p.input ? { ...p.input, path: withSlash(p.input.path) } : p.input;
+  return { ...p, input, outputs };
+}

@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { Accounts } from './accounts/index.ts';
+import { buildApp } from './api/index.ts';
+import type { Config } from './config/index.ts';
+import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
+import { createLogger, type Logger } from './lib/log.ts';
+import { Queue, TaskStore, Worker } from './tasks/index.ts';
+import { anyHandler } from './tasks/types.ts';
+import { placeholderHandler } from './transcode/index.ts';
+import { runCli } from './cli/index.ts';
+
+// The composition root (STYLE.md, practice 1): the only place that builds the database,
+// queue, stores and apps and passes them in. Each role below takes what it needs.
+
+export const VERSION = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version as string;
+
+export interface Core {
+  config: Config;
+  log: Logger;
+  db: Db;
+  accounts: Accounts;
+  tasks: TaskStore;
+  queue: Queue;
+}
+
+export async function openCore(config: Config, log: Logger): Promise<Core> {
+  await mkdir(config.dataDir, { recursive: true });
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  return {
+    config,
+    log,
+    db,
+    accounts: new Accounts(db),
+    tasks: new TaskStore(db),
+    queue: new Queue(db, { leaseMs: config.leaseMs, maxRetries: config.maxRetries }),
+  };
+}
+
+/** A salt for requesterId hashes that survives restarts: the setting, else a file in the data dir. */
+async function requesterSalt(config: Config): Promise<string> {
+  if (config.requesterSalt) return config.requesterSalt;
+  const file = join(config.dataDir, 'requester-salt');
+  const existing = await readFile(file, 'utf8').catch(() => '');
+  if (existing.trim()) return existing.trim();
+  const salt = randomBytes(16).toString('hex');
+  await writeFile(file, salt, { mode: 0o600 });
+  return salt;
+}
+
+export function createWorker(core: Core): Worker {
+  return new Worker({
+    db: core.db,
+    queue: core.queue,
+    handlers: { 'transcode-file': anyHandler(placeholderHandler) },
+    log: core.log.child({ role: 'worker' }),
+    scratchRoot: join(resolve(core.config.dataDir), 'scratch'),
+    concurrency: core.config.workerConcurrency,
+    pollMs: core.config.pollMs,
+    heartbeatMs: core.config.heartbeatMs,
+    retryBackoffMs: core.config.retryBackoffMs,
+  });
+}
+
+export interface RoleSet {
+  api: boolean;
+  worker: boolean;
+}
+
+export interface Running {
+  url?: string;
+  app?: FastifyInstance;
+  worker?: Worker;
+  core: Core;
+  /** Graceful stop: stop taking work, finish or release running jobs, close the database. */
+  stop(): Promise<void>;
+}
+
+/** Starts the roles asked for in this process, sharing one database connection. */
+export async function startRoles(config: Config, roles: RoleSet, log = createLogger({ level: config.logLevel })): Promise<Running> {
+  const core = await openCore(config, log);
+  const closers: Array<() => Promise<void>> = [];
+  const running: Running = { core, stop: async () => {} };
+  try {
+    if (roles.api) {
+      const app = await buildApp({
+        ...core,
+        rules: { allowPrivateUrls: config.allowPrivateUrls, c2paConfigured: false },
+        bodyLimitBytes: config.bodyLimitBytes,
+        maxQueuedPerOwner: config.maxQueuedPerOwner,
+        requesterSalt: await requesterSalt(config),
+        version: VERSION,
+      });
+      running.url = await app.listen({ port: config.port, host: config.host });
+      running.app = app;
+      closers.push(() => app.close());
+      log.info({ url: running.url, version: VERSION }, 'HTTP server listening');
+    }
+    if (roles.worker) {
+      const worker = createWorker(core);
+      await worker.start();
+      running.worker = worker;
+      closers.unshift(() => worker.stop(config.shutdownGraceMs));
+      log.info({ workerId: worker.id, concurrency: config.workerConcurrency }, 'worker started');
+    }
+    if (core.db.kind === 'embedded') {
+      const socket = await serveDbSocket(core.db, dbSocketPath(config.dataDir));
+      closers.push(() => socket.close());
+    }
+  } catch (err) {
+    for (const close of closers) await close().catch(() => {});
+    await core.db.close();
+    throw err;
+  }
+  running.stop = async () => {
+    for (const close of closers) await close().catch((err: unknown) => log.error({ err }, 'error while stopping'));
+    await core.db.close();
+  };
+  return running;
+}
+
+/** Stops gracefully on SIGTERM/SIGINT; a second signal exits at once. */
+export function stopOnSignals(running: Running, log: Logger): Promise<void> {
+  return new Promise((resolveStopped) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) process.exit(1);
+      stopping = true;
+      log.info({ signal }, 'shutting down: no new jobs; running jobs finish or are handed back');
+      void running.stop().then(resolveStopped);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  return runCli(argv, { version: VERSION, startRoles, stopOnSignals });
+}
+
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

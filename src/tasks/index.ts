@@ -1,0 +1,6 @@
+export { TaskStore, CHANNEL_CANCEL, CHANNEL_WORK } from './store.ts';
+export { Queue } from './queue.ts';
+export { Worker, type WorkerOptions } from './worker.ts';
+export { toWireTask, type WireTask } from './wire.ts';
+export type { TaskRow } from './model.ts';
+export type { JobContext, JobHandler, Phase } from './types.ts';

@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../db/index.ts';
+import { InvalidStateError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
+import { CANCELLABLE, RETRYABLE, TASK_COLUMNS, type TaskRow } from './model.ts';
+
+// Channels on which the API tells workers about new work and cancels (LISTEN/NOTIFY works
+// on both the embedded database and a server, so workers wake at once instead of polling).
+export const CHANNEL_WORK = 'mediaplane_work';
+export const CHANNEL_CANCEL = 'mediaplane_cancel';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface CreateTask {
+  owner: string;
+  projectId: string;
+  type: string;
+  params: Record<string, unknown>;
+  requesterId: string | null;
+  maxQueuedPerOwner: number;
+}
+
+export interface ListOptions {
+  limit: number;
+  cursor?: string | undefined;
+}
+
+/** The owner-facing side of tasks: create, read, list, cancel, retry. Workers use Queue. */
+export class TaskStore {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async create(t: CreateTask): Promise<TaskRow> {
+    // The per-owner limit and the insert are one statement, so concurrent API processes
+    // can overshoot it only by the requests in flight at the same instant.
+    const rows = await this.#db.query<TaskRow>(
+      `INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at)
+       SELECT $1, $2, $3, $4, 'waiting', $5, $6, now()
+       WHERE (SELECT count(*) FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running')) < $7
+       RETURNING ${TASK_COLUMNS}`,
+      [randomUUID(), t.owner, t.projectId, t.type, JSON.stringify(t.params), t.requesterId, t.maxQueuedPerOwner],
+    );
+    const row = rows[0];
+    if (!row) throw new TooManyRequestsError(`too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`);
+    await this.#db.notify(CHANNEL_WORK, row.id);
+    return row;
+  }
+
+  /** The owner's task; another owner's id is "not found", as if it did not exist. */
+  async get(owner: string, id: string): Promise<TaskRow> {
+    if (!UUID_RE.test(id)) throw new NotFoundError();
+    const rows = await this.#db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 AND owner = $2`, [id, owner]);
+    const row = rows[0];
+    if (!row) throw new NotFoundError();
+    return row;
+  }
+
+  /** Newest first; `next` is the cursor of the following page, when there is one. */
+  async list(owner: string, opts: ListOptions): Promise<{ tasks: TaskRow[]; next: string | null }> {
+    if (opts.cursor !== undefined && !UUID_RE.test(opts.cursor)) return { tasks: [], next: null };
+    // The cursor is the last id of the previous page; (created_at, id) orders ties exactly.
+    const rows = await this.#db.query<TaskRow>(
+      `SELECT ${TASK_COLUMNS} FROM tasks t WHERE owner = $1
+         AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM tasks WHERE id = $2 AND owner = $1))
+       ORDER BY created_at DESC, id DESC LIMIT $3`,
+      [owner, opts.cursor ?? null, opts.limit + 1],
+    );
+    const more = rows.length > opts.limit;
+    const tasks = more ? rows.slice(0, opts.limit) : rows;
+    return { tasks, next: more ? (tasks.at(-1)?.id ?? null) : null };
+  }
+
+  /** A waiting or running task becomes `cancelled`; a running one is stopped by its worker. */
+  async cancel(owner: string, id: string): Promise<TaskRow> {
+    const rows = await this.#db.query<TaskRow>(
+      `UPDATE tasks SET phase = 'cancelled', updated_at = now(), lease_owner = NULL, lease_until = NULL
+       WHERE id = $1 AND owner = $2 AND phase = ANY($3) RETURNING ${TASK_COLUMNS}`,
+      [id, owner, CANCELLABLE],
+    );
+    const row = rows[0];
+    if (!row) return this.#refuse(owner, id, 'cancelled', CANCELLABLE);
+    await this.#db.notify(CHANNEL_CANCEL, row.id);
+    return row;
+  }
+
+  /** A failed or cancelled task goes back to `waiting`, with its automatic retries renewed. */
+  async retry(owner: string, id: string): Promise<TaskRow> {
+    const rows = await this.#db.query<TaskRow>(
+      `UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
+         error_message = NULL, progress = NULL, output = NULL, retries = 0
+       WHERE id = $1 AND owner = $2 AND phase = ANY($3) RETURNING ${TASK_COLUMNS}`,
+      [id, owner, RETRYABLE],
+    );
+    const row = rows[0];
+    if (!row) return this.#refuse(owner, id, 'retried', RETRYABLE);
+    await this.#db.notify(CHANNEL_WORK, row.id);
+    return row;
+  }
+
+  async #refuse(owner: string, id: string, action: string, allowed: readonly string[]): Promise<never> {
+    const task = await this.get(owner, id);
+    throw new InvalidStateError(`task ${id} is ${task.phase}; only a task that is ${allowed.filter((p) => p !== 'pending').join(' or ')} can be ${action}`);
+  }
+
+  /** Tasks by phase, for metrics. */
+  async countByPhase(): Promise<Record<string, number>> {
+    const rows = await this.#db.query<{ phase: string; n: number }>('SELECT phase, count(*)::int AS n FROM tasks GROUP BY phase');
+    return Object.fromEntries(rows.map((r) => [r.phase, r.n]));
+  }
+}

@@ -1,0 +1,183 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Db } from '../db/index.ts';
+import { CancelledError, isMediaplaneError } from '../lib/errors.ts';
+import type { TaskRow } from './model.ts';
+import type { Queue } from './queue.ts';
+import { CHANNEL_CANCEL, CHANNEL_WORK } from './store.ts';
+import type { JobHandler } from './types.ts';
+
+export interface WorkerOptions {
+  db: Db;
+  queue: Queue;
+  handlers: Record<string, JobHandler>;
+  log: Logger;
+  scratchRoot: string;
+  concurrency: number;
+  pollMs: number;
+  heartbeatMs: number;
+  retryBackoffMs: number;
+  /** How often progress may be written, at most (default 1000 ms). */
+  progressEveryMs?: number;
+  workerId?: string;
+}
+
+/** Why a running job was stopped from outside; decides what is written afterwards. */
+type StopReason = 'cancelled' | 'lease-lost' | 'shutdown';
+
+class StopSignal extends Error {
+  readonly reason: StopReason;
+  constructor(reason: StopReason) {
+    super(reason);
+    this.reason = reason;
+  }
+}
+
+interface Running {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * A poll loop that knows no SQL (after pg-boss's worker.ts): claim, run the handler with an
+ * AbortSignal, heartbeat, record the outcome. Woken at once by NOTIFY, polls as a fallback.
+ */
+export class Worker {
+  readonly id: string;
+  readonly #o: WorkerOptions;
+  readonly #running = new Map<string, Running>();
+  #stopping = false;
+  #loop: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+  #unlisten: Array<() => Promise<void>> = [];
+
+  constructor(opts: WorkerOptions) {
+    this.#o = opts;
+    this.id = opts.workerId ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
+  }
+
+  get activeJobs(): number {
+    return this.#running.size;
+  }
+
+  async start(): Promise<void> {
+    await mkdir(this.#o.scratchRoot, { recursive: true });
+    this.#unlisten.push(await this.#o.db.listen(CHANNEL_WORK, () => this.#wake?.()));
+    this.#unlisten.push(await this.#o.db.listen(CHANNEL_CANCEL, (id) => this.#running.get(id)?.controller.abort(new StopSignal('cancelled'))));
+    this.#loop = this.#run();
+  }
+
+  /**
+   * Stops taking jobs, lets running ones finish for up to `graceMs`, then aborts the rest
+   * and hands them back to the queue for another worker.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    await this.#loop;
+    const all = Promise.all([...this.#running.values()].map((r) => r.done));
+    const timer = setTimeout(() => {
+      for (const r of this.#running.values()) r.controller.abort(new StopSignal('shutdown'));
+    }, graceMs);
+    await all;
+    clearTimeout(timer);
+    for (const u of this.#unlisten) await u().catch(() => {});
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopping) {
+      try {
+        await this.#fill();
+      } catch (err) {
+        this.#o.log.error({ err }, 'worker poll failed; trying again');
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.#o.pollMs);
+        this.#wake = () => (clearTimeout(t), resolve());
+      });
+    }
+  }
+
+  async #fill(): Promise<void> {
+    const free = this.#o.concurrency - this.#running.size;
+    if (free <= 0 || this.#stopping) return;
+    const reaped = await this.#o.queue.reapExpired();
+    if (reaped > 0) this.#o.log.warn({ reaped }, 'took back tasks whose worker stopped heartbeating');
+    for (const task of await this.#o.queue.claim(this.id, free)) {
+      const controller = new AbortController();
+      const done = this.#execute(task, controller).finally(() => {
+        this.#running.delete(task.id);
+        this.#wake?.();
+      });
+      this.#running.set(task.id, { controller, done });
+    }
+  }
+
+  async #execute(task: TaskRow, controller: AbortController): Promise<void> {
+    const log = this.#o.log.child({ taskId: task.id, attempt: task.attempts });
+    const handler = this.#o.handlers[task.type];
+    const scratchDir = join(this.#o.scratchRoot, `${task.id}-${task.attempts}`);
+    const heartbeat = setInterval(() => void this.#beat(task.id, controller, log), this.#o.heartbeatMs);
+    const progress = this.#progressWriter(task.id, log);
+    log.info({ type: task.type }, 'task started');
+    try {
+      if (!handler) throw new Error(`no handler for task type ${task.type}`);
+      await mkdir(scratchDir, { recursive: true });
+      const output = await handler(task.params, { taskId: task.id, attempt: task.attempts, signal: controller.signal, scratchDir, progress: progress.report, log });
+      progress.stop();
+      if (controller.signal.aborted) throw controller.signal.reason;
+      const ok = await this.#o.queue.complete(task.id, this.id, output);
+      log.info({ recorded: ok }, 'task completed');
+    } catch (err) {
+      progress.stop();
+      await this.#recordFailure(task, controller, err, log);
+    } finally {
+      clearInterval(heartbeat);
+      await rm(scratchDir, { recursive: true, force: true }).catch((err: unknown) => log.warn({ err }, 'could not remove scratch dir'));
+    }
+  }
+
+  async #recordFailure(task: TaskRow, controller: AbortController, err: unknown, log: Logger): Promise<void> {
+    const stop = controller.signal.reason;
+    if (controller.signal.aborted && stop instanceof StopSignal) {
+      // Cancelled or reaped: the row already says so. Shutdown: hand it back untouched.
+      if (stop.reason === 'shutdown') await this.#o.queue.release(task.id, this.id);
+      log.info({ reason: stop.reason }, 'task stopped');
+      return;
+    }
+    if (err instanceof CancelledError) return;
+    const known = isMediaplaneError(err);
+    const message = known ? err.message : 'internal error while running the task';
+    const phase = await this.#o.queue.fail(task.id, this.id, { message, retryable: known && err.retryable, backoffMs: this.#o.retryBackoffMs });
+    log[known ? 'warn' : 'error']({ err, phase }, 'task failed');
+  }
+
+  async #beat(id: string, controller: AbortController, log: Logger): Promise<void> {
+    try {
+      if (!(await this.#o.queue.heartbeat(id, this.id))) controller.abort(new StopSignal('lease-lost'));
+    } catch (err) {
+      // A database blip: the lease has slack (heartbeat < lease), so the next beat may make it.
+      log.warn({ err }, 'heartbeat failed');
+    }
+  }
+
+  /** Progress reports are frequent; only the latest is written, at most once per interval. */
+  #progressWriter(id: string, log: Logger): { report: (f: number) => void; stop: () => void } {
+    const every = this.#o.progressEveryMs ?? 1000;
+    let latest: number | undefined;
+    let written: number | undefined;
+    const timer = setInterval(() => {
+      if (latest === undefined || latest === written) return;
+      written = latest;
+      this.#o.queue.progress(id, this.id, latest).catch((err: unknown) => log.warn({ err }, 'progress write failed'));
+    }, every);
+    return {
+      report: (f) => {
+        if (Number.isFinite(f)) latest = f;
+      },
+      stop: () => clearInterval(timer),
+    };
+  }
+}
