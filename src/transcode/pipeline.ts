@@ -1,0 +1,212 @@
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.ts';
+import { CancelledError, InternalError, UnsupportedMediaError, type MediaplaneError } from '../lib/errors.ts';
+import type { InputSource, ObjectStore } from '../storage/index.ts';
+import { buildFfmpegArgs, layout, type OutputKinds } from './command.ts';
+import { checkDecodes, detail, measureDuration } from './decode-check.ts';
+import { planLadder, type Rendition } from './ladder.ts';
+import type { ProfileParams, RenditionOutput, TranscodeFileOutput, TranscodeParams } from './params.ts';
+import { masterPlaylist, parseMediaPlaylist, type Variant } from './playlist.ts';
+import { probe, value, type ProbeResult } from './probe.ts';
+import { ProgressParser, throttledProgress } from './progress.ts';
+import { runProcess } from './run.ts';
+import { codecsOf } from './codecs.ts';
+import { SegmentWatcher, storageKey, UploadQueue } from './uploads.ts';
+
+export type PipelineSettings = Pick<Config, 'ffmpegPath' | 'ffprobePath' | 'x264Preset' | 'ffmpegThreads' | 'transcodeTimeoutMs'
+  | 'defaultSegmentSecs' | 'maxOutputFps' | 'uploadConcurrency'>;
+
+export interface PipelineJob {
+  source: InputSource;
+  store: ObjectStore;
+  outputs: TranscodeParams['outputs'];
+  profiles?: readonly ProfileParams[] | undefined;
+  segmentSecs?: number | undefined;
+  scratchDir: string;
+  signal: AbortSignal;
+  progress(fraction: number): void;
+  log?: Logger | undefined;
+}
+
+// Progress shares: the download (when its size is known), the encode, the final uploads.
+const DOWNLOAD_SHARE = 0.1;
+const ENCODE_END = 0.95;
+
+/**
+ * The whole job: check storage, fetch, probe, plan, one ffmpeg run with segments uploaded
+ * as they are written, then playlists, MP4s and the master playlist. Shared by the task
+ * handler and `mediaplane transcode`.
+ */
+export async function runPipeline(settings: PipelineSettings, job: PipelineJob): Promise<TranscodeFileOutput> {
+  const report = throttledProgress(job.progress, 500);
+  report(0);
+  await job.store.check(job.signal);
+  const input = await job.source.fetch({
+    dest: path.join(job.scratchDir, 'input'),
+    signal: job.signal,
+    onBytes: (n, total) => total && report((DOWNLOAD_SHARE * n) / total),
+  });
+  job.log?.info({ input: job.source.description, size: input.size }, 'input fetched');
+  const tools = { ffmpegPath: settings.ffmpegPath, signal: job.signal };
+  const info = await probe(input.path, { ffprobePath: settings.ffprobePath, signal: job.signal });
+  await checkDecodes(input.path, tools);
+  const duration = info.duration > 0 ? info.duration : await measureDuration(input.path, tools);
+  const renditions = planLadder(info, { profiles: job.profiles, maxFps: settings.maxOutputFps });
+  job.log?.info({ duration, renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${r.bitrate}`) }, 'ladder planned');
+
+  const outDir = path.join(job.scratchDir, 'out');
+  const kinds: OutputKinds = { hls: !!job.outputs.hls, mp4: !!job.outputs.mp4, fmp4: !!job.outputs.fmp4 };
+  await makeDirs(outDir, renditions, kinds);
+  const encode = { outDir, kinds, renditions, info, duration, input: input.path };
+  const queue = await encodeAndUpload(settings, job, encode, (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f));
+  const output = await finish(settings, job, encode, queue);
+  const { baseUrl } = await job.store.close(job.signal);
+  report(1);
+  return { ...(baseUrl ? { baseUrl } : {}), ...output, input_video: { duration, size: input.size } };
+}
+
+interface Encode {
+  outDir: string;
+  kinds: OutputKinds;
+  renditions: Rendition[];
+  info: ProbeResult;
+  duration: number;
+  input: string;
+}
+
+async function makeDirs(outDir: string, renditions: Rendition[], kinds: OutputKinds): Promise<void> {
+  const dirs = renditions.flatMap((r) => [
+    kinds.hls ? layout.hlsDir(r.name) : '',
+    kinds.fmp4 ? layout.fmp4Dir(r.name) : '',
+    kinds.mp4 ? 'mp4' : '',
+  ]);
+  for (const d of new Set(dirs.filter(Boolean))) await mkdir(path.join(outDir, d), { recursive: true });
+}
+
+/** Runs ffmpeg while a watcher uploads finished segments; a failed upload stops ffmpeg. */
+async function encodeAndUpload(settings: PipelineSettings, job: PipelineJob, enc: Encode, onFraction: (f: number) => void): Promise<UploadQueue> {
+  const stop = new AbortController();
+  const signal = AbortSignal.any([job.signal, stop.signal]);
+  const queue = new UploadQueue({ store: job.store, signal, concurrency: settings.uploadConcurrency, onError: (e) => stop.abort(e) });
+  const watcher = new SegmentWatcher(queue, watchedPlaylists(job, enc));
+  const timer = setInterval(() => void watcher.scan(), 1000);
+  const parser = new ProgressParser((s) => enc.duration > 0 && onFraction(Math.min(1, s / enc.duration)));
+  const args = buildFfmpegArgs({
+    input: enc.input,
+    probe: enc.info,
+    renditions: enc.renditions,
+    kinds: enc.kinds,
+    segmentSecs: job.segmentSecs ?? settings.defaultSegmentSecs,
+    preset: settings.x264Preset,
+    threads: settings.ffmpegThreads,
+  });
+  job.log?.debug({ args }, 'ffmpeg');
+  try {
+    const res = await runProcess(settings.ffmpegPath, args, { signal, cwd: enc.outDir, timeoutMs: settings.transcodeTimeoutMs, onStdout: (c) => parser.push(c) });
+    if (res.code !== 0) throw ffmpegFailure(res.stderrTail);
+    await watcher.scan();
+    await queue.drain();
+    return queue;
+  } catch (err) {
+    throw whyStopped(err, job.signal, queue);
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The real reason when ffmpeg was killed: the job's cancel, or the upload that failed. */
+function whyStopped(err: unknown, jobSignal: AbortSignal, queue: UploadQueue): unknown {
+  if (jobSignal.aborted) return err instanceof CancelledError ? err : new CancelledError('cancelled', { cause: jobSignal.reason });
+  return queue.error ?? err;
+}
+
+function ffmpegFailure(stderr: string): MediaplaneError {
+  if (/Invalid data found|Error while decoding|Decoder .* not found|could not find codec|unsupported/i.test(stderr)) {
+    return new UnsupportedMediaError(`the video could not be decoded${detail(stderr)}`);
+  }
+  return new InternalError(`transcoding failed${detail(stderr)}`);
+}
+
+function watchedPlaylists(job: PipelineJob, enc: Encode): { local: string; keyDir: string }[] {
+  return enc.renditions.flatMap((r) => [
+    ...(job.outputs.hls ? [{ local: path.join(enc.outDir, layout.hlsPlaylist(r.name)), keyDir: storageKey(job.outputs.hls.path, r.name) }] : []),
+    ...(job.outputs.fmp4 ? [{ local: path.join(enc.outDir, layout.fmp4Playlist(r.name)), keyDir: storageKey(job.outputs.fmp4.path, r.name) }] : []),
+  ]);
+}
+
+/** After the encode: media playlists, init segments and MP4s, then each master playlist last. */
+async function finish(settings: PipelineSettings, job: PipelineJob, enc: Encode, queue: UploadQueue): Promise<Omit<TranscodeFileOutput, 'input_video'>> {
+  const out: Omit<TranscodeFileOutput, 'input_video'> = {};
+  if (job.outputs.mp4) {
+    const prefix = job.outputs.mp4.path;
+    for (const r of enc.renditions) queue.add(storageKey(prefix, `${r.name}.mp4`), path.join(enc.outDir, layout.mp4File(r.name)));
+    await queue.drain();
+    out.mp4 = enc.renditions.map((r) => rendition(r, `/${storageKey(prefix, `${r.name}.mp4`)}`, queue.sizes.get(storageKey(prefix, `${r.name}.mp4`)) ?? 0));
+  }
+  if (job.outputs.hls) out.hls = await publishHls(settings, job, enc, queue, { prefix: job.outputs.hls.path, dir: 'hls' });
+  if (job.outputs.fmp4) out.fmp4 = await publishHls(settings, job, enc, queue, { prefix: job.outputs.fmp4.path, dir: 'fmp4' });
+  return out;
+}
+
+function rendition(r: Rendition, key: string, size: number): RenditionOutput {
+  return { name: r.name, path: key, width: r.width, height: r.height, bitrate: r.bitrate, size };
+}
+
+/** Uploads one HLS tree's playlists (with an honest target duration) and its master. */
+async function publishHls(settings: PipelineSettings, job: PipelineJob, enc: Encode, queue: UploadQueue, where: { prefix: string; dir: 'hls' | 'fmp4' }): Promise<{ path: string; renditions: RenditionOutput[] }> {
+  const variants: Variant[] = [];
+  const renditions: RenditionOutput[] = [];
+  for (const r of enc.renditions) {
+    const localDir = path.join(enc.outDir, where.dir, r.name);
+    const playlistFile = path.join(localDir, 'index.m3u8');
+    const playlist = parseMediaPlaylist(await readFile(playlistFile, 'utf8'));
+    if (playlist.segments.length === 0) throw new UnsupportedMediaError('the video could not be decoded: no frames came out of it');
+    await writeFile(playlistFile, honestTargetDuration(await readFile(playlistFile, 'utf8'), playlist.segments.map((s) => s.duration)));
+    if (playlist.map) queue.add(storageKey(where.prefix, `${r.name}/${playlist.map}`), path.join(localDir, playlist.map));
+    queue.add(storageKey(where.prefix, `${r.name}/index.m3u8`), playlistFile);
+    const stats = await segmentStats(localDir, playlist.segments);
+    const sample = path.join(localDir, playlist.map ?? playlist.segments[0]?.uri ?? '');
+    variants.push({
+      uri: `${r.name}/index.m3u8`,
+      bandwidth: stats.peak,
+      averageBandwidth: stats.average,
+      width: r.width,
+      height: r.height,
+      codecs: await codecsOf(sample, { ffprobePath: settings.ffprobePath, signal: job.signal }),
+      frameRate: value(r.fps),
+    });
+    renditions.push(rendition(r, `/${storageKey(where.prefix, `${r.name}/index.m3u8`)}`, stats.bytes));
+  }
+  await queue.drain();
+  const master = path.join(enc.outDir, where.dir, 'index.m3u8');
+  await writeFile(master, masterPlaylist(variants, true));
+  queue.add(storageKey(where.prefix, 'index.m3u8'), master);
+  await queue.drain();
+  return { path: `/${storageKey(where.prefix, 'index.m3u8')}`, renditions };
+}
+
+/**
+ * RFC 8216 4.3.3.1: EXT-X-TARGETDURATION is the longest segment rounded to the nearest
+ * integer. ffmpeg writes 0 for clips shorter than half a second, which players reject.
+ */
+function honestTargetDuration(text: string, durations: number[]): string {
+  const target = Math.max(1, Math.round(Math.max(0, ...durations)));
+  return text.replace(/#EXT-X-TARGETDURATION:\d+/, `#EXT-X-TARGETDURATION:${target}`);
+}
+
+async function segmentStats(dir: string, segments: { uri: string; duration: number }[]): Promise<{ peak: number; average: number; bytes: number }> {
+  let bytes = 0;
+  let seconds = 0;
+  let peak = 0;
+  for (const s of segments) {
+    const { size } = await stat(path.join(dir, s.uri));
+    bytes += size;
+    seconds += s.duration;
+    // A last segment of a few frames says little about the peak; it still counts in the average.
+    if (s.duration >= 0.5 || segments.length === 1) peak = Math.max(peak, (size * 8) / Math.max(s.duration, 0.001));
+  }
+  return { peak: Math.round(peak), average: Math.round((bytes * 8) / Math.max(seconds, 0.001)), bytes };
+}
+

@@ -1,0 +1,63 @@
+import { spawn } from 'node:child_process';
+import { CancelledError, InternalError, TimeoutError } from '../lib/errors.ts';
+
+export interface RunOptions {
+  signal: AbortSignal;
+  timeoutMs: number;
+  /** Each chunk of stdout, as it comes (ffmpeg's -progress output). */
+  onStdout?(chunk: Buffer): void;
+  /** Keep all of stdout (ffprobe's JSON); otherwise only stderr's tail is kept. */
+  collectStdout?: boolean;
+  cwd?: string;
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  /** The last 8 KiB of stderr: enough for ffmpeg's error lines, bounded for a chatty decoder. */
+  stderrTail: string;
+}
+
+const TAIL = 8192;
+
+/**
+ * Runs a child process to its end. Abort (cancel, shutdown) and the timeout kill it with
+ * SIGKILL: a cancelled job's half-written outputs are thrown away, so there is nothing
+ * for ffmpeg to finish cleanly.
+ */
+export function runProcess(cmd: string, args: string[], opts: RunOptions): Promise<RunResult> {
+  if (opts.signal.aborted) return Promise.reject(new CancelledError('cancelled', { cause: opts.signal.reason }));
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(opts.cwd ? { cwd: opts.cwd } : {}) });
+    let stdout = '';
+    let stderr = '';
+    let stopped: Error | undefined;
+    const stop = (err: Error): void => {
+      stopped ??= err;
+      child.kill('SIGKILL');
+    };
+    const onAbort = (): void => stop(new CancelledError('cancelled', { cause: opts.signal.reason }));
+    opts.signal.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => stop(new TimeoutError(`${cmd} ran longer than ${Math.round(opts.timeoutMs / 1000)} s`)), opts.timeoutMs);
+    child.stdout.on('data', (c: Buffer) => {
+      if (opts.collectStdout) stdout += c.toString('utf8');
+      opts.onStdout?.(c);
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr = (stderr + c.toString('utf8')).slice(-TAIL);
+    });
+    const finish = (): void => {
+      clearTimeout(timer);
+      opts.signal.removeEventListener('abort', onAbort);
+    };
+    child.on('error', (err) => {
+      finish();
+      reject(new InternalError(`cannot run ${cmd}: ${err.message}`, { cause: err }));
+    });
+    child.on('close', (code) => {
+      finish();
+      if (stopped) reject(stopped);
+      else resolve({ code: code ?? -1, stdout, stderrTail: stderr });
+    });
+  });
+}

@@ -1,0 +1,109 @@
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { MediaplaneError } from '../lib/errors.ts';
+import type { ObjectStore } from '../storage/index.ts';
+import { parseMediaPlaylist } from './playlist.ts';
+
+/** Content types by extension (RFC 8216 section 4; video/iso.segment is IANA's for .m4s). */
+export function contentType(file: string): string {
+  const ext = path.extname(file).toLowerCase();
+  if (ext === '.m3u8') return 'application/vnd.apple.mpegurl';
+  if (ext === '.ts') return 'video/mp2t';
+  if (ext === '.m4s') return 'video/iso.segment';
+  if (ext === '.mp4') return 'video/mp4';
+  return 'application/octet-stream';
+}
+
+/** Joins an output path ("/out/hls") and a relative name into a storage key ("out/hls/x"). */
+export function storageKey(prefix: string, rel: string): string {
+  const p = prefix.replace(/^\/+|\/+$/g, '');
+  return p ? `${p}/${rel}` : rel;
+}
+
+/**
+ * Uploads with at most `concurrency` puts at once. The first failure is kept and reported
+ * through `onError` at once (so the encode can be stopped: no point encoding for a bucket
+ * that refuses us); `drain()` waits for the rest and throws it.
+ */
+export class UploadQueue {
+  error: MediaplaneError | undefined;
+  readonly #store: ObjectStore;
+  readonly #signal: AbortSignal;
+  readonly #onError: (err: MediaplaneError) => void;
+  #free: number;
+  readonly #waiters: (() => void)[] = [];
+  readonly #pending = new Set<Promise<void>>();
+  /** Bytes uploaded per key, for the per-rendition sizes of the output. */
+  readonly sizes = new Map<string, number>();
+
+  constructor(opts: { store: ObjectStore; signal: AbortSignal; concurrency: number; onError(err: MediaplaneError): void }) {
+    this.#store = opts.store;
+    this.#signal = opts.signal;
+    this.#free = opts.concurrency;
+    this.#onError = opts.onError;
+  }
+
+  add(key: string, file: string): void {
+    const p = this.#put(key, file).catch((err: MediaplaneError) => {
+      if (!this.error) {
+        this.error = err;
+        this.#onError(err);
+      }
+    });
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p));
+  }
+
+  async drain(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+    if (this.error) throw this.error;
+  }
+
+  async #put(key: string, file: string): Promise<void> {
+    if (this.#free === 0) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    this.#free--;
+    try {
+      if (this.error || this.#signal.aborted) return;
+      const { size } = await stat(file);
+      await this.#store.put(key, { file }, { contentType: contentType(file), signal: this.#signal });
+      this.sizes.set(key, size);
+    } finally {
+      this.#free++;
+      this.#waiters.shift()?.();
+    }
+  }
+}
+
+/**
+ * Watches media playlists while ffmpeg writes them and queues each segment once it is
+ * listed: the HLS muxer (hls_flags=temp_file) renames a segment into place and only then
+ * rewrites the playlist, so a listed segment is complete. Segments therefore go up while
+ * the encode runs instead of all at the end (issue 3, item 6).
+ */
+export class SegmentWatcher {
+  readonly #queue: UploadQueue;
+  readonly #playlists: { local: string; keyDir: string }[];
+  readonly #seen = new Set<string>();
+
+  constructor(queue: UploadQueue, playlists: { local: string; keyDir: string }[]) {
+    this.#queue = queue;
+    this.#playlists = playlists;
+  }
+
+  async scan(): Promise<void> {
+    for (const pl of this.#playlists) {
+      let text: string;
+      try {
+        text = await readFile(pl.local, 'utf8');
+      } catch {
+        continue; // not written yet
+      }
+      for (const seg of parseMediaPlaylist(text).segments) {
+        const key = `${pl.keyDir}/${seg.uri}`;
+        if (this.#seen.has(key)) continue;
+        this.#seen.add(key);
+        this.#queue.add(key, path.join(path.dirname(pl.local), seg.uri));
+      }
+    }
+  }
+}
