@@ -37,7 +37,7 @@ export class DwebObjectStore implements ObjectStore {
   }
 
   /** The proof is checked again (it may have expired in the queue); nothing is uploaded yet. */
-  async check(): Promise<void> {
+  async check(_signal?: AbortSignal): Promise<void> {
     try {
       await validateDwebProof(this.#opts.proof, { agentDid: this.#opts.agent.did() });
     } catch (err) {
