@@ -1,0 +1,87 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, rename } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The shared real-world samples, found from this file's place in the repo (never copied in). */
+export const SAMPLES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/samples');
+export const sample = (name: string): string => path.join(SAMPLES, name);
+
+export interface ClipOptions {
+  width: number;
+  height: number;
+  seconds: number;
+  fps?: string;
+  audio?: boolean;
+  /** Display rotation written into the MP4 (a phone's portrait clip). */
+  rotate?: 90 | 180 | 270;
+}
+
+const CACHE = path.join(os.tmpdir(), 'mediaplane-test-media');
+
+/**
+ * A test clip from ffmpeg's lavfi sources (testsrc2 picture, 440 Hz sine), cached in the
+ * temp folder so several test files share one encode.
+ */
+export async function makeClip(o: ClipOptions): Promise<string> {
+  const fps = o.fps ?? '30';
+  const name = `clip-${o.width}x${o.height}-${o.seconds}s-${fps.replace('/', '_')}-${o.audio === false ? 'na' : 'a'}-r${o.rotate ?? 0}.mp4`;
+  const file = path.join(CACHE, name);
+  if (existsSync(file)) return file;
+  await mkdir(CACHE, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp.mp4`;
+  const args = ['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${fps}`];
+  if (o.audio !== false) args.push('-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000');
+  args.push('-t', String(o.seconds), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p');
+  if (o.audio !== false) args.push('-c:a', 'aac', '-b:a', '96k');
+  args.push(tmp);
+  await run('ffmpeg', args);
+  if (o.rotate) {
+    // On a stream copy the mov muxer turns the "rotate" tag into a display matrix, as a
+    // phone writes it (on an encode ffmpeg 5 drops the tag).
+    const turned = `${tmp}.rot.mp4`;
+    await run('ffmpeg', ['-v', 'error', '-y', '-i', tmp, '-c', 'copy', '-metadata:s:v:0', `rotate=${o.rotate}`, turned]);
+    await rename(turned, tmp);
+  }
+  await rename(tmp, file);
+  return file;
+}
+
+export interface ProbedStream {
+  codec_type: string;
+  codec_name: string;
+  width?: number;
+  height?: number;
+  side_data_list?: { rotation?: number }[];
+}
+
+export async function ffprobe(file: string): Promise<{ streams: ProbedStream[]; format: { duration?: string; tags?: Record<string, string> } }> {
+  const { stdout } = await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_streams', '-show_format', file]);
+  return JSON.parse(stdout) as { streams: ProbedStream[]; format: { duration?: string } };
+}
+
+/** Decodes a file or playlist end to end; resolves with ffmpeg's error output (empty when clean). */
+export async function decodeErrors(file: string): Promise<string> {
+  const { stderr } = await run('ffmpeg', ['-v', 'error', '-nostdin', '-i', file, '-f', 'null', '-'], { maxBuffer: 16 << 20 });
+  return stderr.trim();
+}
+
+/** Whether the MP4's moov box comes before mdat (faststart): top-level boxes walked by size. */
+export function moovBeforeMdat(buf: Buffer): boolean {
+  let off = 0;
+  while (off + 8 <= buf.length) {
+    let size = buf.readUInt32BE(off);
+    const type = buf.toString('latin1', off + 4, off + 8);
+    if (type === 'moov') return true;
+    if (type === 'mdat') return false;
+    if (size === 1) size = Number(buf.readBigUInt64BE(off + 8));
+    if (size < 8) return false;
+    off += size;
+  }
+  return false;
+}

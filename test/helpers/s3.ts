@@ -1,0 +1,143 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
+import S3rver from 's3rver';
+
+// A real S3-protocol server for tests: s3rver on 127.0.0.1:0 behind a proxy that checks
+// SigV4 signatures (s3rver does not), so a wrong secret is refused as AWS would refuse it.
+// With MEDIAPLANE_TEST_S3_ENDPOINT (+ _ACCESS_KEY_ID, _SECRET_ACCESS_KEY, _REGION) the
+// same tests run against MinIO or AWS instead.
+
+export interface TestS3 {
+  endpoint: string;
+  region: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  client: S3Client;
+  createBucket(name?: string): Promise<string>;
+  keys(bucket: string): Promise<string[]>;
+  get(bucket: string, key: string): Promise<{ body: Buffer; contentType: string | undefined }>;
+  head(bucket: string, key: string): Promise<{ contentType: string | undefined; size: number }>;
+  put(bucket: string, key: string, body: Buffer | string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startS3(): Promise<TestS3> {
+  const external = process.env.MEDIAPLANE_TEST_S3_ENDPOINT;
+  if (external) {
+    const credentials = {
+      accessKeyId: process.env.MEDIAPLANE_TEST_S3_ACCESS_KEY_ID ?? 'minioadmin',
+      secretAccessKey: process.env.MEDIAPLANE_TEST_S3_SECRET_ACCESS_KEY ?? 'minioadmin',
+    };
+    return wrap(external, process.env.MEDIAPLANE_TEST_S3_REGION ?? 'us-east-1', credentials, async () => undefined);
+  }
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mp-s3rver-'));
+  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir });
+  const addr = (await server.run()) as AddressInfo;
+  const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+  const proxy = await startVerifyingProxy(addr.port, credentials);
+  const proxyPort = (proxy.address() as AddressInfo).port;
+  return wrap(`http://127.0.0.1:${proxyPort}`, 'us-east-1', credentials, async () => {
+    proxy.closeAllConnections();
+    await new Promise<void>((r) => proxy.close(() => r()));
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+}
+
+function wrap(endpoint: string, region: string, credentials: TestS3['credentials'], stop: () => Promise<void>): TestS3 {
+  const client = new S3Client({ endpoint, region, credentials, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+  let n = 0;
+  return {
+    endpoint,
+    region,
+    credentials,
+    client,
+    async createBucket(name) {
+      const bucket = name ?? `mp-test-${process.pid}-${Date.now().toString(36)}-${n++}`;
+      await client.send(new CreateBucketCommand({ Bucket: bucket }));
+      return bucket;
+    },
+    async keys(bucket) {
+      const out: string[] = [];
+      let token: string | undefined;
+      do {
+        const res = await client.send(new ListObjectsV2Command({ Bucket: bucket, ContinuationToken: token }));
+        out.push(...(res.Contents ?? []).map((c) => c.Key ?? ''));
+        token = res.NextContinuationToken;
+      } while (token);
+      return out.sort();
+    },
+    async get(bucket, key) {
+      const res = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const bytes = await res.Body?.transformToByteArray();
+      return { body: Buffer.from(bytes ?? []), contentType: res.ContentType };
+    },
+    async head(bucket, key) {
+      const res = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return { contentType: res.ContentType, size: res.ContentLength ?? 0 };
+    },
+    async put(bucket, key, body) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+    },
+    async close() {
+      client.destroy();
+      await stop();
+    },
+  };
+}
+
+/** Re-signs each request with the known secret and compares signatures before forwarding. */
+async function startVerifyingProxy(upstreamPort: number, creds: { accessKeyId: string; secretAccessKey: string }): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    void verify(req, creds).then((problem) => {
+      if (problem) {
+        req.resume();
+        res.writeHead(403, { 'content-type': 'application/xml' });
+        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${problem}</Code><Message>${problem}</Message></Error>`);
+        return;
+      }
+      const up = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers }, (ur) => {
+        res.writeHead(ur.statusCode ?? 502, ur.headers);
+        ur.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return server;
+}
+
+async function verify(req: http.IncomingMessage, creds: { accessKeyId: string; secretAccessKey: string }): Promise<string | null> {
+  const auth = req.headers.authorization ?? '';
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]+)$/.exec(auth);
+  if (!m) return 'AccessDenied';
+  const [, keyId, , region, signedHeaders, signature] = m;
+  if (keyId !== creds.accessKeyId) return 'InvalidAccessKeyId';
+  const url = new URL(req.url ?? '/', 'http://x');
+  const query: Record<string, string | string[]> = {};
+  for (const [k, v] of url.searchParams) {
+    const prev = query[k];
+    query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  const headers: Record<string, string> = {};
+  for (const h of (signedHeaders ?? '').split(';')) {
+    const v = req.headers[h];
+    if (v !== undefined) headers[h] = Array.isArray(v) ? v.join(',') : v;
+  }
+  const amzDate = String(req.headers['x-amz-date'] ?? '');
+  const date = new Date(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
+  const signer = new SignatureV4({ credentials: creds, region: region ?? 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
+  const [hostname, port] = (req.headers.host ?? '').split(':');
+  const signed = await signer.sign(
+    { method: req.method ?? 'GET', protocol: 'http:', hostname: hostname ?? '', port: port ? Number(port) : undefined, path: url.pathname, query, headers },
+    { signingDate: date },
+  );
+  const got = /Signature=([0-9a-f]+)/.exec(String(signed.headers.authorization ?? signed.headers.Authorization ?? ''))?.[1];
+  return got === signature ? null : 'SignatureDoesNotMatch';
+}
