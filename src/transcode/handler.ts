@@ -4,12 +4,17 @@ import { createInputSource, createObjectStore, type ObjectStoreFactory } from '.
 import type { JobHandler } from '../tasks/types.ts';
 import type { TranscodeFileOutput, TranscodeParams } from './params.ts';
 import { runPipeline } from './pipeline.ts';
+import { ValidationError } from '../lib/errors.ts';
+import type { C2paSigner } from './c2pa.ts';
+import { DwebObjectStore } from '../storage/dweb/index.ts';
 
 export interface TranscodeHandlerDeps {
   config: Config;
   log?: Logger;
   /** Adapters for storage kinds other than s3 (dweb.storage, from storage/dweb/), by `storage.type`. */
   objectStores?: Partial<Record<string, ObjectStoreFactory>>;
+  /** Issue 5: the C2PA signer from `loadC2paSigner(config)`; undefined when signing is not configured. */
+  c2paSigner?: C2paSigner | undefined;
 }
 
 /**
@@ -19,9 +24,13 @@ export interface TranscodeHandlerDeps {
 export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<TranscodeParams, TranscodeFileOutput> {
   return async (params, ctx) => {
     const log = ctx.log ?? deps.log;
-    return runPipeline(deps.config, {
+    // Issue 5: the API refuses this before queueing; checked again for tasks queued elsewhere.
+    if (params.c2pa && !deps.c2paSigner) throw new ValidationError('c2pa: C2PA signing is not configured on this server');
+    const store = createObjectStore(params.storage, deps.config, deps.objectStores);
+    const output = await runPipeline(deps.config, {
       source: createInputSource(params.input, deps.config),
-      store: createObjectStore(params.storage, deps.config, deps.objectStores),
+      store,
+      ...(params.c2pa && deps.c2paSigner ? { c2pa: { signer: deps.c2paSigner } } : {}),
       outputs: params.outputs,
       profiles: params.profiles,
       segmentSecs: params.targetSegmentSizeSecs,
@@ -30,5 +39,8 @@ export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<T
       progress: ctx.progress,
       log,
     });
+    // Issue 5: dweb outputs also get each file's CID and gateway URL (path style).
+    if (store instanceof DwebObjectStore && store.published) output.files = store.published.files;
+    return output;
   };
 }

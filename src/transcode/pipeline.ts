@@ -14,6 +14,7 @@ import { ProgressParser, throttledProgress } from './progress.ts';
 import { runProcess } from './run.ts';
 import { codecsOf } from './codecs.ts';
 import { SegmentWatcher, storageKey, UploadQueue } from './uploads.ts';
+import { signMp4, type C2paSigner } from './c2pa.ts';
 
 export type PipelineSettings = Pick<Config, 'ffmpegPath' | 'ffprobePath' | 'x264Preset' | 'ffmpegThreads' | 'transcodeTimeoutMs'
   | 'defaultSegmentSecs' | 'maxOutputFps' | 'uploadConcurrency'>;
@@ -28,6 +29,8 @@ export interface PipelineJob {
   signal: AbortSignal;
   progress(fraction: number): void;
   log?: Logger | undefined;
+  /** Issue 5 hook: sign every MP4 with C2PA before it is uploaded (`params.c2pa`). */
+  c2pa?: { signer: C2paSigner; inputTitle?: string } | undefined;
 }
 
 // Progress shares: the download (when its size is known), the encode, the final uploads.
@@ -141,9 +144,20 @@ async function finish(settings: PipelineSettings, job: PipelineJob, enc: Encode,
   const out: Omit<TranscodeFileOutput, 'input_video'> = {};
   if (job.outputs.mp4) {
     const prefix = job.outputs.mp4.path;
+    // Issue 5 hook: C2PA-sign each MP4 in place before upload; a signing failure fails the task.
+    if (job.c2pa) {
+      for (const r of enc.renditions) {
+        const file = path.join(enc.outDir, layout.mp4File(r.name));
+        const parent = { path: enc.input, ...(job.c2pa.inputTitle ? { title: job.c2pa.inputTitle } : {}) };
+        await signMp4({ input: file, output: file, title: r.name, parent, signer: job.c2pa.signer, signal: job.signal });
+      }
+    }
     for (const r of enc.renditions) queue.add(storageKey(prefix, `${r.name}.mp4`), path.join(enc.outDir, layout.mp4File(r.name)));
     await queue.drain();
-    out.mp4 = enc.renditions.map((r) => rendition(r, `/${storageKey(prefix, `${r.name}.mp4`)}`, queue.sizes.get(storageKey(prefix, `${r.name}.mp4`)) ?? 0));
+    out.mp4 = enc.renditions.map((r) => ({
+      ...rendition(r, `/${storageKey(prefix, `${r.name}.mp4`)}`, queue.sizes.get(storageKey(prefix, `${r.name}.mp4`)) ?? 0),
+      ...(job.c2pa ? { signed: true } : {}),
+    }));
   }
   if (job.outputs.hls) out.hls = await publishHls(settings, job, enc, queue, { prefix: job.outputs.hls.path, dir: 'hls' });
   if (job.outputs.fmp4) out.fmp4 = await publishHls(settings, job, enc, queue, { prefix: job.outputs.fmp4.path, dir: 'fmp4' });
