@@ -6,7 +6,15 @@ import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import S3rver from 's3rver';
+import { createRequire } from 'node:module';
+
+// s3rver ships no type declarations: the little of it used here, typed by hand.
+interface S3rverServer {
+  run(): Promise<AddressInfo>;
+  close(): Promise<void>;
+}
+type S3rverCtor = new (opts: { port: number; address: string; silent: boolean; directory: string }) => S3rverServer;
+const S3rver = createRequire(import.meta.url)('s3rver') as S3rverCtor;
 
 // A real S3-protocol server for tests: s3rver on 127.0.0.1:0 behind a proxy that checks
 // SigV4 signatures (s3rver does not), so a wrong secret is refused as AWS would refuse it.
@@ -37,7 +45,7 @@ export async function startS3(): Promise<TestS3> {
   }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mp-s3rver-'));
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir });
-  const addr = (await server.run()) as AddressInfo;
+  const addr = await server.run();
   const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
   const proxy = await startVerifyingProxy(addr.port, credentials);
   const proxyPort = (proxy.address() as AddressInfo).port;
@@ -135,7 +143,7 @@ async function verify(req: http.IncomingMessage, creds: { accessKeyId: string; s
   const signer = new SignatureV4({ credentials: creds, region: region ?? 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
   const [hostname, port] = (req.headers.host ?? '').split(':');
   const signed = await signer.sign(
-    { method: req.method ?? 'GET', protocol: 'http:', hostname: hostname ?? '', port: port ? Number(port) : undefined, path: url.pathname, query, headers },
+    { method: req.method ?? 'GET', protocol: 'http:', hostname: hostname ?? '', ...(port ? { port: Number(port) } : {}), path: url.pathname, query, headers },
     { signingDate: date },
   );
   const got = /Signature=([0-9a-f]+)/.exec(String(signed.headers.authorization ?? signed.headers.Authorization ?? ''))?.[1];

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, it } from 'node:test';
+import pino from 'pino';
+import { loadConfig } from '../../src/config/index.ts';
+import { createTranscodeHandler } from '../../src/transcode/index.ts';
+import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
+import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
+import { decodeErrors, ffprobe, makeClip, moovBeforeMdat } from '../helpers/media.ts';
+import { startS3, type TestS3 } from '../helpers/s3.ts';
+
+// Issue 3 acceptance: a 30 s 1080p clip with audio, HLS + MP4 to the local S3 server,
+// completes with outputs that decode end to end. Default settings (veryfast preset).
+
+let s3: TestS3;
+let web: TestHttp;
+const dirs: string[] = [];
+before(async () => {
+  const clip = await makeClip({ width: 1920, height: 1080, seconds: 30, fps: '30' });
+  [s3, web] = await Promise.all([startS3(), startHttp({ '/in.mp4': serveFile(clip) })]);
+});
+after(async () => {
+  await Promise.all([s3?.close(), web?.close(), ...dirs.map((d) => rm(d, { recursive: true, force: true }))]);
+});
+
+it('a 30 s 1080p clip with audio becomes playable HLS and MP4 renditions in the bucket', async () => {
+  const bucket = await s3.createBucket();
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'mp-accept-'));
+  dirs.push(scratch);
+  const handler = createTranscodeHandler({ config: loadConfig({ env: {}, overrides: { allowPrivateUrls: true } }) });
+  const out = await handler(
+    { input: { url: web.url('/in.mp4') }, storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: s3.credentials }, outputs: { hls: { path: '/hls' }, mp4: { path: '/mp4' } } },
+    { taskId: 'acc', attempt: 1, signal: new AbortController().signal, scratchDir: scratch, progress: () => undefined, log: pino({ level: 'silent' }) },
+  );
+  assert.deepEqual(out.mp4?.map((m) => `${m.name} ${m.width}x${m.height}`), ['360p0 640x360', '720p0 1280x720', '1080p0 1920x1080']);
+  assert.equal(Math.round(out.input_video.duration), 30);
+
+  const keys = await s3.keys(bucket);
+  for (const r of ['360p0', '720p0', '1080p0']) {
+    const pl = parseMediaPlaylist((await s3.get(bucket, `hls/${r}/index.m3u8`)).body.toString());
+    assert.equal(pl.segments.length, 5);
+    assert.ok(pl.segments.every((s) => s.duration <= 6 + 1e-6));
+    assert.ok(Math.abs(pl.segments.reduce((a, s) => a + s.duration, 0) - 30) <= 0.5);
+    assert.ok(pl.segments.every((s) => keys.includes(`hls/${r}/${s.uri}`)));
+
+    const local = path.join(scratch, `${r}.mp4`);
+    const body = (await s3.get(bucket, `mp4/${r}.mp4`)).body;
+    assert.ok(moovBeforeMdat(body));
+    await writeFile(local, body);
+    assert.equal(await decodeErrors(local), '', `${r}.mp4 decodes cleanly`);
+    const probed = await ffprobe(local);
+    assert.ok(Math.abs(Number(probed.format.duration) - 30) < 0.2);
+  }
+  // The master playlist as a player would fetch it: every variant decodes to the end.
+  const hlsDir = path.join(scratch, 'hls');
+  for (const k of keys.filter((x) => x.startsWith('hls/'))) {
+    const dest = path.join(scratch, k);
+    await mkdir(path.dirname(dest), { recursive: true });
+    await writeFile(dest, (await s3.get(bucket, k)).body);
+  }
+  assert.equal(await decodeErrors(path.join(hlsDir, 'index.m3u8')), '');
+});
