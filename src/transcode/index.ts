@@ -5,3 +5,4 @@ export { runPipeline, type PipelineJob, type PipelineSettings } from './pipeline
 export { probe, type ProbeResult } from './probe.ts';
 export { planLadder, type Rendition } from './ladder.ts';
 export { buildFfmpegArgs } from './command.ts';
+export { runTranscodeCommand, TRANSCODE_HELP } from '../cli/transcode.ts';
