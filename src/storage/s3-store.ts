@@ -40,8 +40,9 @@ export class S3ObjectStore implements ObjectStore {
     const upload = new Upload({
       client: this.#client,
       params: { Bucket: this.#loc.bucket, Key: key, Body: stream, ContentType: opts.contentType },
-      // queueSize x partSize is this upload's memory: 4 x 8 MiB by default.
-      queueSize: 4,
+      // queueSize x partSize is this upload's memory (2 x 8 MiB by default), and up to
+      // uploadConcurrency uploads run at once: kept small so a worker stays far below 250 MB.
+      queueSize: 2,
       partSize: this.#opts.partSizeBytes,
       leavePartsOnError: false,
     });
