@@ -9,7 +9,8 @@ import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
 import { Queue, TaskStore, Worker } from './tasks/index.ts';
 import { anyHandler } from './tasks/types.ts';
-import { placeholderHandler } from './transcode/index.ts';
+import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
+import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 
 // The composition root (STYLE.md, practice 1): the only place that builds the database,
@@ -24,15 +25,25 @@ export interface Core {
   accounts: Accounts;
   tasks: TaskStore;
   queue: Queue;
+  /** The service's UCAN identity users delegate their Storacha space to. */
+  agent: AgentSigner;
+  /** Undefined when C2PA signing is not configured. */
+  c2paSigner: C2paSigner | undefined;
 }
 
 export async function openCore(config: Config, log: Logger): Promise<Core> {
   await mkdir(config.dataDir, { recursive: true });
+  // Checked before the database opens: a bad certificate stops start-up with its message.
+  const c2paSigner = await loadC2paSigner(config);
+  if (c2paSigner) log.info({ subject: c2paSigner.subject, alg: c2paSigner.alg }, 'C2PA signing enabled');
+  const agent = await loadAgent(config);
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
   return {
     config,
     log,
     db,
+    agent,
+    c2paSigner,
     accounts: new Accounts(db),
     tasks: new TaskStore(db),
     queue: new Queue(db, { leaseMs: config.leaseMs, maxRetries: config.maxRetries }),
@@ -51,10 +62,17 @@ async function requesterSalt(config: Config): Promise<string> {
 }
 
 export function createWorker(core: Core): Worker {
+  const dweb = dwebStoreFactory(core.config, core.agent);
+  const transcode = createTranscodeHandler({
+    config: core.config,
+    log: core.log,
+    c2paSigner: core.c2paSigner,
+    objectStores: { 'dweb.storage': dweb, 'web3.storage': dweb },
+  });
   return new Worker({
     db: core.db,
     queue: core.queue,
-    handlers: { 'transcode-file': anyHandler(placeholderHandler) },
+    handlers: { 'transcode-file': anyHandler(transcode) },
     log: core.log.child({ role: 'worker' }),
     scratchRoot: join(resolve(core.config.dataDir), 'scratch'),
     concurrency: core.config.workerConcurrency,
@@ -87,7 +105,11 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
     if (roles.api) {
       const app = await buildApp({
         ...core,
-        rules: { allowPrivateUrls: config.allowPrivateUrls, c2paConfigured: false },
+        rules: {
+          allowPrivateUrls: config.allowPrivateUrls,
+          c2paConfigured: core.c2paSigner !== undefined,
+          validateDwebProof: async (proof) => void (await validateDwebProof(proof, { agentDid: core.agent.did() })),
+        },
         bodyLimitBytes: config.bodyLimitBytes,
         maxQueuedPerOwner: config.maxQueuedPerOwner,
         requesterSalt: await requesterSalt(config),

@@ -68,7 +68,10 @@ function resolveUnions(items: Item[]): Item[] {
       rest.push({ ...first, keyword: 'enum', allowed, message: `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}` });
       continue;
     }
-    const weight = (g: Item[]) => g.reduce((n, i) => n + (i.keyword === 'const' || i.keyword === 'enum' ? 100 : 1), 0);
+    // A branch whose type does not fit the value at all is the least likely meant; one that
+    // refuses a discriminator (`type`) comes next; otherwise the fewest complaints win.
+    const cost = (i: Item) => (i.keyword === 'type' && i.path === u.path ? 1000 : i.keyword === 'const' || i.keyword === 'enum' ? 100 : 1);
+    const weight = (g: Item[]) => g.reduce((n, i) => n + cost(i), 0);
     const best = groups.reduce((a, b) => (weight(b) < weight(a) ? b : a));
     rest.push(...best);
   }

@@ -1,5 +1,5 @@
 export * from './params.ts';
-export { placeholderHandler } from './placeholder.ts';
+export { loadC2paSigner, type C2paSigner } from './c2pa.ts';
 export { createTranscodeHandler, type TranscodeHandlerDeps } from './handler.ts';
 export { runPipeline, type PipelineJob, type PipelineSettings } from './pipeline.ts';
 export { probe, type ProbeResult } from './probe.ts';
