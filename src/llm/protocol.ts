@@ -111,7 +111,8 @@ export function validateChatRequest(body: unknown, opts: { defaultMaxTokens: num
   const optional = {
     temperature: num(body, 'temperature', problems, { min: 0, max: 2 }),
     top_p: num(body, 'top_p', problems, { min: 0, max: 1 }),
-    top_k: num(body, 'top_k', problems, { min: 0, max: 1_000_000, int: true }),
+    // -1 means "off" in vLLM's API, and @livepeer/ai sends it by default.
+    top_k: body.top_k === -1 ? undefined : num(body, 'top_k', problems, { min: 0, max: 1_000_000, int: true }),
     seed: num(body, 'seed', problems, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER, int: true }),
     presence_penalty: num(body, 'presence_penalty', problems, { min: -2, max: 2 }),
     frequency_penalty: num(body, 'frequency_penalty', problems, { min: -2, max: 2 }),

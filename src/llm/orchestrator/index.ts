@@ -56,7 +56,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
       await deps.app.register(async (scope) => orchestratorRoutes(scope, state), { prefix: ORCHESTRATOR_PREFIX });
       url = ORCHESTRATOR_PREFIX;
     } else {
-      const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({ loggerInstance: log, bodyLimit: config.bodyLimitBytes, disableRequestLogging: true });
+      const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({ loggerInstance: log, bodyLimit: config.bodyLimitBytes });
       own = app;
       await app.register(async (scope) => orchestratorRoutes(scope, state));
       url = await app.listen({ host: config.host, port: config.port });

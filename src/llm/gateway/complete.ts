@@ -1,0 +1,244 @@
+// One chat completion through the gateway: price it, reserve the charge, try orchestrators
+// best-first until one produces its first token, relay the answer, settle the charge.
+// Before the first token nothing has reached the client, so any failure (connect error, 5xx,
+// 503, timeout) releases the reservation and the next orchestrator is tried; after it, a
+// failure is told to a streaming client as `event: error` (API.md section B).
+
+import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { MediaplaneError, NotFoundError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
+import { formatSse, type SseEvent } from '../../lib/sse.ts';
+import type { Ledger } from '../ledger.ts';
+import type { ChatRequest, FinishReason, Usage } from '../protocol.ts';
+import type { Candidate, Registry } from './registry.ts';
+import { openCompletion } from './upstream.ts';
+
+export interface CompleteDeps {
+  registry: Registry;
+  ledger: Ledger;
+  log: Logger;
+  secret?: string | undefined;
+  maxPricePerToken: number;
+  usageBased: boolean;
+  firstTokenTimeoutMs: number;
+  idleTimeoutMs: number;
+}
+
+interface Chunk {
+  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: FinishReason | null }>;
+  usage?: Usage | null;
+  created?: number;
+}
+
+/** The lower of two ceilings, where 0/undefined means none. */
+function ceilingOf(operator: number, caller: number | undefined): number {
+  const set = [operator, caller ?? 0].filter((x) => x > 0);
+  return set.length ? Math.min(...set) : 0;
+}
+
+class Attempt {
+  readonly controller = new AbortController();
+  #timer: NodeJS.Timeout | undefined;
+  timedOut = false;
+  constructor(clientGone: AbortSignal) {
+    const stop = (): void => this.controller.abort();
+    clientGone.addEventListener('abort', stop, { once: true });
+    this.controller.signal.addEventListener('abort', () => clientGone.removeEventListener('abort', stop), { once: true });
+  }
+  /** Next event, or the attempt is aborted (and TimeoutError thrown) after `ms` of silence. */
+  async next(events: AsyncIterator<SseEvent>, ms: number): Promise<IteratorResult<SseEvent>> {
+    this.#timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort();
+    }, ms);
+    try {
+      return await events.next();
+    } catch (err) {
+      if (this.timedOut) throw new TimeoutError(`no token for ${ms} ms`);
+      throw err;
+    } finally {
+      clearTimeout(this.#timer);
+    }
+  }
+}
+
+type Outcome =
+  | { kind: 'committed'; events: AsyncIterator<SseEvent>; first: SseEvent; attempt: Attempt; firstAt: number }
+  | { kind: 'complete'; content: string; finish: FinishReason; usage: Usage; created: number; firstAt: number }
+  | { kind: 'failed'; error: MediaplaneError }
+  | { kind: 'rejected'; error: ValidationError };
+
+export async function complete(deps: CompleteDeps, opts: { owner: string; body: ChatRequest; res: ServerResponse; clientGone: AbortSignal }): Promise<{ json?: unknown }> {
+  const { registry, ledger, log } = deps;
+  const { body, owner } = opts;
+  if (!registry.offers(body.model)) await registry.refresh();
+  if (registry.candidates(body.model, 0).length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model}`);
+  const ceiling = ceilingOf(deps.maxPricePerToken, body.max_price_per_token);
+  const candidates = registry.candidates(body.model, ceiling);
+  if (candidates.length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model} at or under ${ceiling} USD per token`);
+
+  const requestId = `chatcmpl-${randomBytes(12).toString('hex')}`;
+  const { max_price_per_token: _ceiling, ...rest } = body;
+  const forward = JSON.stringify({ ...rest, stream: true });
+  const failures: MediaplaneError[] = [];
+  for (const c of candidates) {
+    if (opts.clientGone.aborted) return {};
+    const reservation = await ledger.reserve({ owner, maxTokens: body.max_tokens, pricePerToken: c.pricePerToken, model: body.model, orchestrator: c.orchestrator.url, requestId });
+    if (!reservation) {
+      throw new PaymentRequiredError(`balance too low for max_tokens ${body.max_tokens} at ${c.pricePerToken} USD per token (${(body.max_tokens * c.pricePerToken).toFixed(12).replace(/0+$/, '')} USD); add credits or lower max_tokens`);
+    }
+    const started = performance.now();
+    c.orchestrator.inflight++;
+    try {
+      const outcome = await attempt(deps, c, { forward, requestId, stream: body.stream, clientGone: opts.clientGone });
+      if (outcome.kind === 'failed' || outcome.kind === 'rejected') {
+        await ledger.release(reservation.id);
+        if (outcome.kind === 'rejected') throw outcome.error;
+        if (opts.clientGone.aborted) return {};
+        log.warn({ orchestrator: c.orchestrator.url, model: body.model, err: outcome.error.message, requestId }, 'orchestrator failed before the first token; trying the next');
+        registry.markDown(c.orchestrator);
+        failures.push(outcome.error);
+        continue;
+      }
+      if (outcome.kind === 'complete') {
+        await ledger.settle(reservation.id, { completionTokens: outcome.usage.completion_tokens, usageBased: deps.usageBased });
+        measure(registry, c, { firstAt: outcome.firstAt, tokens: outcome.usage.completion_tokens });
+        return {
+          json: {
+            id: requestId, object: 'chat.completion', created: outcome.created, model: body.model,
+            choices: [{ index: 0, message: { role: 'assistant', content: outcome.content }, finish_reason: outcome.finish }],
+            usage: outcome.usage,
+          },
+        };
+      }
+      const r = await relay(deps, outcome, opts.res);
+      await ledger.settle(reservation.id, { completionTokens: r.usage?.completion_tokens ?? r.delivered, usageBased: deps.usageBased });
+      if (r.usage) measure(registry, c, { firstAt: outcome.firstAt, tokens: r.usage.completion_tokens });
+      log.debug({ requestId, orchestrator: c.orchestrator.url, ms: Math.round(performance.now() - started) }, 'completion relayed');
+      return {};
+    } finally {
+      c.orchestrator.inflight--;
+    }
+  }
+  throw summarize(body.model, failures);
+}
+
+function measure(registry: Registry, c: Candidate, m: { firstAt: number; tokens: number }): void {
+  if (m.tokens > 1) registry.recordLatency(c.orchestrator, (performance.now() - m.firstAt) / (m.tokens - 1));
+}
+
+function summarize(model: string, failures: MediaplaneError[]): MediaplaneError {
+  const detail = failures.map((f) => f.message).join('; ');
+  if (failures.length > 0 && failures.every((f) => f instanceof TimeoutError)) return new TimeoutError(`every orchestrator for ${model} timed out (${detail})`);
+  if (failures.every((f) => f instanceof UpstreamUnavailableError)) return new UpstreamUnavailableError(`every orchestrator for ${model} is busy or down (${failures.length} tried)`);
+  return new UpstreamFailedError(`the orchestrators for ${model} failed and no other could take the request (${failures.length} tried)`);
+}
+
+/** Runs one orchestrator up to its first token (streaming) or its whole answer (not streaming). */
+async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; requestId: string; stream: boolean; clientGone: AbortSignal }): Promise<Outcome> {
+  const a = new Attempt(o.clientGone);
+  const timer = setTimeout(() => {
+    a.timedOut = true;
+    a.controller.abort();
+  }, deps.firstTokenTimeoutMs);
+  let committed = false;
+  try {
+    const opened = await openCompletion(c.base, o.forward, { secret: deps.secret, requestId: o.requestId, signal: a.controller.signal });
+    clearTimeout(timer);
+    if (!opened.ok) {
+      if (opened.status === 400) return { kind: 'rejected', error: new ValidationError(opened.message) };
+      if (opened.status === 503 || opened.status === 404 || opened.status === 401) return { kind: 'failed', error: new UpstreamUnavailableError(`${opened.status}: ${opened.message}`) };
+      return { kind: 'failed', error: new UpstreamFailedError(`${opened.status}: ${opened.message}`) };
+    }
+    const first = await a.next(opened.events, deps.firstTokenTimeoutMs);
+    const firstAt = performance.now();
+    if (first.done || first.value.event === 'error' || first.value.data === '[DONE]') {
+      a.controller.abort();
+      return { kind: 'failed', error: new UpstreamFailedError(first.done ? 'the answer ended before its first token' : 'the orchestrator sent an error before the first token') };
+    }
+    if (o.stream) {
+      committed = true;
+      return { kind: 'committed', events: opened.events, first: first.value, attempt: a, firstAt };
+    }
+    return await collect(deps, a, opened.events, first.value, firstAt);
+  } catch (err) {
+    clearTimeout(timer);
+    a.controller.abort();
+    if (err instanceof MediaplaneError && !(err instanceof ValidationError)) return { kind: 'failed', error: err };
+    if (a.timedOut) return { kind: 'failed', error: new TimeoutError(`no first token within ${deps.firstTokenTimeoutMs} ms`) };
+    return { kind: 'failed', error: new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err }) };
+  } finally {
+    if (!committed) clearTimeout(timer);
+  }
+}
+
+/** Reads a whole answer for a non-streaming client; any failure before its end fails over. */
+async function collect(deps: CompleteDeps, a: Attempt, events: AsyncIterator<SseEvent>, first: SseEvent, firstAt: number): Promise<Outcome> {
+  let content = '';
+  let finish: FinishReason = 'stop';
+  let usage: Usage | undefined;
+  let created = Math.floor(Date.now() / 1000);
+  let ev: SseEvent = first;
+  for (;;) {
+    if (ev.event === 'error') return { kind: 'failed', error: new UpstreamFailedError('the orchestrator failed during the answer') };
+    if (ev.data === '[DONE]') break;
+    const c = JSON.parse(ev.data) as Chunk;
+    if (typeof c.created === 'number') created = c.created;
+    const choice = c.choices?.[0];
+    if (choice?.delta?.content) content += choice.delta.content;
+    if (choice?.finish_reason) finish = choice.finish_reason;
+    if (c.usage) usage = c.usage;
+    const next = await a.next(events, deps.idleTimeoutMs);
+    if (next.done) return { kind: 'failed', error: new UpstreamFailedError('the answer ended without [DONE]') };
+    ev = next.value;
+  }
+  if (!usage) return { kind: 'failed', error: new UpstreamFailedError('the answer carried no usage') };
+  return { kind: 'complete', content, finish, usage, created, firstAt };
+}
+
+/** Relays a committed stream chunk by chunk, with backpressure; returns what was delivered. */
+async function relay(deps: CompleteDeps, o: Extract<Outcome, { kind: 'committed' }>, res: ServerResponse): Promise<{ usage?: Usage; delivered: number }> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  let delivered = 0;
+  let usage: Usage | undefined;
+  let ev = o.first;
+  try {
+    for (;;) {
+      if (ev.event === 'error') throw new UpstreamFailedError('the orchestrator failed during the answer');
+      // Chunks are relayed as sent (the orchestrator already uses this request's id); only
+      // the usage chunk is parsed, for settlement.
+      if (ev.data === '[DONE]') {
+        res.end('data: [DONE]\n\n');
+        return usage ? { usage, delivered } : { delivered };
+      }
+      if (ev.data.includes('"usage":{')) usage = (JSON.parse(ev.data) as Chunk).usage ?? undefined;
+      else delivered++;
+      if (!res.write(formatSse({ data: ev.data }))) await drained(res);
+      if (res.destroyed) {
+        o.attempt.controller.abort();
+        return { delivered };
+      }
+      const next = await o.attempt.next(o.events, deps.idleTimeoutMs);
+      if (next.done) throw new UpstreamFailedError('the orchestrator closed the answer before its end');
+      ev = next.value;
+    }
+  } catch (err) {
+    o.attempt.controller.abort();
+    if (res.destroyed) return { delivered };
+    const e = err instanceof MediaplaneError ? err : new UpstreamFailedError('the orchestrator connection broke during the answer', { cause: err });
+    deps.log.warn({ err: e.message }, 'answer failed after its first token');
+    res.end(formatSse({ event: 'error', data: JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } }) }));
+    return usage ? { usage, delivered } : { delivered };
+  }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
+}

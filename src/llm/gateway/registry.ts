@@ -1,0 +1,139 @@
+// The orchestrators a gateway knows: configured URLs and self-registered ones, their polled
+// capabilities, and what the gateway measured itself (latency per token, failures). Choosing
+// follows API.md section B: serves the model, warm first, price under the ceiling, free
+// capacity, lowest measured latency per token.
+
+import type { Logger } from 'pino';
+import type { Capabilities } from '../protocol.ts';
+import { getJson } from './upstream.ts';
+
+export interface Orchestrator {
+  /** As configured: absolute, or a path on this gateway's own server (`/orchestrator`). */
+  url: string;
+  caps?: Capabilities | undefined;
+  reachable: boolean;
+  lastPoll: number;
+  /** Set after a failed request: ranked last until then. */
+  downUntil: number;
+  /** Exponentially weighted ms per output token after the first, measured on real requests. */
+  msPerToken?: number | undefined;
+  inflight: number;
+  registered: boolean;
+}
+
+export interface Candidate {
+  orchestrator: Orchestrator;
+  base: string;
+  pricePerToken: number;
+}
+
+export class Registry {
+  readonly #list = new Map<string, Orchestrator>();
+  readonly #resolveBase: (url: string) => string | undefined;
+  readonly #secret: string | undefined;
+  readonly #pollMs: number;
+  readonly #log: Logger;
+  #timer: NodeJS.Timeout | undefined;
+  #refreshing: Promise<void> | undefined;
+
+  constructor(opts: { urls: readonly string[]; resolveBase: (url: string) => string | undefined; secret?: string | undefined; pollMs: number; log: Logger }) {
+    this.#resolveBase = opts.resolveBase;
+    this.#secret = opts.secret;
+    this.#pollMs = opts.pollMs;
+    this.#log = opts.log;
+    for (const url of opts.urls) this.add(url, false);
+  }
+
+  add(url: string, registered: boolean): void {
+    const key = url.replace(/\/+$/, '');
+    const known = this.#list.get(key);
+    if (known) {
+      known.lastPoll = 0;
+      return;
+    }
+    this.#list.set(key, { url: key, reachable: false, lastPoll: 0, downUntil: 0, inflight: 0, registered });
+    if (registered) this.#log.info({ orchestrator: key }, 'orchestrator registered');
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.refresh(), this.#pollMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  all(): Orchestrator[] {
+    return [...this.#list.values()];
+  }
+
+  /** Polls every orchestrator once (concurrent callers share one round). */
+  refresh(): Promise<void> {
+    this.#refreshing ??= Promise.all(this.all().map((o) => this.#poll(o))).then(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  async #poll(o: Orchestrator): Promise<void> {
+    const base = this.#resolveBase(o.url);
+    if (!base) return;
+    try {
+      const caps = await getJson<Capabilities>(`${base}/capabilities`, { secret: this.#secret, timeoutMs: Math.min(2000, this.#pollMs * 2) });
+      if (!Array.isArray(caps.models) || typeof caps.pricePerToken !== 'number') throw new Error('malformed capabilities');
+      if (!o.reachable) this.#log.info({ orchestrator: o.url, models: caps.models.map((m) => m.id) }, 'orchestrator reachable');
+      o.caps = caps;
+      o.reachable = true;
+    } catch (err) {
+      if (o.reachable) this.#log.warn({ orchestrator: o.url, err: (err as Error).message }, 'orchestrator unreachable');
+      o.reachable = false;
+    }
+    o.lastPoll = Date.now();
+  }
+
+  /** Whether any known orchestrator has been polled recently (else a request re-polls first). */
+  fresh(): boolean {
+    const now = Date.now();
+    return this.all().every((o) => now - o.lastPoll < Math.min(this.#pollMs, 1000) || o.reachable);
+  }
+
+  offers(model: string): boolean {
+    return this.all().some((o) => o.reachable && o.caps?.models.some((m) => m.id === model));
+  }
+
+  /** Orchestrators that serve `model` at or under `ceiling` (0: none), best first. */
+  candidates(model: string, ceiling: number): Candidate[] {
+    const now = Date.now();
+    const out: Array<Candidate & { warm: boolean; free: boolean; down: boolean }> = [];
+    for (const o of this.all()) {
+      const m = o.caps?.models.find((x) => x.id === model);
+      const base = this.#resolveBase(o.url);
+      if (!o.caps || !m || !base) continue;
+      if (ceiling > 0 && o.caps.pricePerToken > ceiling) continue;
+      out.push({
+        orchestrator: o, base, pricePerToken: o.caps.pricePerToken,
+        warm: m.warm, free: Math.min(m.free, m.total - o.inflight) > 0, down: !o.reachable || o.downUntil > now,
+      });
+    }
+    // Down ones stay at the end: a last resort when the others fail too.
+    out.sort((a, b) => Number(a.down) - Number(b.down) || Number(b.warm) - Number(a.warm) || Number(b.free) - Number(a.free) ||
+      (a.orchestrator.msPerToken ?? 0) - (b.orchestrator.msPerToken ?? 0) || a.pricePerToken - b.pricePerToken);
+    return out.map(({ orchestrator, base, pricePerToken }) => ({ orchestrator, base, pricePerToken }));
+  }
+
+  markDown(o: Orchestrator): void {
+    o.downUntil = Date.now() + this.#pollMs;
+    o.lastPoll = 0;
+  }
+
+  recordLatency(o: Orchestrator, msPerToken: number): void {
+    o.msPerToken = o.msPerToken === undefined ? msPerToken : o.msPerToken * 0.8 + msPerToken * 0.2;
+  }
+
+  models(): Array<{ id: string; warm: boolean }> {
+    const seen = new Map<string, boolean>();
+    for (const o of this.all()) if (o.reachable) for (const m of o.caps?.models ?? []) seen.set(m.id, (seen.get(m.id) ?? false) || m.warm);
+    return [...seen].map(([id, warm]) => ({ id, warm })).sort((a, b) => a.id.localeCompare(b.id));
+  }
+}

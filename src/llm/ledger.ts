@@ -1,0 +1,135 @@
+// Balances and the ledger: all the SQL of LLM pricing in one place (as pg-boss keeps its SQL
+// in plans.ts). Every statement is a single statement (CTEs, no transactions), so it is safe
+// on a shared pool, from the CLI while the server runs, and atomic on its own. Amounts are
+// exact decimals in SQL (numeric); JS numbers only cross in as parameters and out for display.
+
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/index.ts';
+
+export interface Reservation {
+  id: string;
+  amountUsd: number;
+}
+
+export interface LedgerEntry {
+  id: string;
+  createdAt: string;
+  kind: 'charge' | 'credit';
+  status: 'reserved' | 'settled' | 'released';
+  amountUsd: number;
+  model: string | null;
+  requestId: string | null;
+  maxTokens: number | null;
+  completionTokens: number | null;
+  pricePerToken: number | null;
+  note: string | null;
+}
+
+/** Decimal text for a JS number without exponent surprises (8e-8 -> "0.00000008"). */
+function dec(n: number): string {
+  if (!Number.isFinite(n) || n < 0) throw new RangeError(`not a non-negative amount: ${n}`);
+  return n.toFixed(18).replace(/\.?0+$/, '') || '0';
+}
+
+export class Ledger {
+  readonly #db: Queryable;
+  constructor(db: Queryable) {
+    this.#db = db;
+  }
+
+  /**
+   * Takes max_tokens x price from the owner's balance and records a reserved charge; null when
+   * the balance cannot cover it. A free request (price 0) needs no balance but is recorded.
+   */
+  async reserve(o: { owner: string; maxTokens: number; pricePerToken: number; model: string; orchestrator: string; requestId: string }): Promise<Reservation | null> {
+    const rows = await this.#db.query<{ id: string; amount_usd: string }>(
+      `WITH amount AS (SELECT ($3::integer * $4::numeric)::numeric(30, 12) AS usd),
+       debit AS (
+         UPDATE llm_balances b SET balance_usd = b.balance_usd - amount.usd, updated_at = now()
+         FROM amount WHERE b.owner = $2 AND amount.usd > 0 AND b.balance_usd >= amount.usd
+         RETURNING b.owner)
+       INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token)
+       SELECT $1, $2, 'charge', 'reserved', amount.usd, $5, $6, $7, $3, $4::numeric FROM amount
+       WHERE amount.usd = 0 OR EXISTS (SELECT 1 FROM debit)
+       RETURNING id, amount_usd`,
+      [randomUUID(), o.owner, o.maxTokens, dec(o.pricePerToken), o.model, o.orchestrator, o.requestId],
+    );
+    const row = rows[0];
+    return row ? { id: row.id, amountUsd: Number(row.amount_usd) } : null;
+  }
+
+  /** Refunds a reservation in full (the request failed before its first token). */
+  async release(id: string): Promise<void> {
+    await this.#db.query(
+      `WITH r AS (UPDATE llm_ledger SET status = 'released' WHERE id = $1 AND status = 'reserved' RETURNING owner, amount_usd)
+       UPDATE llm_balances b SET balance_usd = b.balance_usd + r.amount_usd, updated_at = now()
+       FROM r WHERE b.owner = r.owner AND r.amount_usd > 0`,
+      [id],
+    );
+  }
+
+  /**
+   * Keeps a reservation as the charge. With `usageBased`, the charge becomes the actual
+   * completion tokens x price (never more than reserved) and the rest goes back to the balance.
+   */
+  async settle(id: string, o: { completionTokens: number; usageBased: boolean }): Promise<void> {
+    await this.#db.query(
+      `WITH s AS (
+         UPDATE llm_ledger l SET status = 'settled', completion_tokens = $2,
+           amount_usd = CASE WHEN $3::boolean THEN LEAST(old.amount_usd, ($2::integer * old.price_per_token)::numeric(30, 12)) ELSE old.amount_usd END
+         FROM llm_ledger old WHERE l.id = $1 AND old.id = l.id AND l.status = 'reserved'
+         RETURNING l.owner, old.amount_usd - l.amount_usd AS refund)
+       UPDATE llm_balances b SET balance_usd = b.balance_usd + s.refund, updated_at = now()
+       FROM s WHERE b.owner = s.owner AND s.refund > 0`,
+      [id, o.completionTokens, o.usageBased],
+    );
+  }
+
+  /** Adds credit; null when the owner does not exist. */
+  async credit(o: { owner: string; usd: number; note?: string }): Promise<{ balanceUsd: string } | null> {
+    const rows = await this.#db.query<{ balance_usd: string | null }>(
+      `WITH o AS (SELECT name FROM owners WHERE name = $1),
+       b AS (
+         INSERT INTO llm_balances (owner, balance_usd) SELECT name, $2::numeric FROM o
+         ON CONFLICT (owner) DO UPDATE SET balance_usd = llm_balances.balance_usd + EXCLUDED.balance_usd, updated_at = now()
+         RETURNING balance_usd),
+       l AS (
+         INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, note)
+         SELECT $3, name, 'credit', 'settled', $2::numeric, $4 FROM o RETURNING id)
+       SELECT (SELECT balance_usd::text FROM b) AS balance_usd, (SELECT count(*) FROM l) AS n`,
+      [o.owner, dec(o.usd), randomUUID(), o.note ?? null],
+    );
+    const bal = rows[0]?.balance_usd;
+    return bal === null || bal === undefined ? null : { balanceUsd: bal };
+  }
+
+  async balance(owner: string): Promise<string> {
+    const rows = await this.#db.query<{ balance_usd: string }>('SELECT balance_usd::text AS balance_usd FROM llm_balances WHERE owner = $1', [owner]);
+    return rows[0]?.balance_usd ?? '0';
+  }
+
+  /** The owner's credits and charges, newest first; released reservations are not charges. */
+  async entries(owner: string, limit: number): Promise<LedgerEntry[]> {
+    const rows = await this.#db.query<{
+      id: string; created_at: Date | string; kind: 'charge' | 'credit'; status: LedgerEntry['status']; amount_usd: string;
+      model: string | null; request_id: string | null; max_tokens: number | null; completion_tokens: number | null; price_per_token: string | null; note: string | null;
+    }>(
+      `SELECT id, created_at, kind, status, amount_usd, model, request_id, max_tokens, completion_tokens, price_per_token, note
+       FROM llm_ledger WHERE owner = $1 AND status <> 'released' ORDER BY created_at DESC, id DESC LIMIT $2`,
+      [owner, limit],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      createdAt: new Date(r.created_at).toISOString(),
+      kind: r.kind,
+      status: r.status,
+      amountUsd: Number(r.amount_usd),
+      model: r.model,
+      requestId: r.request_id,
+      maxTokens: r.max_tokens,
+      completionTokens: r.completion_tokens,
+      pricePerToken: r.price_per_token === null ? null : Number(r.price_per_token),
+      note: r.note,
+    }));
+  }
+}

@@ -1,0 +1,132 @@
+// Test helpers for text generation: real orchestrator processes, a real gateway on port 0
+// over an in-memory database, and the shared test models.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import Fastify, { type FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { Accounts } from '../../src/accounts/index.ts';
+import { loadConfig, type Config, type SettingKey } from '../../src/config/index.ts';
+import { openDb, type Db } from '../../src/db/index.ts';
+import { registerGateway } from '../../src/llm/gateway/index.ts';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The shared GGUF test models, laid out `<org>/<model_name>/*.gguf`. */
+export const MODELS_DIR = resolve(REPO_ROOT, '../shared/models');
+export const STORIES = 'karpathy/stories260K';
+export const TINY = 'stas/tiny-random-llama-2';
+
+const FIXTURE = fileURLToPath(new URL('../llm/fixtures/orchestrator-process.ts', import.meta.url));
+
+export const quietLog = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+/** Settings for tests: defaults, the shared models, CPU, small capacity; `overrides` win. */
+export function testConfig(overrides: Partial<Record<SettingKey, unknown>> = {}): Config {
+  return loadConfig({
+    env: {},
+    overrides: { host: '127.0.0.1', port: 0, modelsDir: MODELS_DIR, llmGpu: 'cpu', maxNumSeqs: 4, logLevel: 'silent', ...overrides },
+  });
+}
+
+export interface OrchestratorProcess {
+  url: string;
+  child: ChildProcess;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Environment of an orchestrator child: CPU, shared models, port 0, plus `env`. */
+export function orchestratorEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    MEDIAPLANE_PORT: '0',
+    MEDIAPLANE_HOST: '127.0.0.1',
+    MEDIAPLANE_MODELS_DIR: MODELS_DIR,
+    MEDIAPLANE_LLM_GPU: 'cpu',
+    MEDIAPLANE_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    MAX_NUM_SEQS: '4',
+    ...env,
+  };
+}
+
+/** Runs the orchestrator fixture until it prints its URL (or exits: then rejects with its stderr). */
+export async function startOrchestratorProcess(env: Record<string, string> = {}): Promise<OrchestratorProcess> {
+  const child = spawn(process.execPath, [FIXTURE], { cwd: REPO_ROOT, env: orchestratorEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (b: Buffer) => {
+    stderr += b.toString();
+    if (process.env.TEST_LOG_LEVEL) process.stderr.write(b);
+  });
+  const exited = once(child, 'exit');
+  const lines = createInterface({ input: child.stdout! });
+  const first = new Promise<string>((res) => lines.once('line', res));
+  const winner = await Promise.race([first, exited.then(() => null)]);
+  if (winner === null) throw new Error(`orchestrator exited: ${stderr.trim()}`);
+  const { url } = JSON.parse(winner) as { url: string };
+  return {
+    url,
+    child,
+    async kill(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** Runs the fixture expecting it to fail; resolves with its exit code and stderr. */
+export async function orchestratorFailure(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [FIXTURE], { cwd: REPO_ROOT, env: orchestratorEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(timer);
+  return { code, stderr };
+}
+
+export interface TestGateway {
+  url: string;
+  app: FastifyInstance;
+  db: Db;
+  accounts: Accounts;
+  config: Config;
+  /** Creates an owner with a key; `usd` adds credits. */
+  owner(name: string, usd?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startGateway(opts: { orchestrators?: string[]; config?: Partial<Record<SettingKey, unknown>>; db?: Db; mount?: (app: FastifyInstance) => Promise<void> } = {}): Promise<TestGateway> {
+  const config = testConfig({ gatewayPollMs: 60_000, ...opts.config });
+  const db = opts.db ?? (await openDb({}));
+  const accounts = new Accounts(db);
+  const app = Fastify();
+  await opts.mount?.(app);
+  const gw = await registerGateway(app, { config, db, accounts, log: quietLog, orchestrators: opts.orchestrators ?? [] });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    url, app, db, accounts, config,
+    async owner(name, usd) {
+      const { key } = await accounts.createKey(name);
+      if (usd) await db.query(`INSERT INTO llm_balances (owner, balance_usd) VALUES ($1, $2) ON CONFLICT (owner) DO UPDATE SET balance_usd = llm_balances.balance_usd + EXCLUDED.balance_usd`, [name, usd]);
+      return key;
+    },
+    async close() {
+      await gw.close();
+      await app.close();
+      if (!opts.db) await db.close();
+    },
+  };
+}
+
+/** Reads an SSE response body whole: its events in order. */
+export async function readSse(res: Response): Promise<Array<{ event?: string | undefined; data: string }>> {
+  const { parseSse } = await import('../../src/lib/sse.ts');
+  const out: Array<{ event?: string | undefined; data: string }> = [];
+  if (!res.body) return out;
+  for await (const ev of parseSse(res.body)) out.push({ event: ev.event, data: ev.data });
+  return out;
+}
