@@ -1,0 +1,124 @@
+// The orchestrator on its own: tuning variables checked against the GGUF header (in process
+// and as a real process that must stop), capacity with a short queue then 503, prompt limits,
+// and the vLLM engine's flag mapping and process handling with a fake vLLM.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
+import { vllmArgs } from '../../src/llm/orchestrator/engines/vllm.ts';
+import { checkTuning, readGgufMeta, tuningFromConfig } from '../../src/llm/orchestrator/tuning.ts';
+import { downloadFromHub } from '../../src/llm/orchestrator/models.ts';
+import { MODELS_DIR, orchestratorFailure, quietLog, readSse, STORIES, testConfig, TINY } from '../helpers/llm.ts';
+
+const body = (extra: object = {}): string => JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, ...extra });
+
+test('GGUF metadata: layers, heads and trained context of the shared models', async () => {
+  assert.deepEqual(await readGgufMeta(join(MODELS_DIR, STORIES, 'stories260K.gguf')), { architecture: 'llama', layers: 5, attentionHeads: 8, trainedContext: 2048 });
+  assert.deepEqual(await readGgufMeta(join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf')), { architecture: 'llama', layers: 1, attentionHeads: 2, trainedContext: 4096 });
+});
+
+test('tuning rules: each bad variable is named with its rule; a default MAX_MODEL_LEN follows the model', () => {
+  const meta = { architecture: 'llama', layers: 5, attentionHeads: 8, trainedContext: 2048 };
+  const t = tuningFromConfig(testConfig());
+  assert.equal(checkTuning(STORIES, t, meta).maxModelLen, 2048, 'default 8192 capped to the trained 2048');
+  const bad = { ...t, tensorParallelSize: 3, pipelineParallelSize: 6, maxModelLen: 4096, maxModelLenIsDefault: false, maxNumBatchedTokens: 1024 };
+  assert.throws(() => checkTuning(STORIES, bad, meta), (err: Error) => {
+    assert.match(err.message, /TENSOR_PARALLEL_SIZE=3: must divide the model's number of attention heads \(8\)/);
+    assert.match(err.message, /PIPELINE_PARALLEL_SIZE=6: must be <= the model's number of layers \(5\)/);
+    assert.match(err.message, /MAX_MODEL_LEN=4096: must be <= the model's trained context \(2048 tokens\)/);
+    return true;
+  });
+  assert.throws(() => checkTuning(STORIES, { ...t, maxModelLen: 1024, maxModelLenIsDefault: false, maxNumBatchedTokens: 512 }, meta), /MAX_NUM_BATCHED_TOKENS=512: must be >= MAX_MODEL_LEN \(1024\)/);
+});
+
+test('bad tuning variables stop a real orchestrator process with the message', async () => {
+  const tp = await orchestratorFailure({ MEDIAPLANE_ORCHESTRATOR_MODELS: TINY, TENSOR_PARALLEL_SIZE: '3' });
+  assert.equal(tp.code, 1);
+  assert.match(tp.stderr, /TENSOR_PARALLEL_SIZE=3: must divide the model's number of attention heads \(2\) \[stas\/tiny-random-llama-2\]/);
+  const len = await orchestratorFailure({ MEDIAPLANE_ORCHESTRATOR_MODELS: STORIES, MAX_MODEL_LEN: '3000' });
+  assert.equal(len.code, 1);
+  assert.match(len.stderr, /MAX_MODEL_LEN=3000: must be <= the model's trained context \(2048 tokens\) \[karpathy\/stories260K\]/);
+  const gpu = await orchestratorFailure({ GPU_MEMORY_UTILIZATION: '1.5' });
+  assert.match(gpu.stderr, /GPU_MEMORY_UTILIZATION="1.5": must be <= 1/);
+});
+
+test('beyond MAX_NUM_SEQS a request waits briefly, then 503; a prompt over the context is 400', async () => {
+  const o = await startOrchestrator({ config: testConfig({ orchestratorModels: [TINY], maxNumSeqs: 1, orchestratorQueueMs: 150, maxModelLen: 64, maxNumBatchedTokens: 64 }), log: quietLog });
+  try {
+    const caps = (await (await fetch(`${o.url}/capabilities`)).json()) as any;
+    assert.deepEqual(caps.models.find((m: any) => m.id === TINY), { id: TINY, warm: true, contextLength: 256, free: 1, total: 1, queued: 0 });
+    const cold = caps.models.find((m: any) => m.id === STORIES);
+    assert.equal(cold.warm, false);
+    const long = fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 200 }) });
+    const first = await long;
+    assert.equal(first.status, 200);
+    const busy = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body() });
+    assert.equal(busy.status, 503);
+    assert.match(((await busy.json()) as any).error.message, /busy/);
+    const events = await readSse(first);
+    assert.equal(events.at(-1)?.data, '[DONE]');
+    const usage = JSON.parse(events.at(-2)?.data ?? '{}').usage;
+    assert.equal(usage.total_tokens <= 256, true, 'capped by the context');
+    const huge = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'word '.repeat(400) }] }) });
+    assert.equal(huge.status, 400);
+    assert.match(((await huge.json()) as any).error.message, /prompt is \d+ tokens/);
+  } finally {
+    await o.close();
+  }
+});
+
+test('an absent model with the hub unreachable fails with a clear message', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'mp-models-'));
+  try {
+    await assert.rejects(downloadFromHub({ hubUrl: 'http://127.0.0.1:9', dir, id: 'acme/nothing', use8bit: false }), /model acme\/nothing is not in .* and the model hub http:\/\/127\.0\.0\.1:9 cannot be reached .*put a GGUF file in/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('vLLM flags: every tuning variable maps to its vLLM flag', () => {
+  const args = vllmArgs({ model: '/m/acme/llm', servedName: 'acme/llm', port: 9999, tuning: { use8bit: true, pipelineParallelSize: 2, tensorParallelSize: 4, maxModelLen: 4096, maxNumBatchedTokens: 8192, maxNumSeqs: 64, gpuMemoryUtilization: 0.9 } });
+  assert.deepEqual(args, [
+    '/m/acme/llm', '--host', '127.0.0.1', '--port', '9999', '--served-model-name', 'acme/llm',
+    '--tensor-parallel-size', '4', '--pipeline-parallel-size', '2', '--max-model-len', '4096', '--max-num-batched-tokens', '8192',
+    '--max-num-seqs', '64', '--gpu-memory-utilization', '0.9', '--quantization', 'fp8', '--kv-cache-dtype', 'fp8',
+  ]);
+});
+
+test('vLLM engine with a fake vLLM child: started with the mapped flags, relays tokens, stopped with SIGTERM', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'mp-vllm-'));
+  const record = join(dir, 'record.txt');
+  const fake = fileURLToPath(new URL('./fixtures/fake-vllm.ts', import.meta.url));
+  process.env.FAKE_VLLM_RECORD = record;
+  try {
+    const config = testConfig({ orchestratorEngine: 'vllm', orchestratorModels: [TINY], vllmCommand: [process.execPath, fake], maxNumSeqs: 8, maxModelLen: 1024, tensorParallelSize: 2 });
+    const o = await startOrchestrator({ config, log: quietLog });
+    const started = JSON.parse((await readFile(record, 'utf8')).split('\n')[0] ?? '{}').args as string[];
+    assert.equal(started[0], join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf'));
+    for (const [flag, value] of [['--served-model-name', TINY], ['--max-model-len', '1024'], ['--max-num-seqs', '8'], ['--tensor-parallel-size', '2'], ['--gpu-memory-utilization', '0.97']]) {
+      assert.equal(started[started.indexOf(flag!) + 1], value, flag);
+    }
+    const res = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 5, top_k: 5, seed: 3, stop: ['x'] }) });
+    const events = await readSse(res);
+    const text = events.slice(0, -1).map((e) => JSON.parse(e.data)).map((c: any) => c.choices[0]?.delta?.content ?? '').join('');
+    assert.equal(text, 'fake tokens from vllm é🦙');
+    assert.equal(JSON.parse(events.at(-2)?.data ?? '{}').usage.completion_tokens, 5);
+    const sent = JSON.parse((await readFile(record, 'utf8')).split('\n')[1] ?? '{}');
+    assert.equal(sent.top_k, 5);
+    assert.equal(sent.seed, 3);
+    assert.deepEqual(sent.stop, ['x']);
+    await o.close();
+    assert.match(await readFile(record, 'utf8'), /SIGTERM\n$/);
+
+    process.env.FAKE_VLLM_FAIL = '1';
+    await assert.rejects(startOrchestrator({ config, log: quietLog }), /vLLM exited during start-up: ValueError: fake vLLM refuses to start/);
+  } finally {
+    delete process.env.FAKE_VLLM_FAIL;
+    delete process.env.FAKE_VLLM_RECORD;
+    await rm(dir, { recursive: true, force: true });
+  }
+});
