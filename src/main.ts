@@ -136,10 +136,12 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
     await core.db.close();
     throw err;
   }
-  running.stop = async () => {
-    for (const close of closers) await close().catch((err: unknown) => log.error({ err }, 'error while stopping'));
-    await core.db.close();
-  };
+  let stopped: Promise<void> | undefined;
+  running.stop = () =>
+    (stopped ??= (async () => {
+      for (const close of closers) await close().catch((err: unknown) => log.error({ err }, 'error while stopping'));
+      await core.db.close();
+    })());
   return running;
 }
 
@@ -153,8 +155,12 @@ export function stopOnSignals(running: Running, log: Logger): Promise<void> {
       log.info({ signal }, 'shutting down: no new jobs; running jobs finish or are handed back');
       void running.stop().then(resolveStopped);
     };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    // The service owns its shutdown. A dependency (when-exit, via @storacha/client) hooks
+    // these signals to re-raise them at once, which would kill the process mid-drain.
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+      process.removeAllListeners(sig);
+      process.on(sig, onSignal);
+    }
   });
 }
 

@@ -32,7 +32,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: deps.log,
     bodyLimit: deps.bodyLimitBytes,
-    disableRequestLogging: false,
     trustProxy: false,
   });
   app.setValidatorCompiler(validatorCompiler());

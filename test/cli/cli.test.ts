@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+// The `mediaplane` command as a user runs it: a real process, real exit codes and output.
+
+const BIN = fileURLToPath(new URL('../../bin/mediaplane.js', import.meta.url));
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'mediaplane-cli-'));
+  dirs.push(d);
+  return d;
+};
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('mediaplane CLI', () => {
+  it('prints usage and per-command help', () => {
+    const top = cli(['--help']);
+    assert.equal(top.code, 0);
+    for (const c of ['start', 'api', 'worker', 'keys']) assert.match(top.stdout, new RegExp(`\\n  ${c} `));
+    for (const c of ['start', 'api', 'worker', 'keys']) {
+      const h = cli([c, '--help']);
+      assert.equal(h.code, 0, c);
+      assert.match(h.stdout, /Usage/);
+    }
+    assert.match(cli(['start', '--help']).stdout, /MEDIAPLANE_PORT/);
+    assert.equal(cli(['frobnicate']).code, 2);
+  });
+
+  it('stops start-up on a bad setting, naming it and the rule', () => {
+    const r = cli(['start'], { MEDIAPLANE_PORT: 'eighty', MEDIAPLANE_DATA_DIR: tempDir() });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /MEDIAPLANE_PORT="eighty": must be a whole number/);
+    const flag = cli(['api', '--worker-concurrency', '0'], { MEDIAPLANE_DATA_DIR: tempDir() });
+    assert.match(flag.stderr, /--worker-concurrency="0": must be >= 1/);
+    const unknown = cli(['api', '--colour', 'blue']);
+    assert.match(unknown.stderr, /unknown flag --colour/);
+  });
+
+  it('creates, lists and revokes keys with no server running (embedded database)', () => {
+    const env = { MEDIAPLANE_DATA_DIR: tempDir() };
+    const created = cli(['keys', 'create', '--owner', 'alice'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const lines = created.stdout.trim().split('\n');
+    assert.equal(lines.length, 1, 'the key alone on stdout');
+    assert.match(lines[0] ?? '', /^mp_[A-Za-z0-9_-]{32}$/);
+    const list = cli(['keys', 'list', '--json'], env);
+    const keys = JSON.parse(list.stdout) as { id: string; owner: string; prefix: string }[];
+    assert.equal(keys.length, 1);
+    assert.equal(keys[0]?.owner, 'alice');
+    assert.ok(!list.stdout.includes(lines[0] ?? '-'), 'list never shows the key');
+    assert.equal(cli(['keys', 'revoke', keys[0]?.id ?? ''], env).code, 0);
+    assert.equal(cli(['keys', 'revoke', keys[0]?.id ?? ''], env).code, 1);
+  });
+
+  it('creates a key while `mediaplane start` holds the embedded database, and stops gracefully on SIGTERM', async () => {
+    const dataDir = tempDir();
+    const env = { ...process.env, MEDIAPLANE_DATA_DIR: dataDir, MEDIAPLANE_PORT: '0', MEDIAPLANE_LOG_LEVEL: 'info' };
+    const server = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    server.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    const url = await new Promise<string>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 60_000);
+      server.stdout.on('data', () => {
+        const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+        if (m?.[1]) (clearTimeout(t), resolve(m[1]));
+      });
+    });
+    const created = cli(['keys', 'create', '--owner', 'bob'], { MEDIAPLANE_DATA_DIR: dataDir });
+    assert.equal(created.code, 0, created.stderr);
+    const key = created.stdout.trim();
+    const res = await fetch(`${url}/api/task`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 200, 'the running server accepts the key at once');
+    server.kill('SIGTERM');
+    const code = await new Promise<number | null>((r) => server.once('exit', r));
+    assert.equal(code, 0);
+    assert.match(out, /shutting down/);
+    assert.ok(!out.includes(key), 'the key is never logged');
+  });
+});
