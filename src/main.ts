@@ -12,6 +12,8 @@ import { anyHandler } from './tasks/types.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
 import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
+import { registerGateway } from './llm/gateway/index.ts';
+import { startOrchestrator } from './llm/orchestrator/index.ts';
 
 // The composition root (STYLE.md, practice 1): the only place that builds the database,
 // queue, stores and apps and passes them in. Each role below takes what it needs.
@@ -83,8 +85,13 @@ export function createWorker(core: Core): Worker {
 }
 
 export interface RoleSet {
+  /** The transcoding API under /api. */
   api: boolean;
   worker: boolean;
+  /** The LLM gateway (POST /llm, /v1/*) on the same HTTP server. */
+  gateway?: boolean;
+  /** A local orchestrator mounted on the same HTTP server (used by the local gateway). */
+  orchestrator?: boolean;
 }
 
 export interface Running {
@@ -102,8 +109,9 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
   const closers: Array<() => Promise<void>> = [];
   const running: Running = { core, stop: async () => {} };
   try {
-    if (roles.api) {
+    if (roles.api || roles.gateway) {
       const app = await buildApp({
+        transcodeApi: roles.api,
         ...core,
         rules: {
           allowPrivateUrls: config.allowPrivateUrls,
@@ -115,9 +123,21 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
         requesterSalt: await requesterSalt(config),
         version: VERSION,
       });
+      // Routes are added before listen; the local orchestrator first, so the gateway's
+      // first poll (once the server is ready) finds it.
+      const orchestrators = [...config.gatewayOrchestrators];
+      if (roles.orchestrator) {
+        const orch = await startOrchestrator({ config, log, app });
+        if (orch.url) orchestrators.unshift(orch.url);
+        closers.push(() => orch.close());
+      }
+      if (roles.gateway) {
+        const gateway = await registerGateway(app, { config, db: core.db, accounts: core.accounts, log, orchestrators });
+        closers.unshift(() => gateway.close());
+      }
       running.url = await app.listen({ port: config.port, host: config.host });
       running.app = app;
-      closers.push(() => app.close());
+      closers.unshift(() => app.close());
       log.info({ url: running.url, version: VERSION }, 'HTTP server listening');
     }
     if (roles.worker) {

@@ -12,6 +12,8 @@ import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
 
 export interface ApiDeps {
+  /** Mount the transcoding API under /api (false for a gateway-only server). */
+  transcodeApi: boolean;
   db: Db;
   accounts: Accounts;
   tasks: TaskStore;
@@ -63,6 +65,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   app.get('/api/openapi.json', async () => openapi());
 
+  if (!deps.transcodeApi) return app;
   await app.register(
     async (api) => {
       api.setErrorHandler(transcodeApiErrorHandler(deps.log));

@@ -4,11 +4,22 @@ import { connectDbSocket, dbSocketPath, EmbeddedDbLockedError, openDb, type Quer
 import { createLogger, type Logger } from '../lib/log.ts';
 import { parseArgs, UsageError, type ParsedArgs } from './args.ts';
 import { keysCommand, KEYS_HELP } from './keys.ts';
+import { runCreditsCommand } from './credits.ts';
+import { runAgentCommand } from './agent.ts';
+import { runTranscodeCommand, TRANSCODE_HELP } from '../transcode/index.ts';
+import { orchestratorHelp, startOrchestrator, TuningError } from '../llm/orchestrator/index.ts';
+
+interface RoleFlags {
+  api: boolean;
+  worker: boolean;
+  gateway?: boolean;
+  orchestrator?: boolean;
+}
 
 /** What the composition root lends the CLI (passed in, so the CLI imports no wiring). */
 export interface Roles {
   version: string;
-  startRoles(config: Config, roles: { api: boolean; worker: boolean }, log?: Logger): Promise<{ url?: string; stop(): Promise<void> }>;
+  startRoles(config: Config, roles: RoleFlags, log?: Logger): Promise<{ url?: string; stop(): Promise<void> }>;
   stopOnSignals(running: { stop(): Promise<void> }, log: Logger): Promise<void>;
 }
 
@@ -17,6 +28,8 @@ interface Command {
   help: string;
   flags?: Record<string, boolean>;
   run(args: ParsedArgs, roles: Roles): Promise<number>;
+  /** Set when the command parses its own arguments (everything after its name). */
+  runRaw?: (argv: string[]) => Promise<number>;
 }
 
 function config(args: ParsedArgs): Config {
@@ -40,7 +53,7 @@ export async function withAdminDb<T>(cfg: Config, fn: (db: Queryable) => Promise
   }
 }
 
-function serve(roles: { api: boolean; worker: boolean }): Command['run'] {
+function serve(roles: RoleFlags): Command['run'] {
   return async (args, r) => {
     const cfg = config(args);
     const log = createLogger({ level: cfg.logLevel });
@@ -56,7 +69,7 @@ const commands: Record<string, Command> = {
   start: {
     summary: 'run every role in one process: API, worker(s), gateway, a local orchestrator',
     help: `Usage: mediaplane start [--port 8080] [--data-dir ./data] [settings]\n\nRuns the transcoding API under /api, the worker(s), the LLM gateway and a local orchestrator\non one port, with the embedded database unless DATABASE_URL is set.\n\n${SETTINGS_NOTE}\n${settingsHelp()}`,
-    run: serve({ api: true, worker: true }),
+    run: serve({ api: true, worker: true, gateway: true, orchestrator: true }),
   },
   api: {
     summary: 'run the HTTP API alone (start several against one PostgreSQL)',
@@ -68,6 +81,47 @@ const commands: Record<string, Command> = {
     help: `Usage: mediaplane worker [settings]\n\nClaims tasks from the database and runs them. Several workers can share one PostgreSQL\n(DATABASE_URL); a task whose worker dies is taken over when its lease expires.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'tasks', 'transcode', 'storage'])}`,
     run: serve({ api: false, worker: true }),
   },
+  gateway: {
+    summary: 'run the LLM gateway alone (POST /llm, /v1/chat/completions, /v1/models)',
+    help: `Usage: mediaplane gateway [settings]\n\nServes POST /llm, POST /v1/chat/completions, GET /v1/models and GET /api/ledger, forwarding\nto the orchestrators in MEDIAPLANE_GATEWAY_ORCHESTRATORS and those that register themselves.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'llm'])}`,
+    run: serve({ api: false, worker: false, gateway: true }),
+  },
+  orchestrator: {
+    summary: 'run an LLM orchestrator alone (loads models, serves gateways)',
+    help: orchestratorHelp(),
+    run: async (args, r) => {
+      const cfg = config(args);
+      const log = createLogger({ level: cfg.logLevel });
+      try {
+        const orch = await startOrchestrator({ config: cfg, log });
+        await r.stopOnSignals({ stop: () => orch.close() }, log);
+        return 0;
+      } catch (err) {
+        if (err instanceof TuningError) {
+          process.stderr.write(`mediaplane orchestrator: ${err.message}\n`);
+          return 1;
+        }
+        throw err;
+      }
+    },
+  },
+  credits: {
+    summary: 'add or show LLM credit of an owner (USD)',
+    help: 'Usage:\n  mediaplane credits add --owner NAME --usd N [--note TEXT]\n  mediaplane credits show --owner NAME\n\nWorks whether or not the server is running.',
+    flags: { owner: false, usd: false, note: false },
+    run: (args) => withAdminDbFor(args, (db) => runCreditsCommand(rebuildArgv(args), { db })),
+  },
+  agent: {
+    summary: "print the service's DID to delegate a Storacha space to",
+    help: 'Usage: mediaplane agent did\n\nPrints the did:key users delegate their Storacha space to (storage type dweb.storage).',
+    run: (args) => runAgentCommand(args.positionals, { config: config(args) }),
+  },
+  transcode: {
+    summary: 'transcode one file or URL to a local folder, no server',
+    help: TRANSCODE_HELP,
+    runRaw: runTranscodeCommand,
+    run: (args) => runTranscodeCommand(rebuildArgv(args)),
+  },
   keys: {
     summary: 'create, list and revoke API keys',
     help: KEYS_HELP,
@@ -75,6 +129,12 @@ const commands: Record<string, Command> = {
     run: (args) => withAdminDbFor(args, (db) => keysCommand(args, db)),
   },
 };
+
+/** The command's own words and flags, as its own parser expects them. */
+function rebuildArgv(args: ParsedArgs): string[] {
+  const flags = Object.entries(args.flags).flatMap(([k, v]) => (v === true ? [`--${k}`] : v === false ? [] : [`--${k}`, v]));
+  return [...args.positionals, ...flags];
+}
 
 function withAdminDbFor(args: ParsedArgs, fn: (db: Queryable) => Promise<number>): Promise<number> {
   return withAdminDb(config(args), fn);
@@ -106,6 +166,7 @@ export async function runCli(argv: string[], roles: Roles): Promise<number> {
     process.stderr.write(`mediaplane: unknown command ${JSON.stringify(name)}\n\n${usage(roles.version)}`);
     return 2;
   }
+  if (cmd.runRaw && !rest.includes('--help')) return cmd.runRaw(rest);
   try {
     const args = parseArgs(rest, cmd.flags);
     if (args.help) {

@@ -5,10 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
 
 // The `mediaplane` command as a user runs it: a real process, real exit codes and output.
 
 const BIN = fileURLToPath(new URL('../../bin/mediaplane.js', import.meta.url));
+const MODELS = fileURLToPath(new URL('../../../shared/models/', import.meta.url));
 const dirs: string[] = [];
 const tempDir = () => {
   const d = mkdtempSync(join(tmpdir(), 'mediaplane-cli-'));
@@ -87,3 +89,61 @@ describe('mediaplane CLI', () => {
     assert.ok(!out.includes(key), 'the key is never logged');
   });
 });
+
+describe('mediaplane start: every role on one port', () => {
+  it('queues a transcode and answers chat completions (openai client, non-streaming and streaming)', async () => {
+    const dataDir = tempDir();
+    const env = { ...process.env, MEDIAPLANE_DATA_DIR: dataDir, MEDIAPLANE_PORT: '0', MEDIAPLANE_MODELS_DIR: MODELS, MEDIAPLANE_ORCHESTRATOR_MODELS: 'stas/tiny-random-llama-2', MEDIAPLANE_GATEWAY_POLL_MS: '200' };
+    const server = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    server.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    server.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`server did not start: ${out.slice(-2000)}`)), 90_000);
+        server.stdout.on('data', () => {
+          const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+          if (m?.[1]) (clearTimeout(t), resolve(m[1]));
+        });
+      });
+      const key = cli(['keys', 'create', '--owner', 'alice'], { MEDIAPLANE_DATA_DIR: dataDir }).stdout.trim();
+      const task = await fetch(`${url}/api/transcode`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ input: { url: 'https://example.com/v.mp4' }, storage: { type: 's3', endpoint: 'https://s3.example.com', bucket: 'b', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }, outputs: { hls: { path: '/hls' } } }),
+      });
+      assert.equal(task.status, 200);
+      assert.equal(((await task.json()) as { type: string }).type, 'transcode-file');
+
+      const openai = new OpenAI({ apiKey: key, baseURL: `${url}/v1` });
+      // The gateway finds the local orchestrator on its first poll once the server is ready.
+      const chat = await waitForOk(() => openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8 }));
+      assert.equal(chat.object, 'chat.completion');
+      assert.equal(chat.usage?.completion_tokens, 8);
+      assert.equal(chat.choices[0]?.finish_reason, 'length');
+      const stream = await openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, stream: true, stream_options: { include_usage: true } });
+      let text = '';
+      let usage: OpenAI.CompletionUsage | undefined | null;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? '';
+        usage = chunk.usage ?? usage;
+      }
+      assert.ok(text.length > 0);
+      assert.equal(usage?.completion_tokens, 5);
+    } finally {
+      server.kill('SIGTERM');
+      await new Promise((r) => server.once('exit', r));
+    }
+  });
+});
+
+async function waitForOk<T>(fn: () => Promise<T>, tries = 50): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (i >= tries) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
