@@ -46,7 +46,7 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     db,
     agent,
     c2paSigner,
-    accounts: new Accounts(db),
+    accounts: new Accounts(db, { authCacheMs: config.authCacheMs }),
     tasks: new TaskStore(db),
     queue: new Queue(db, { leaseMs: config.leaseMs, maxRetries: config.maxRetries }),
   };

@@ -32,11 +32,23 @@ export function bearerToken(header: string | undefined): string | null {
   return m?.[1] ?? null;
 }
 
+export interface AccountsOptions {
+  /**
+   * How long a successful key lookup is reused, in ms (0: never). Every authenticated
+   * request otherwise costs a database round trip; the price is that a key revoked by
+   * another process keeps working for up to this long (revoking in this process is at once).
+   */
+  authCacheMs?: number;
+}
+
 export class Accounts {
   readonly #db: Queryable;
+  readonly #cacheMs: number;
+  readonly #cache = new Map<string, { principal: Principal; until: number }>();
 
-  constructor(db: Queryable) {
+  constructor(db: Queryable, opts: AccountsOptions = {}) {
     this.#db = db;
+    this.#cacheMs = opts.authCacheMs ?? 0;
   }
 
   /** Creates the owner if it does not exist yet; returns its project id. */
@@ -74,6 +86,7 @@ export class Accounts {
   async revokeKey(id: string): Promise<boolean> {
     if (!/^[0-9a-f-]{36}$/i.test(id)) return false;
     const rows = await this.#db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id', [id]);
+    for (const [hash, entry] of this.#cache) if (entry.principal.keyId === id) this.#cache.delete(hash);
     return rows.length > 0;
   }
 
@@ -81,12 +94,26 @@ export class Accounts {
   async authenticate(authorization: string | undefined): Promise<Principal | null> {
     const token = bearerToken(authorization);
     if (!token) return null;
+    const hash = hashKey(token);
+    const now = Date.now();
+    const cached = this.#cache.get(hash);
+    if (cached && cached.until > now) return cached.principal;
     const rows = await this.#db.query<{ id: string; owner: string; project_id: string }>(
       `SELECT k.id, k.owner, o.project_id FROM api_keys k JOIN owners o ON o.name = k.owner
        WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-      [hashKey(token)],
+      [hash],
     );
     const row = rows[0];
-    return row ? { owner: row.owner, projectId: row.project_id, keyId: row.id } : null;
+    if (!row) {
+      this.#cache.delete(hash);
+      return null;
+    }
+    const principal = { owner: row.owner, projectId: row.project_id, keyId: row.id };
+    if (this.#cacheMs > 0) {
+      // Bounded: unknown keys are never cached, and expired entries go when it fills up.
+      if (this.#cache.size >= 10_000) for (const [h, e] of this.#cache) if (e.until <= now) this.#cache.delete(h);
+      if (this.#cache.size < 10_000) this.#cache.set(hash, { principal, until: now + this.#cacheMs });
+    }
+    return principal;
   }
 }

@@ -28,6 +28,7 @@ const coreSettings = defineSettings({
   heartbeatMs: { env: 'MEDIAPLANE_HEARTBEAT_MS', type: 'int', group: 'tasks', default: 10_000, min: 50, description: 'How often a running job renews its lease (must be under the lease).' },
   pollMs: { env: 'MEDIAPLANE_POLL_MS', type: 'int', group: 'tasks', default: 1000, min: 10, description: 'How often an idle worker looks for work.' },
   retryBackoffMs: { env: 'MEDIAPLANE_RETRY_BACKOFF_MS', type: 'int', group: 'tasks', default: 5000, min: 0, description: 'Delay before the first retry; doubles with each further retry.' },
+  authCacheMs: { env: 'MEDIAPLANE_AUTH_CACHE_MS', type: 'int', group: 'server', default: 2000, min: 0, max: 600_000, description: 'How long a checked API key is reused without a database lookup; a key revoked by another process works up to this long (0: look up every request).' },
   allowPrivateUrls: { env: 'MEDIAPLANE_ALLOW_PRIVATE_URLS', type: 'bool', group: 'tasks', default: false, description: 'Let inputs and storage endpoints on loopback/private addresses through (local set-ups, tests).' },
 });
 

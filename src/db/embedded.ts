@@ -39,7 +39,10 @@ export async function openEmbedded(opts: { dir?: string }): Promise<Db> {
     await mkdir(opts.dir, { recursive: true });
     unlock = await takeLock(opts.dir);
   }
-  const pglite = await PGlite.create(opts.dir ? join(opts.dir, 'pgdata') : undefined);
+  // PostgreSQL's default 128 MB of shared buffers stays resident in the wasm heap; the
+  // embedded database serves one process on a laptop, where 16 MB measured ~100 MB less RSS.
+  const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+  const pglite = await PGlite.create({ ...(opts.dir ? { dataDir: join(opts.dir, 'pgdata') } : {}), startParams });
   const on = (q: Pick<PGlite, 'query'>): Queryable => ({
     query: async <T extends object>(sql: string, params?: readonly unknown[]) => (await q.query<T>(sql, params ? [...params] : undefined)).rows,
   });
