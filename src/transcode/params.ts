@@ -11,28 +11,18 @@ const S3Credentials = Type.Object(
 
 export const UrlInput = Type.Object({ url: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false });
 
-export const S3Input = Type.Object(
-  {
-    type: Type.Literal('s3'),
-    endpoint: Type.String({ minLength: 1, maxLength: 2048 }),
-    bucket: Type.String({ minLength: 1, maxLength: 255 }),
-    path: Type.String({ minLength: 1, maxLength: 1024 }),
-    credentials: S3Credentials,
-    region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  },
-  { additionalProperties: false },
-);
+// Where an S3-compatible bucket is and how to reach it: shared by inputs and storage.
+const s3Bucket = {
+  type: Type.Literal('s3'),
+  endpoint: Type.String({ minLength: 1, maxLength: 2048 }),
+  bucket: Type.String({ minLength: 1, maxLength: 255 }),
+  credentials: S3Credentials,
+  region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+};
 
-export const S3Storage = Type.Object(
-  {
-    type: Type.Literal('s3'),
-    endpoint: Type.String({ minLength: 1, maxLength: 2048 }),
-    bucket: Type.String({ minLength: 1, maxLength: 255 }),
-    credentials: S3Credentials,
-    region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  },
-  { additionalProperties: false },
-);
+export const S3Input = Type.Object({ ...s3Bucket, path: Type.String({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false });
+
+export const S3Storage = Type.Object(s3Bucket, { additionalProperties: false });
 
 export const DwebStorage = Type.Object(
   {
