@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
+import { databaseKinds, startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
 
 // Each bad body must answer 422 (or 400 for malformed JSON) with messages that name the
 // field and the rule, never a 500, and nothing may be queued.
@@ -45,11 +45,11 @@ const cases: Array<{ name: string; body?: unknown; raw?: string; status: number;
   { name: 'creatorId of an unknown type', body: { ...base, creatorId: { type: 'verified', value: 'x' } }, status: 422, expect: /^creatorId\.type: must be "unverified"/ },
 ];
 
-describe('POST /api/transcode validation', () => {
+for (const { kind, skip } of await databaseKinds()) describe(`POST /api/transcode validation (${kind} database)`, { skip }, () => {
   let server: TestServer;
   let key: string;
   before(async () => {
-    server = await startTestServer({ roles: { api: true, worker: false } });
+    server = await startTestServer({ database: kind, roles: { api: true, worker: false } });
     key = await server.key('alice');
   });
   after(() => server.stop());
@@ -64,7 +64,7 @@ describe('POST /api/transcode validation', () => {
   }
 
   it('refuses private addresses unless the operator allows them', async () => {
-    const strict = await startTestServer({ roles: { api: true, worker: false }, settings: { allowPrivateUrls: false } });
+    const strict = await startTestServer({ database: kind, roles: { api: true, worker: false }, settings: { allowPrivateUrls: false } });
     try {
       const k = await strict.key('bob');
       for (const url of ['http://127.0.0.1/a.mp4', 'http://169.254.169.254/latest/meta-data', 'http://10.0.0.5/a.mp4', 'http://[::1]/a.mp4', 'http://localhost:8080/a.mp4']) {
