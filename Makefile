@@ -3,14 +3,15 @@
 SHELL := /bin/bash
 .PHONY: start test setup bench
 
+# scripts/setup.sh prints the PATH to use (Node 24 first when the system Node is older).
 setup:
 	@scripts/setup.sh >/dev/null
 
 start:
-	@PATH="$$(scripts/setup.sh)" npm start
+	@P="$$(scripts/setup.sh)" && PATH="$$P" npm start
 
 test:
-	@PATH="$$(scripts/setup.sh)" npm test
+	@P="$$(scripts/setup.sh)" && PATH="$$P" npm test
 
 bench:
-	@PATH="$$(scripts/setup.sh)" sh -c 'npm run bench:api && npm run bench:transcode && npm run bench:llm'
+	@P="$$(scripts/setup.sh)" && PATH="$$P" sh -c 'npm run bench:api && npm run bench:transcode && npm run bench:llm'
