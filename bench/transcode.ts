@@ -1,7 +1,10 @@
 // Transcoding benchmark (issue 3), not part of `npm test`:  node bench/transcode.ts
 //
-//   (a) the whole job as the worker runs it: HTTP download, probe, encode, upload to S3
-//   (b) the bare ffmpeg command line the pipeline runs (same ladder, outputs on local disk)
+//   (a) the whole task through the API: a `mediaplane start` service in its own process,
+//       POST /api/transcode (HTTP input served here, the local S3 server as storage), then
+//       GET /api/task/{id} every 100 ms until completed: download, probe, encode, upload
+//   (b) the bare ffmpeg command line the pipeline runs (same ladder, outputs on local disk),
+//       once before (c) and once after (a); the ratios use the mean of the two
 //   (c) one ffmpeg process per rendition, one after the other (the naive pipeline)
 // prints a/b (target <= 1.10) and c/b, then moves a 2 GB input through the download and a
 // 2 GB file through the upload in child processes and reports their peak RSS (target
@@ -9,11 +12,11 @@
 //
 // Options: BENCH_SECONDS (default 30), BENCH_SIZE (default 1920x1080), BENCH_GB (default 2),
 // BENCH_SKIP_LADDER=1 / BENCH_SKIP_RSS=1 to run one half.
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 
-import { mkdir, mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -26,7 +29,6 @@ import { HttpInput, S3ObjectStore } from '../src/storage/index.ts';
 // servers (s3rver) and the encoder side are loaded by the parent only, so the child's peak
 // RSS is not inflated by code a worker never runs.
 const parentOnly = async () => ({
-  pino: (await import('pino')).default,
   ...(await import('../src/transcode/index.ts')),
   ...(await import('../test/helpers/http-input.ts')),
   ...(await import('../test/helpers/media.ts')),
@@ -44,45 +46,166 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 async function ladderBench(): Promise<void> {
-  const { makeClip, startS3, startHttp, serveFile, probe, planLadder, buildFfmpegArgs, createTranscodeHandler, pino } = await parentOnly();
+  const { makeClip, startS3, startHttp, serveFile, probe, planLadder, buildFfmpegArgs } = await parentOnly();
   const [w, h] = (process.env.BENCH_SIZE ?? '1920x1080').split('x').map(Number);
   const clip = await makeClip({ width: w ?? 1920, height: h ?? 1080, seconds: Number(process.env.BENCH_SECONDS ?? 30) });
   const work = await mkdtemp(path.join(os.tmpdir(), 'mp-bench-'));
   const s3 = await startS3();
   const web = await startHttp({ '/in.mp4': serveFile(clip) });
+  let service: Service | undefined;
   try {
     const info = await probe(clip, { ffprobePath: 'ffprobe', signal: new AbortController().signal });
     const renditions = planLadder(info, { maxFps: config.maxOutputFps });
     const kinds = { hls: true, mp4: true, fmp4: false };
-    const common = { input: clip, probe: info, kinds, segmentSecs: 6, preset: config.x264Preset, threads: 0 };
+    const common = { input: clip, probe: info, kinds, segmentSecs: 6, preset: config.x264Preset, threads: config.ffmpegThreads };
     const outDir = async (name: string): Promise<string> => {
       const d = path.join(work, name);
       for (const r of renditions) await mkdir(path.join(d, 'hls', r.name), { recursive: true });
       await mkdir(path.join(d, 'mp4'), { recursive: true });
       return d;
     };
-    const b = await timed(async () => run('ffmpeg', buildFfmpegArgs({ ...common, renditions }), { cwd: await outDir('b') }));
+    const bare = (name: string) => timed(async () => run('ffmpeg', buildFfmpegArgs({ ...common, renditions }), { cwd: await outDir(name) }));
+    const b1 = await bare('b1');
     const c = await timed(async () => {
       const d = await outDir('c');
       for (const r of renditions) await run('ffmpeg', buildFfmpegArgs({ ...common, renditions: [r] }), { cwd: d });
     });
+    const svc = await startService(path.join(work, 'service'));
+    service = svc;
     const bucket = await s3.createBucket();
-    const handler = createTranscodeHandler({ config });
-    const a = await timed(async () => {
-      const scratch = await mkdtemp(path.join(work, 'a-'));
-      await handler(
-        { input: { url: web.url('/in.mp4') }, storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: s3.credentials }, outputs: { hls: { path: 'hls' }, mp4: { path: 'mp4' } } },
-        { taskId: 'bench', attempt: 1, signal: new AbortController().signal, scratchDir: scratch, progress: () => undefined, log: pino({ level: 'silent' }) },
-      );
-    });
+    const body = {
+      input: { url: web.url('/in.mp4') },
+      storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: s3.credentials.secretAccessKey } },
+      outputs: { hls: { path: 'hls' }, mp4: { path: 'mp4' } },
+    };
+    let posted = 0;
+    const a = await timed(async () => (posted = await transcodeThroughApi(svc, body)));
+    // (b) again right after (a), and the ratios against the mean: on a shared machine whose
+    // load changes during the run, the drift shows as b1 != b2 instead of as overhead of (a).
+    const b2 = await bare('b2');
+    const b = (b1 + b2) / 2;
+    const objects = (await s3.keys(bucket)).length;
+    const serviceRss = await svc.peakRssMb();
     console.log(`clip: ${info.video.width}x${info.video.height}, ${info.duration.toFixed(1)} s; ladder: ${renditions.map((r) => `${r.name} ${r.width}x${r.height}`).join(', ')}; outputs HLS + MP4; preset ${config.x264Preset}; ${os.cpus().length} CPUs`);
-    console.log(`(a) whole job (download, probe, encode, upload): ${a.toFixed(2)} s`);
-    console.log(`(b) bare ffmpeg, one decode, all renditions:     ${b.toFixed(2)} s`);
+    console.log(`(a) whole task through the API (POST to completed; download, probe, encode, upload): ${a.toFixed(2)} s  [${objects} objects in the bucket; service peak RSS ${serviceRss.toFixed(0)} MB]`);
+    console.log(`    ${phases(svc.logLines, posted)}`);
+    console.log(`(b) bare ffmpeg, one decode, all renditions:     ${b.toFixed(2)} s  [before (c): ${b1.toFixed(2)} s, after (a): ${b2.toFixed(2)} s]`);
     console.log(`(c) one ffmpeg per rendition:                   ${c.toFixed(2)} s`);
     console.log(`a/b = ${(a / b).toFixed(3)} (target <= 1.10)   c/b = ${(c / b).toFixed(3)}`);
   } finally {
+    await service?.stop();
     await Promise.all([s3.close(), web.close()]);
     await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** Seconds from the POST to each step the worker logs: where the time of (a) went. */
+function phases(lines: string[], posted: number): string {
+  const steps = ['task started', 'input fetched', 'ladder planned', 'task completed'];
+  const at = new Map<string, number>();
+  for (const line of lines) {
+    try {
+      const { msg, time } = JSON.parse(line) as { msg?: string; time?: string | number };
+      if (msg && time !== undefined && steps.includes(msg) && !at.has(msg)) at.set(msg, new Date(time).getTime());
+    } catch {}
+  }
+  return steps.map((s) => `${s} +${(((at.get(s) ?? NaN) - posted) / 1000).toFixed(2)} s`).join(', ') + ' (from the service log)';
+}
+
+const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
+
+interface Service {
+  url: string;
+  key: string;
+  /** The service's log lines (pino JSON) so far, for where the time of (a) went. */
+  logLines: string[];
+  /** The service process's high-water RSS (VmHWM), read from /proc while it runs. */
+  peakRssMb(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+/**
+ * `mediaplane start` in a child process, as an operator runs it: the bench's own work
+ * (the input server, s3rver, polling) does not share the service's event loop.
+ */
+async function startService(dataDir: string): Promise<Service> {
+  const env = {
+    ...process.env,
+    MEDIAPLANE_DATA_DIR: dataDir,
+    MEDIAPLANE_PORT: String(await freePort()),
+    MEDIAPLANE_HOST: '127.0.0.1',
+    MEDIAPLANE_ALLOW_PRIVATE_URLS: 'true',
+    MEDIAPLANE_X264_PRESET: config.x264Preset,
+    MEDIAPLANE_LOG_LEVEL: 'info',
+  };
+  // Keys work with or without a running server; made first, the service starts with it.
+  const key = (await run(process.execPath, [BIN, 'keys', 'create', '--owner', 'bench'], { env })).stdout.trim();
+  const child = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let tail = '';
+  const keep = (b: Buffer): void => {
+    tail = (tail + b.toString()).slice(-4000);
+  };
+  const logLines: string[] = [];
+  let partial = '';
+  child.stdout?.on('data', (b: Buffer) => {
+    keep(b);
+    const lines = (partial + b.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    logLines.push(...lines.filter((l) => l.includes('"taskId"')));
+  });
+  child.stderr?.on('data', keep);
+  const url = `http://127.0.0.1:${env.MEDIAPLANE_PORT}`;
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`mediaplane start exited with ${child.exitCode}: ${tail}`);
+    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (Date.now() > deadline) throw new Error(`mediaplane start did not answer: ${tail}`);
+    await sleep(100);
+  }
+  return {
+    url,
+    key,
+    logLines,
+    async peakRssMb() {
+      const status = await readFile(`/proc/${child.pid}/status`, 'utf8').catch(() => '');
+      return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+    },
+    stop: () => stopChild(child, exited),
+  };
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(t);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** POST /api/transcode, then GET /api/task/{id} every 100 ms until it is completed; answers the POST's time. */
+async function transcodeThroughApi(service: Service, body: unknown): Promise<number> {
+  const headers = { authorization: `Bearer ${service.key}`, 'content-type': 'application/json' };
+  const posted = Date.now();
+  const res = await fetch(`${service.url}/api/transcode`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const task = (await res.json()) as { id?: string; errors?: string[] };
+  if (!res.ok || !task.id) throw new Error(`POST /api/transcode answered ${res.status}: ${JSON.stringify(task)}`);
+  for (;;) {
+    await sleep(100);
+    const got = (await (await fetch(`${service.url}/api/task/${task.id}`, { headers })).json()) as { status: { phase: string; errorMessage?: string } };
+    if (got.status.phase === 'completed') return posted;
+    if (got.status.phase === 'failed' || got.status.phase === 'cancelled') throw new Error(`the task ${got.status.phase}: ${got.status.errorMessage ?? ''}`);
   }
 }
 

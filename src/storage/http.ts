@@ -11,6 +11,13 @@ export interface HttpInputOptions {
   limits: DownloadLimits;
   maxRedirects: number;
   allowPrivate: boolean;
+  /**
+   * Runs before every request, redirect hops included, and throws when the URL may not be
+   * fetched. Defaults to the private-address guard (lib/net-guard.ts) with `allowPrivate`.
+   * A seam for tests: a public first host cannot be faked on a machine without network,
+   * so a test injects the allow-decision and checks that each hop is asked.
+   */
+  checkHost?: (url: URL) => Promise<void>;
 }
 
 /** A URL as it may be shown in logs and messages: no user info, no query (signed URLs carry secrets there). */
@@ -47,9 +54,10 @@ export class HttpInput implements InputSource {
 
   /** GETs the URL, following up to maxRedirects redirects; answers the first 2xx response. */
   async #follow(signal: AbortSignal): Promise<IncomingMessage> {
+    const checkHost = this.#opts.checkHost ?? ((u: URL) => assertHostAllowed(u, { allowPrivate: this.#opts.allowPrivate }));
     let url = this.#url;
     for (let hop = 0; ; hop++) {
-      await assertHostAllowed(url, { allowPrivate: this.#opts.allowPrivate });
+      await checkHost(url);
       const res = await get(url, { signal, allowPrivate: this.#opts.allowPrivate });
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return res;
