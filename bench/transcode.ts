@@ -65,7 +65,9 @@ async function ladderBench(): Promise<void> {
       return d;
     };
     const bare = (name: string) => timed(async () => run('ffmpeg', buildFfmpegArgs({ ...common, renditions }), { cwd: await outDir(name) }));
+    const cpuB0 = await cpuTimes(process.pid);
     const b1 = await bare('b1');
+    const cpuB = (await cpuTimes(process.pid)).children - cpuB0.children;
     const c = await timed(async () => {
       const d = await outDir('c');
       for (const r of renditions) await run('ffmpeg', buildFfmpegArgs({ ...common, renditions: [r] }), { cwd: d });
@@ -79,7 +81,9 @@ async function ladderBench(): Promise<void> {
       outputs: { hls: { path: 'hls' }, mp4: { path: 'mp4' } },
     };
     let posted = 0;
+    const [svc0, bench0] = [await cpuTimes(svc.pid), await cpuTimes(process.pid)];
     const a = await timed(async () => (posted = await transcodeThroughApi(svc, body)));
+    const [svc1, bench1] = [await cpuTimes(svc.pid), await cpuTimes(process.pid)];
     // (b) again right after (a), and the ratios against the mean: on a shared machine whose
     // load changes during the run, the drift shows as b1 != b2 instead of as overhead of (a).
     const b2 = await bare('b2');
@@ -89,6 +93,7 @@ async function ladderBench(): Promise<void> {
     console.log(`clip: ${info.video.width}x${info.video.height}, ${info.duration.toFixed(1)} s; ladder: ${renditions.map((r) => `${r.name} ${r.width}x${r.height}`).join(', ')}; outputs HLS + MP4; preset ${config.x264Preset}; ${os.cpus().length} CPUs`);
     console.log(`(a) whole task through the API (POST to completed; download, probe, encode, upload): ${a.toFixed(2)} s  [${objects} objects in the bucket; service peak RSS ${serviceRss.toFixed(0)} MB]`);
     console.log(`    ${phases(svc.logLines, posted)}`);
+    console.log(`    CPU during (a): ffmpeg ${(svc1.children - svc0.children).toFixed(1)} s, service (Node) ${(svc1.self - svc0.self).toFixed(1)} s, bench side (input server, s3rver, SigV4 proxy, polling) ${(bench1.self - bench0.self).toFixed(1)} s; CPU of bare ffmpeg (b1): ${cpuB.toFixed(1)} s`);
     console.log(`(b) bare ffmpeg, one decode, all renditions:     ${b.toFixed(2)} s  [before (c): ${b1.toFixed(2)} s, after (a): ${b2.toFixed(2)} s]`);
     console.log(`(c) one ffmpeg per rendition:                   ${c.toFixed(2)} s`);
     console.log(`a/b = ${(a / b).toFixed(3)} (target <= 1.10)   c/b = ${(c / b).toFixed(3)}`);
@@ -97,6 +102,15 @@ async function ladderBench(): Promise<void> {
     await Promise.all([s3.close(), web.close()]);
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/** CPU seconds of a process (`self`) and of its waited-for children (`children`), from /proc. */
+async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at field 3; utime is 14.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const tick = 100;
+  return { self: ((f[11] ?? 0) + (f[12] ?? 0)) / tick, children: ((f[13] ?? 0) + (f[14] ?? 0)) / tick };
 }
 
 /** Seconds from the POST to each step the worker logs: where the time of (a) went. */
@@ -115,6 +129,7 @@ function phases(lines: string[], posted: number): string {
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
 
 interface Service {
+  pid: number;
   url: string;
   key: string;
   /** The service's log lines (pino JSON) so far, for where the time of (a) went. */
@@ -173,6 +188,7 @@ async function startService(dataDir: string): Promise<Service> {
     await sleep(100);
   }
   return {
+    pid: child.pid ?? 0,
     url,
     key,
     logLines,
