@@ -1,3 +1,3 @@
-export { loadConfig, ConfigError, settingsTable, settingsHelp, flagName } from './load.ts';
+export { loadConfig, ConfigError, settingsTable, settingsHelp, flagName, explicitSettings } from './load.ts';
 export { settings, type Config, type SettingKey } from './schema.ts';
 export type { Setting } from './types.ts';

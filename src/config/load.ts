@@ -54,6 +54,20 @@ export interface LoadOptions {
   overrides?: Partial<Record<SettingKey, unknown>>;
 }
 
+// Which settings each loaded config got from the environment, a flag or an override, rather
+// than from its default. Kept beside the config (not in it) so the Config type stays the plain
+// table of values; a rule such as "MAX_MODEL_LEN left at its default follows the model"
+// (issue #4) needs to tell an explicit 8192 from the default 8192.
+const explicitByConfig = new WeakMap<Config, ReadonlySet<SettingKey>>();
+
+/**
+ * The settings of a config made by loadConfig that were set explicitly (an empty value counts
+ * as unset, as it does for the value); undefined for an object loadConfig did not make.
+ */
+export function explicitSettings(config: Config): ReadonlySet<SettingKey> | undefined {
+  return explicitByConfig.get(config);
+}
+
 /**
  * Reads every setting from the environment and flags (flags win), checks each against its
  * rule and returns one frozen object. All problems are reported together.
@@ -62,6 +76,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   const env = opts.env ?? process.env;
   const problems: string[] = [];
   const out: Record<string, unknown> = {};
+  const explicit = new Set<SettingKey>();
   for (const [key, s] of Object.entries(settings) as [string, Setting][]) {
     const flag = opts.flags?.[key];
     const raw = flag ?? env[s.env];
@@ -73,11 +88,15 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     const { value, error } = parseValue(s, raw);
     if (error) problems.push(`${source}=${s.secret ? '***' : JSON.stringify(raw)}: ${error}`);
     else out[key] = value;
+    explicit.add(key as SettingKey);
   }
   Object.assign(out, opts.overrides ?? {});
+  for (const key of Object.keys(opts.overrides ?? {})) explicit.add(key as SettingKey);
   problems.push(...crossChecks(out));
   if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(out) as Config;
+  const config = Object.freeze(out) as Config;
+  explicitByConfig.set(config, explicit);
+  return config;
 }
 
 function crossChecks(c: Record<string, unknown>): string[] {

@@ -100,8 +100,19 @@ export class SseParser {
 
 /** Parses a whole byte stream into events as they complete. */
 export async function* parseSse(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
+  for await (const batch of parseSseBatches(source)) yield* batch;
+}
+
+/**
+ * Parses a byte stream into the events each network chunk completed (never an empty batch).
+ * A relay can then write what arrived together as one write, instead of one per event.
+ */
+export async function* parseSseBatches(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent[]> {
   const parser = new SseParser();
-  for await (const chunk of source) yield* parser.push(chunk);
+  for await (const chunk of source) {
+    const events = parser.push(chunk);
+    if (events.length > 0) yield events;
+  }
   parser.end();
 }
 
@@ -111,6 +122,8 @@ export function formatSse(ev: SseEvent): string {
   if (ev.event !== undefined) out += `event: ${oneLine(ev.event, 'event')}\n`;
   if (ev.id !== undefined) out += `id: ${oneLine(ev.id, 'id')}\n`;
   if (ev.retry !== undefined) out += `retry: ${Math.trunc(ev.retry)}\n`;
+  // One-line data (JSON always is) skips the split: this runs once per relayed chunk.
+  if (!/[\r\n]/.test(ev.data)) return `${out}data: ${ev.data}\n\n`;
   for (const line of ev.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
   return out + '\n';
 }

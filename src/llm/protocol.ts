@@ -142,6 +142,16 @@ export function chunk(opts: { id: string; created: number; model: string; delta:
   });
 }
 
+/**
+ * The wire form (`data: {chunk}\n\n`) of a stream's chunks, with everything but the delta
+ * serialised once: byte for byte what formatSse({ data: chunk(...) }) gives, without a
+ * JSON.stringify of the whole object for every token.
+ */
+export function chunkEncoder(meta: { id: string; created: number; model: string }): (delta: { role?: 'assistant'; content?: string }, finish: FinishReason | null) => string {
+  const head = `data: {"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${JSON.stringify(meta.created)},"model":${JSON.stringify(meta.model)},"choices":[{"index":0,"delta":`;
+  return (delta, finish) => `${head}${JSON.stringify(delta)},"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
+}
+
 export function usageChunk(opts: { id: string; created: number; model: string; usage: Usage }): string {
   return JSON.stringify({ id: opts.id, object: 'chat.completion.chunk', created: opts.created, model: opts.model, choices: [], usage: opts.usage });
 }

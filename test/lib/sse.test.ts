@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
-import { SseParser, SseWriter, formatSse, parseSse, type SseEvent } from '../../src/lib/sse.ts';
+import { SseParser, SseWriter, formatSse, parseSse, parseSseBatches, type SseEvent } from '../../src/lib/sse.ts';
 
 const enc = new TextEncoder();
 
@@ -66,6 +66,24 @@ test('parseSse over an async byte stream', async () => {
   const got: string[] = [];
   for await (const ev of parseSse(src())) got.push(ev.data);
   assert.deepEqual(got, ['🦙', '[DONE]']);
+});
+
+test('parseSseBatches: the events each network chunk completed, never an empty batch', async () => {
+  const b = enc.encode('data: a\n\ndata: b\n\ndata: 🦙\n\ndata: [DONE]\n\n');
+  const cut1 = 'data: a\n\ndata: b\n\ndata: '.length + 2; // inside the llama's four bytes
+  async function* src(): AsyncGenerator<Uint8Array> {
+    yield b.subarray(0, 3); // no event completed yet
+    yield b.subarray(3, cut1);
+    yield b.subarray(cut1);
+  }
+  const batches: string[][] = [];
+  for await (const batch of parseSseBatches(src())) batches.push(batch.map((e) => e.data));
+  assert.deepEqual(batches, [['a', 'b'], ['🦙', '[DONE]']]);
+});
+
+test('formatSse writes one-line data as a single data line and splits the rest', () => {
+  assert.equal(formatSse({ data: '{"a":"b\\nc"}' }), 'data: {"a":"b\\nc"}\n\n');
+  assert.equal(formatSse({ data: 'x\r\ny\rz' }), 'data: x\ndata: y\ndata: z\n\n');
 });
 
 test('SseWriter waits for drain under backpressure and stops writing after close', async () => {

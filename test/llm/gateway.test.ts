@@ -62,9 +62,12 @@ test('streaming: SSE chunks, finish_reason, a usage chunk, then data: [DONE]', a
   const usage = chunks.at(-1);
   assert.deepEqual(usage?.choices, []);
   assert.equal(usage?.usage.completion_tokens, 5);
-  assert.equal(chunks.at(-2)?.choices[0].finish_reason, 'length');
-  const contentChunks = chunks.filter((c) => c.choices[0]?.delta?.content);
-  assert.ok(contentChunks.length >= 1 && contentChunks.every((c) => c.choices[0].finish_reason === null));
+  // API.md: the last content chunk carries finish_reason; no chunk with an empty delta.
+  const content = chunks.slice(0, -1);
+  assert.ok(content.every((c) => typeof c.choices[0].delta.content === 'string'), 'every chunk before the usage chunk has content');
+  assert.ok(content.at(-1)?.choices[0].delta.content, 'the last content chunk has the last token\'s text');
+  assert.equal(content.at(-1)?.choices[0].finish_reason, 'length');
+  assert.ok(content.slice(0, -1).every((c) => c.choices[0].finish_reason === null));
 });
 
 test('the official openai client: non-streaming and streaming with baseURL /v1', async () => {
@@ -74,14 +77,18 @@ test('the official openai client: non-streaming and streaming with baseURL /v1',
   const done = await client.chat.completions.create({ model: STORIES, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, seed: 7, temperature: 0.5 });
   assert.equal(done.usage?.completion_tokens, done.choices[0]?.finish_reason === 'length' ? 12 : done.usage?.completion_tokens);
   assert.ok(done.choices[0]?.message.content);
-  const stream = await client.chat.completions.create({ model: STORIES, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({ model: STORIES, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, seed: 7, temperature: 0.5, stream: true, stream_options: { include_usage: true } });
   let text = '';
   let usage: OpenAI.CompletionUsage | undefined | null;
+  const finishes: Array<string | null | undefined> = [];
   for await (const c of stream) {
     text += c.choices[0]?.delta.content ?? '';
+    if (c.choices[0]) finishes.push(c.choices[0].finish_reason);
     if (c.usage) usage = c.usage;
   }
-  assert.ok(text.length > 0);
+  assert.equal(text, done.choices[0]?.message.content, 'the same seed streams the same text');
+  assert.equal(finishes.at(-1), done.choices[0]?.finish_reason, 'the last content chunk carries finish_reason');
+  assert.ok(finishes.slice(0, -1).every((f) => f === null));
   assert.ok(usage && usage.completion_tokens >= 1 && usage.completion_tokens <= 12);
 });
 

@@ -11,6 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { vllmArgs } from '../../src/llm/orchestrator/engines/vllm.ts';
 import { checkTuning, readGgufMeta, tuningFromConfig } from '../../src/llm/orchestrator/tuning.ts';
+import { createEngine } from '../../src/llm/orchestrator/engines/index.ts';
+import type { GenerateEvent } from '../../src/llm/orchestrator/engine.ts';
+import { chunk, chunkEncoder } from '../../src/llm/protocol.ts';
+import { formatSse } from '../../src/lib/sse.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { downloadFromHub } from '../../src/llm/orchestrator/models.ts';
 import { MODELS_DIR, orchestratorFailure, quietLog, readSse, STORIES, testConfig, TINY } from '../helpers/llm.ts';
 
@@ -35,10 +40,23 @@ test('tuning rules: each bad variable is named with its rule; a default MAX_MODE
   assert.throws(() => checkTuning(STORIES, { ...t, maxModelLen: 1024, maxModelLenIsDefault: false, maxNumBatchedTokens: 512 }, meta), /MAX_NUM_BATCHED_TOKENS=512: must be >= MAX_MODEL_LEN \(1024\)/);
 });
 
+test('MAX_MODEL_LEN=8192 set explicitly is refused on a smaller model; left unset it follows the model', () => {
+  const meta = { architecture: 'llama', layers: 1, attentionHeads: 2, trainedContext: 4096 };
+  const unset = tuningFromConfig(loadConfig({ env: {} }));
+  assert.equal(unset.maxModelLen, 8192);
+  assert.equal(checkTuning(TINY, unset, meta).maxModelLen, 4096, 'the default follows the trained context');
+  const explicit = tuningFromConfig(loadConfig({ env: { MAX_MODEL_LEN: '8192' } }));
+  assert.equal(explicit.maxModelLenIsDefault, false);
+  assert.throws(() => checkTuning(TINY, explicit, meta), /MAX_MODEL_LEN=8192: must be <= the model's trained context \(4096 tokens\)/);
+});
+
 test('bad tuning variables stop a real orchestrator process with the message', async () => {
   const tp = await orchestratorFailure({ MEDIAPLANE_ORCHESTRATOR_MODELS: TINY, TENSOR_PARALLEL_SIZE: '3' });
   assert.equal(tp.code, 1);
   assert.match(tp.stderr, /TENSOR_PARALLEL_SIZE=3: must divide the model's number of attention heads \(2\) \[stas\/tiny-random-llama-2\]/);
+  const dflt = await orchestratorFailure({ MEDIAPLANE_ORCHESTRATOR_MODELS: TINY, MAX_MODEL_LEN: '8192' });
+  assert.equal(dflt.code, 1, 'an explicit MAX_MODEL_LEN equal to the default is checked too');
+  assert.match(dflt.stderr, /MAX_MODEL_LEN=8192: must be <= the model's trained context \(4096 tokens\) \[stas\/tiny-random-llama-2\]/);
   const len = await orchestratorFailure({ MEDIAPLANE_ORCHESTRATOR_MODELS: STORIES, MAX_MODEL_LEN: '3000' });
   assert.equal(len.code, 1);
   assert.match(len.stderr, /MAX_MODEL_LEN=3000: must be <= the model's trained context \(2048 tokens\) \[karpathy\/stories260K\]/);
@@ -47,13 +65,16 @@ test('bad tuning variables stop a real orchestrator process with the message', a
 });
 
 test('beyond MAX_NUM_SEQS a request waits briefly, then 503; a prompt over the context is 400', async () => {
-  const o = await startOrchestrator({ config: testConfig({ orchestratorModels: [TINY], maxNumSeqs: 1, orchestratorQueueMs: 150, maxModelLen: 64, maxNumBatchedTokens: 64 }), log: quietLog });
+  // The first request must still hold the only sequence when the second has waited its
+  // 150 ms: it asks for more tokens than the context holds (~2000, about 1 s at the fastest
+  // measured speed), so the check does not depend on how slow generation happens to be.
+  const o = await startOrchestrator({ config: testConfig({ orchestratorModels: [TINY], maxNumSeqs: 1, orchestratorQueueMs: 150, maxModelLen: 2048, maxNumBatchedTokens: 2048 }), log: quietLog });
   try {
     const caps = (await (await fetch(`${o.url}/capabilities`)).json()) as any;
-    assert.deepEqual(caps.models.find((m: any) => m.id === TINY), { id: TINY, warm: true, contextLength: 256, free: 1, total: 1, queued: 0 });
+    assert.deepEqual(caps.models.find((m: any) => m.id === TINY), { id: TINY, warm: true, contextLength: 2048, free: 1, total: 1, queued: 0 });
     const cold = caps.models.find((m: any) => m.id === STORIES);
     assert.equal(cold.warm, false);
-    const long = fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 200 }) });
+    const long = fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 4000 }) });
     const first = await long;
     assert.equal(first.status, 200);
     const busy = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body() });
@@ -62,8 +83,8 @@ test('beyond MAX_NUM_SEQS a request waits briefly, then 503; a prompt over the c
     const events = await readSse(first);
     assert.equal(events.at(-1)?.data, '[DONE]');
     const usage = JSON.parse(events.at(-2)?.data ?? '{}').usage;
-    assert.equal(usage.total_tokens <= 256, true, 'capped by the context');
-    const huge = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'word '.repeat(400) }] }) });
+    assert.equal(usage.total_tokens <= 2048, true, 'capped by the context');
+    const huge = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'word '.repeat(2100) }] }) });
     assert.equal(huge.status, 400);
     assert.match(((await huge.json()) as any).error.message, /prompt is \d+ tokens/);
   } finally {
@@ -106,6 +127,9 @@ test('vLLM engine with a fake vLLM child: started with the mapped flags, relays 
     const events = await readSse(res);
     const text = events.slice(0, -1).map((e) => JSON.parse(e.data)).map((c: any) => c.choices[0]?.delta?.content ?? '').join('');
     assert.equal(text, 'fake tokens from vllm é🦙');
+    const lastContent = JSON.parse(events.at(-3)?.data ?? '{}').choices[0];
+    assert.equal(lastContent.finish_reason, 'stop', 'the last content chunk carries finish_reason');
+    assert.ok(lastContent.delta.content, 'and the final step\'s text');
     assert.equal(JSON.parse(events.at(-2)?.data ?? '{}').usage.completion_tokens, 5);
     const sent = JSON.parse((await readFile(record, 'utf8')).split('\n')[1] ?? '{}');
     assert.equal(sent.top_k, 5);
@@ -120,5 +144,44 @@ test('vLLM engine with a fake vLLM child: started with the mapped flags, relays 
     delete process.env.FAKE_VLLM_FAIL;
     delete process.env.FAKE_VLLM_RECORD;
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('llama.cpp engine: text a busy consumer has not taken arrives merged, nothing lost; the last token rides on the end event', async () => {
+  const engine = createEngine(testConfig({ orchestratorModels: [TINY] }), quietLog);
+  await engine.start();
+  try {
+    const params = { messages: [{ role: 'user' as const, content: 'Hello' }], maxTokens: 30, temperature: 0 };
+    const run = async (busy: boolean): Promise<GenerateEvent[]> => {
+      const events: GenerateEvent[] = [];
+      const before = engine.tokensComputed;
+      for await (const ev of engine.generate(TINY, params, new AbortController().signal)) {
+        events.push(ev);
+        // A busy consumer: after the first event, take nothing until every token is computed.
+        while (busy && events.length === 1 && engine.tokensComputed < before + 30) await new Promise((r) => setImmediate(r));
+      }
+      return events;
+    };
+    const text = (evs: GenerateEvent[]): string => evs.map((e) => e.text).join('');
+    const quick = await run(false);
+    const busy = await run(true);
+    const end = quick.at(-1);
+    assert.equal(end?.type, 'end');
+    assert.ok(end?.type === 'end' && end.finishReason === 'length' && end.usage.completion_tokens === 30);
+    assert.ok(end.text.length > 0, 'max_tokens reached: the last token\'s text is on the end event');
+    assert.ok(quick.slice(0, -1).every((e) => e.type === 'text'));
+    assert.equal(text(busy), text(quick), 'greedy decoding: the same text either way');
+    assert.ok(busy.length <= 3 && busy.length < quick.length, `merged: ${busy.length} events against ${quick.length}`);
+    assert.equal(busy.at(-1)?.type, 'end');
+  } finally {
+    await engine.close();
+  }
+});
+
+test('chunkEncoder gives byte for byte the SSE form of chunk()', () => {
+  const meta = { id: 'chatcmpl-x"1', created: 1700000000, model: 'a/b' };
+  const encode = chunkEncoder(meta);
+  for (const [delta, finish] of [[{ role: 'assistant', content: 'Hi "there"\n' }, null], [{ content: '🦙' }, 'length'], [{ content: '' }, 'stop']] as const) {
+    assert.equal(encode(delta, finish), formatSse({ data: chunk({ ...meta, delta, finish }) }));
   }
 });

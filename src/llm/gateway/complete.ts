@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MediaplaneError, NotFoundError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
 import { formatSse, type SseEvent } from '../../lib/sse.ts';
-import type { Ledger } from '../ledger.ts';
+import type { Ledger, Reservation } from '../ledger.ts';
 import type { ChatRequest, FinishReason, Usage } from '../protocol.ts';
 import type { Candidate, Registry } from './registry.ts';
 import { openCompletion } from './upstream.ts';
@@ -46,8 +46,8 @@ class Attempt {
     clientGone.addEventListener('abort', stop, { once: true });
     this.controller.signal.addEventListener('abort', () => clientGone.removeEventListener('abort', stop), { once: true });
   }
-  /** Next event, or the attempt is aborted (and TimeoutError thrown) after `ms` of silence. */
-  async next(events: AsyncIterator<SseEvent>, ms: number): Promise<IteratorResult<SseEvent>> {
+  /** Next batch of events, or the attempt is aborted (and TimeoutError thrown) after `ms` of silence. */
+  async next(events: AsyncIterator<SseEvent[]>, ms: number): Promise<IteratorResult<SseEvent[]>> {
     this.#timer = setTimeout(() => {
       this.timedOut = true;
       this.controller.abort();
@@ -64,7 +64,7 @@ class Attempt {
 }
 
 type Outcome =
-  | { kind: 'committed'; events: AsyncIterator<SseEvent>; first: SseEvent; attempt: Attempt; firstAt: number }
+  | { kind: 'committed'; events: AsyncIterator<SseEvent[]>; first: SseEvent[]; attempt: Attempt; firstAt: number }
   | { kind: 'complete'; content: string; finish: FinishReason; usage: Usage; created: number; firstAt: number }
   | { kind: 'failed'; error: MediaplaneError }
   | { kind: 'rejected'; error: ValidationError };
@@ -84,16 +84,26 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
   const failures: MediaplaneError[] = [];
   for (const c of candidates) {
     if (opts.clientGone.aborted) return {};
-    const reservation = await ledger.reserve({ owner, maxTokens: body.max_tokens, pricePerToken: c.pricePerToken, model: body.model, orchestrator: c.orchestrator.url, requestId });
-    if (!reservation) {
+    const charge = { owner, maxTokens: body.max_tokens, pricePerToken: c.pricePerToken, model: body.model, orchestrator: c.orchestrator.url, requestId };
+    // A priced request is reserved before forwarding (API.md, Pricing). A free one (price 0)
+    // needs no balance, so its zero charge is written once the first token is in: the same
+    // ledger row, but not a database write in front of every free request's first token.
+    const priced = c.pricePerToken > 0;
+    const reservation = priced ? await ledger.reserve(charge) : undefined;
+    if (priced && !reservation) {
       throw new PaymentRequiredError(`balance too low for max_tokens ${body.max_tokens} at ${c.pricePerToken} USD per token (${(body.max_tokens * c.pricePerToken).toFixed(12).replace(/0+$/, '')} USD); add credits or lower max_tokens`);
     }
+    const reserveFree = async (): Promise<Reservation> => {
+      const r = await ledger.reserve(charge);
+      if (!r) throw new Error('a zero charge was refused by the ledger');
+      return r;
+    };
     const started = performance.now();
     c.orchestrator.inflight++;
     try {
       const outcome = await attempt(deps, c, { forward, requestId, stream: body.stream, clientGone: opts.clientGone });
       if (outcome.kind === 'failed' || outcome.kind === 'rejected') {
-        await ledger.release(reservation.id);
+        if (reservation) await ledger.release(reservation.id);
         if (outcome.kind === 'rejected') throw outcome.error;
         if (opts.clientGone.aborted) return {};
         log.warn({ orchestrator: c.orchestrator.url, model: body.model, err: outcome.error.message, requestId }, 'orchestrator failed before the first token; trying the next');
@@ -102,7 +112,7 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
         continue;
       }
       if (outcome.kind === 'complete') {
-        await ledger.settle(reservation.id, { completionTokens: outcome.usage.completion_tokens, usageBased: deps.usageBased });
+        await ledger.settle((reservation ?? (await reserveFree())).id, { completionTokens: outcome.usage.completion_tokens, usageBased: deps.usageBased });
         measure(registry, c, { firstAt: outcome.firstAt, tokens: outcome.usage.completion_tokens });
         return {
           json: {
@@ -112,8 +122,11 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
           },
         };
       }
-      const r = await relay(deps, outcome, opts.res);
-      await ledger.settle(reservation.id, { completionTokens: r.usage?.completion_tokens ?? r.delivered, usageBased: deps.usageBased });
+      // relay() writes the first batch before its first await; the free charge is written after it.
+      const relayed = relay(deps, outcome, opts.res);
+      const held = reservation ? Promise.resolve(reservation) : reserveFree();
+      const [r, kept] = await Promise.all([relayed, held]);
+      await ledger.settle(kept.id, { completionTokens: r.usage?.completion_tokens ?? r.delivered, usageBased: deps.usageBased });
       if (r.usage) measure(registry, c, { firstAt: outcome.firstAt, tokens: r.usage.completion_tokens });
       log.debug({ requestId, orchestrator: c.orchestrator.url, ms: Math.round(performance.now() - started) }, 'completion relayed');
       return {};
@@ -153,7 +166,8 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
     }
     const first = await a.next(opened.events, deps.firstTokenTimeoutMs);
     const firstAt = performance.now();
-    if (first.done || first.value.event === 'error' || first.value.data === '[DONE]') {
+    const head = first.done ? undefined : first.value[0];
+    if (first.done || !head || head.event === 'error' || head.data === '[DONE]') {
       a.controller.abort();
       return { kind: 'failed', error: new UpstreamFailedError(first.done ? 'the answer ended before its first token' : 'the orchestrator sent an error before the first token') };
     }
@@ -174,54 +188,67 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
 }
 
 /** Reads a whole answer for a non-streaming client; any failure before its end fails over. */
-async function collect(deps: CompleteDeps, a: Attempt, events: AsyncIterator<SseEvent>, first: SseEvent, firstAt: number): Promise<Outcome> {
+async function collect(deps: CompleteDeps, a: Attempt, events: AsyncIterator<SseEvent[]>, first: SseEvent[], firstAt: number): Promise<Outcome> {
   let content = '';
   let finish: FinishReason = 'stop';
   let usage: Usage | undefined;
   let created = Math.floor(Date.now() / 1000);
-  let ev: SseEvent = first;
+  let batch = first;
   for (;;) {
-    if (ev.event === 'error') return { kind: 'failed', error: new UpstreamFailedError('the orchestrator failed during the answer') };
-    if (ev.data === '[DONE]') break;
-    const c = JSON.parse(ev.data) as Chunk;
-    if (typeof c.created === 'number') created = c.created;
-    const choice = c.choices?.[0];
-    if (choice?.delta?.content) content += choice.delta.content;
-    if (choice?.finish_reason) finish = choice.finish_reason;
-    if (c.usage) usage = c.usage;
+    for (const ev of batch) {
+      if (ev.event === 'error') return { kind: 'failed', error: new UpstreamFailedError('the orchestrator failed during the answer') };
+      if (ev.data === '[DONE]') {
+        if (!usage) return { kind: 'failed', error: new UpstreamFailedError('the answer carried no usage') };
+        return { kind: 'complete', content, finish, usage, created, firstAt };
+      }
+      const c = JSON.parse(ev.data) as Chunk;
+      if (typeof c.created === 'number') created = c.created;
+      const choice = c.choices?.[0];
+      if (choice?.delta?.content) content += choice.delta.content;
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      if (c.usage) usage = c.usage;
+    }
     const next = await a.next(events, deps.idleTimeoutMs);
     if (next.done) return { kind: 'failed', error: new UpstreamFailedError('the answer ended without [DONE]') };
-    ev = next.value;
+    batch = next.value;
   }
-  if (!usage) return { kind: 'failed', error: new UpstreamFailedError('the answer carried no usage') };
-  return { kind: 'complete', content, finish, usage, created, firstAt };
 }
 
-/** Relays a committed stream chunk by chunk, with backpressure; returns what was delivered. */
+/**
+ * Relays a committed stream with backpressure; returns what was delivered. Chunks pass as the
+ * orchestrator sent them (it already uses this request's id): only the usage chunk is parsed,
+ * for settlement. What one network read brought goes on as one write.
+ */
 async function relay(deps: CompleteDeps, o: Extract<Outcome, { kind: 'committed' }>, res: ServerResponse): Promise<{ usage?: Usage; delivered: number }> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   let delivered = 0;
   let usage: Usage | undefined;
-  let ev = o.first;
+  let batch = o.first;
+  const result = (): { usage?: Usage; delivered: number } => (usage ? { usage, delivered } : { delivered });
   try {
     for (;;) {
-      if (ev.event === 'error') throw new UpstreamFailedError('the orchestrator failed during the answer');
-      // Chunks are relayed as sent (the orchestrator already uses this request's id); only
-      // the usage chunk is parsed, for settlement.
-      if (ev.data === '[DONE]') {
-        res.end('data: [DONE]\n\n');
-        return usage ? { usage, delivered } : { delivered };
+      let out = '';
+      for (const ev of batch) {
+        if (ev.event === 'error') {
+          if (out) res.write(out);
+          throw new UpstreamFailedError('the orchestrator failed during the answer');
+        }
+        if (ev.data === '[DONE]') {
+          res.end(out + 'data: [DONE]\n\n');
+          return result();
+        }
+        if (ev.data.includes('"usage":{')) usage = (JSON.parse(ev.data) as Chunk).usage ?? undefined;
+        else delivered++;
+        out += formatSse({ data: ev.data });
       }
-      if (ev.data.includes('"usage":{')) usage = (JSON.parse(ev.data) as Chunk).usage ?? undefined;
-      else delivered++;
-      if (!res.write(formatSse({ data: ev.data }))) await drained(res);
+      if (!res.write(out)) await drained(res);
       if (res.destroyed) {
         o.attempt.controller.abort();
         return { delivered };
       }
       const next = await o.attempt.next(o.events, deps.idleTimeoutMs);
       if (next.done) throw new UpstreamFailedError('the orchestrator closed the answer before its end');
-      ev = next.value;
+      batch = next.value;
     }
   } catch (err) {
     o.attempt.controller.abort();
@@ -229,7 +256,7 @@ async function relay(deps: CompleteDeps, o: Extract<Outcome, { kind: 'committed'
     const e = err instanceof MediaplaneError ? err : new UpstreamFailedError('the orchestrator connection broke during the answer', { cause: err });
     deps.log.warn({ err: e.message }, 'answer failed after its first token');
     res.end(formatSse({ event: 'error', data: JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } }) }));
-    return usage ? { usage, delivered } : { delivered };
+    return result();
   }
 }
 

@@ -3,7 +3,7 @@
 
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { parseSse, type SseEvent } from '../../lib/sse.ts';
+import { parseSseBatches, type SseEvent } from '../../lib/sse.ts';
 import { REQUEST_ID_HEADER } from '../protocol.ts';
 
 const agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 1024 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 1024 }) };
@@ -37,10 +37,13 @@ export async function getJson<T>(url: string, opts: { secret?: string | undefine
 }
 
 export type Opened =
-  | { ok: true; events: AsyncIterator<SseEvent> }
+  | { ok: true; events: AsyncIterator<SseEvent[]> }
   | { ok: false; status: number; message: string; code?: string | undefined };
 
-/** POSTs a chat request and returns its SSE events, or the orchestrator's error answer. */
+/**
+ * POSTs a chat request and returns its SSE events, batched as they arrived (one batch per
+ * network read, so the relay writes them on with one write), or the orchestrator's error answer.
+ */
 export async function openCompletion(base: string, body: string, opts: { secret?: string | undefined; requestId: string; signal: AbortSignal }): Promise<Opened> {
   const res = await request(`${base}/v1/chat/completions`, {
     method: 'POST',
@@ -50,7 +53,7 @@ export async function openCompletion(base: string, body: string, opts: { secret?
   });
   const status = res.statusCode ?? 0;
   if (status === 200 && String(res.headers['content-type']).startsWith('text/event-stream')) {
-    return { ok: true, events: parseSse(res)[Symbol.asyncIterator]() };
+    return { ok: true, events: parseSseBatches(res)[Symbol.asyncIterator]() };
   }
   const text = await readText(res).catch(() => '');
   let message = text.slice(0, 500) || `status ${status}`;

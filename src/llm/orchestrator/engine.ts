@@ -15,9 +15,16 @@ export interface GenerateParams {
   frequencyPenalty?: number | undefined;
 }
 
+/**
+ * `text` events carry the answer as it is generated; several tokens may arrive as one event
+ * when the consumer was busy (nothing waits for them). `end` carries the text of the final
+ * step, so the last content chunk can carry `finish_reason` (API.md section B): the last
+ * token's text when generation was cut by max_tokens, "" when the model stopped by itself
+ * (its end-of-generation token has no text).
+ */
 export type GenerateEvent =
   | { type: 'text'; text: string }
-  | { type: 'end'; finishReason: FinishReason; usage: Usage };
+  | { type: 'end'; text: string; finishReason: FinishReason; usage: Usage };
 
 export interface EngineModel {
   id: string;

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { formatSse } from '../../lib/sse.ts';
 import { isMediaplaneError, NotFoundError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
-import { chunk, REQUEST_ID_HEADER, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
+import { chunkEncoder, REQUEST_ID_HEADER, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
 import { PromptTooLongError, type Engine, type GenerateEvent } from './engine.ts';
 import { Slots } from './slots.ts';
 import type { Logger } from 'pino';
@@ -116,20 +116,26 @@ async function generate(req: FastifyRequest, reply: FastifyReply, s: Orchestrato
   return undefined;
 }
 
+/**
+ * Streams the engine's events as chat.completion.chunk events. Each event is written as soon
+ * as it is taken (text the engine produced while a write waited arrives merged, as one chunk);
+ * the final step's text rides with finish_reason, then the usage chunk and [DONE] go in the
+ * same write (API.md section B).
+ */
 async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, events: AsyncIterator<GenerateEvent>, meta: { id: string; created: number; model: string }, s: OrchestratorState): Promise<void> {
+  const encode = chunkEncoder(meta);
   let started = false;
   let step = first;
   try {
     while (!step.done) {
       const ev = step.value;
+      // The role rides on the first content chunk, so nothing reaches the gateway before a token.
+      const delta = started ? { content: ev.text } : { role: 'assistant' as const, content: ev.text };
+      started = true;
       if (ev.type === 'text') {
-        // The role rides on the first content chunk, so nothing reaches the gateway before a token.
-        const delta = started ? { content: ev.text } : { role: 'assistant' as const, content: ev.text };
-        started = true;
-        if (!write(res, formatSse({ data: chunk({ ...meta, delta, finish: null }) }))) await drained(res);
+        if (!write(res, encode(delta, null))) await drained(res);
       } else {
-        const tail = started ? '' : formatSse({ data: chunk({ ...meta, delta: { role: 'assistant', content: '' }, finish: null }) });
-        write(res, tail + formatSse({ data: chunk({ ...meta, delta: {}, finish: ev.finishReason }) }) + formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n');
+        write(res, encode(delta, ev.finishReason) + formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n');
       }
       if (res.destroyed) return;
       step = await events.next();

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { readGgufFileInfo } from 'node-llama-cpp';
 import type { Config } from '../../config/index.ts';
-import { settings } from '../../config/index.ts';
+import { explicitSettings, settings } from '../../config/index.ts';
 
 export interface Tuning {
   use8bit: boolean;
@@ -43,9 +43,10 @@ export function tuningFromConfig(config: Config): Tuning {
     pipelineParallelSize: config.pipelineParallelSize,
     tensorParallelSize: config.tensorParallelSize,
     maxModelLen: config.maxModelLen,
-    // The config holds values, not where they came from; a value equal to the default is
-    // taken as "left at the default" (an explicit MAX_MODEL_LEN=8192 then behaves the same).
-    maxModelLenIsDefault: config.maxModelLen === settings.maxModelLen.default,
+    // "Left at its default" means not set at all (issue #4): an explicit MAX_MODEL_LEN=8192 is
+    // checked like any other value. A config loadConfig did not make (a hand-built object)
+    // cannot tell, so there a value equal to the default counts as the default.
+    maxModelLenIsDefault: !(explicitSettings(config)?.has('maxModelLen') ?? config.maxModelLen !== settings.maxModelLen.default),
     maxNumBatchedTokens: config.maxNumBatchedTokens,
     maxNumSeqs: config.maxNumSeqs,
     gpuMemoryUtilization: config.gpuMemoryUtilization,

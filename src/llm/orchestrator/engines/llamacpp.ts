@@ -33,6 +33,8 @@ interface Offered {
 interface Loaded {
   model: LlamaModel;
   context: LlamaContext;
+  /** Requests generating on this context now (see dispatchSchedule). */
+  active: number;
 }
 
 export class LlamaCppEngine implements Engine {
@@ -105,14 +107,22 @@ export class LlamaCppEngine implements Engine {
     const p = (async () => {
       const started = performance.now();
       const model = await llama.loadModel({ modelPath: offered.file });
+      const counts = { active: 0 };
       const context = await model.createContext({
         contextSize: t.maxModelLen,
         sequences: t.maxNumSeqs,
         batchSize: Math.min(t.maxNumBatchedTokens, t.maxModelLen * t.maxNumSeqs),
         threads: this.#opts.threads,
         ...(t.use8bit ? { flashAttention: true, experimentalKvCacheKeyType: 'Q8_0' as const, experimentalKvCacheValueType: 'Q8_0' as const } : {}),
+        // node-llama-cpp's default ("nextCycle") waits for a setImmediate before each decode so
+        // that every sequence's next token joins one batch; it dispatches at once only when all
+        // MAX_NUM_SEQS sequences queued. With one request generating, nothing else can join, and
+        // that wait put the socket write of each token (and any other I/O of the turn) in front
+        // of the next decode instead of beside it: measured ~20% of single-stream tokens/s
+        // (bench/llm.ts). So: at once when alone, next cycle when several share the batch.
+        batching: { dispatchSchedule: (dispatch: () => void) => (counts.active <= 1 ? dispatch() : setImmediate(dispatch)) },
       });
-      const loaded = { model, context };
+      const loaded: Loaded = Object.assign(counts, { model, context });
       this.#loaded.set(id, loaded);
       this.#opts.log.info({ model: id, file: offered.file, contextPerSequence: context.contextSize, sequences: t.maxNumSeqs, ms: Math.round(performance.now() - started) }, 'model loaded');
       return loaded;
@@ -123,7 +133,8 @@ export class LlamaCppEngine implements Engine {
   }
 
   async *generate(id: string, p: GenerateParams, signal: AbortSignal): AsyncGenerator<GenerateEvent> {
-    const { model, context } = await this.#load(id);
+    const loaded = await this.#load(id);
+    const { model, context } = loaded;
     // The orchestrator's Slots admit at most MAX_NUM_SEQS requests, so a sequence is free.
     const sequence = context.getSequence();
     const chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
@@ -132,8 +143,11 @@ export class LlamaCppEngine implements Engine {
     const stop = new AbortController();
     const onAbort = (): void => stop.abort();
     signal.addEventListener('abort', onAbort, { once: true });
-    const events = new PushQueue<GenerateEvent>();
+    // Text the consumer has not taken yet is merged into the next event (one SSE chunk, one
+    // write): tokens are never held back, but a busy consumer catches up in one step.
+    const events = new PushQueue<GenerateEvent>((a, b) => (a.type === 'text' ? { ...b, text: a.text + b.text } : undefined));
     let running: Promise<unknown> = Promise.resolve();
+    loaded.active++;
     try {
       const history: ChatHistoryItem[] = [
         ...p.messages.map((m): ChatHistoryItem => (m.role === 'assistant' ? { type: 'model', response: [m.content] } : { type: m.role, text: m.content })),
@@ -143,12 +157,18 @@ export class LlamaCppEngine implements Engine {
       const room = sequence.contextSize - promptTokens;
       if (room < 1) throw new PromptTooLongError(promptTokens, sequence.contextSize);
       let completion = 0;
+      const cap = Math.min(p.maxTokens, room);
+      // The text of the final token (max_tokens reached) rides on the end event, so the last
+      // content chunk carries finish_reason without waiting for anything: onToken comes just
+      // before onTextChunk for the same tokens, and the end follows without another decode.
+      let last = false;
+      let tail = '';
       const penalties = p.presencePenalty !== undefined || p.frequencyPenalty !== undefined;
       running = chat
         .generateResponse(history, {
           signal: stop.signal,
           stopOnAbortSignal: true,
-          maxTokens: Math.min(p.maxTokens, room),
+          maxTokens: cap,
           // OpenAI's default temperature is 1; node-llama-cpp's is 0 (greedy).
           temperature: p.temperature ?? 1,
           ...(p.topP !== undefined ? { topP: p.topP } : {}),
@@ -159,16 +179,18 @@ export class LlamaCppEngine implements Engine {
           onToken: (tokens) => {
             completion += tokens.length;
             this.tokensComputed += tokens.length;
+            last = completion >= cap;
           },
           onTextChunk: (text) => {
-            if (text) events.push({ type: 'text', text });
+            if (last) tail += text;
+            else if (text) events.push({ type: 'text', text });
           },
         })
         .then(
           (r) => {
             if (!stop.signal.aborted) {
               const finishReason = r.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
-              events.push({ type: 'end', finishReason, usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion } });
+              events.push({ type: 'end', text: tail, finishReason, usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion } });
             }
             events.end();
           },
@@ -176,6 +198,7 @@ export class LlamaCppEngine implements Engine {
         );
       yield* events;
     } finally {
+      loaded.active--;
       signal.removeEventListener('abort', onAbort);
       stop.abort();
       await running.catch(() => undefined);
@@ -194,15 +217,26 @@ export class LlamaCppEngine implements Engine {
   }
 }
 
-/** A one-consumer async queue: callbacks push, the generator awaits. */
+/**
+ * A one-consumer async queue: callbacks push, the generator awaits. `merge` may combine an
+ * item with the one queued before it (both not yet taken): undefined keeps them apart.
+ */
 class PushQueue<T> implements AsyncIterable<T> {
   readonly #items: T[] = [];
+  readonly #merge: ((queued: T, next: T) => T | undefined) | undefined;
   #done = false;
   #error: unknown;
   #wake: (() => void) | undefined;
 
+  constructor(merge?: (queued: T, next: T) => T | undefined) {
+    this.#merge = merge;
+  }
+
   push(item: T): void {
-    this.#items.push(item);
+    const queued = this.#items.at(-1);
+    const merged = queued === undefined ? undefined : this.#merge?.(queued, item);
+    if (merged === undefined) this.#items.push(item);
+    else this.#items[this.#items.length - 1] = merged;
     this.#wake?.();
   }
   end(): void {

@@ -177,17 +177,21 @@ export class VllmEngine implements Engine {
     if (res.status === 400) throw new ValidationError(await errorMessage(res));
     if (!res.ok || !res.body) throw new UpstreamFailedError(`vLLM answered ${res.status}: ${await errorMessage(res)}`);
     let finish: FinishReason = 'stop';
+    let tail = '';
     try {
       for await (const ev of parseSse(res.body)) {
         if (ev.data === '[DONE]') return;
         const c = JSON.parse(ev.data) as { choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>; usage?: Usage | null };
         const choice = c.choices?.[0];
-        if (choice?.delta?.content) {
-          this.tokensComputed++;
-          yield { type: 'text', text: choice.delta.content };
-        }
-        if (choice?.finish_reason) finish = choice.finish_reason === 'length' ? 'length' : 'stop';
-        if (c.usage) yield { type: 'end', finishReason: finish, usage: c.usage };
+        const content = choice?.delta?.content ?? '';
+        if (content) this.tokensComputed++;
+        // vLLM sends the final step's text with its finish_reason: keep it for the end event,
+        // so the last content chunk carries finish_reason (the usage chunk follows at once).
+        if (choice?.finish_reason) {
+          finish = choice.finish_reason === 'length' ? 'length' : 'stop';
+          tail += content;
+        } else if (content) yield { type: 'text', text: content };
+        if (c.usage) yield { type: 'end', text: tail, finishReason: finish, usage: c.usage };
       }
     } catch (err) {
       if (signal.aborted) return;
