@@ -34,11 +34,12 @@ export class TaskStore {
 
   async create(t: CreateTask): Promise<TaskRow> {
     // The per-owner limit and the insert are one statement, so concurrent API processes
-    // can overshoot it only by the requests in flight at the same instant.
+    // can overshoot it only by the requests in flight at the same instant. The count stops
+    // at the limit, so its cost does not grow with an owner's history.
     const rows = await this.#db.query<TaskRow>(
       `INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at)
        SELECT $1, $2, $3, $4, 'waiting', $5, $6, now()
-       WHERE (SELECT count(*) FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running')) < $7
+       WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') LIMIT $7) AS queued) < $7
        RETURNING ${TASK_COLUMNS}`,
       [randomUUID(), t.owner, t.projectId, t.type, JSON.stringify(t.params), t.requesterId, t.maxQueuedPerOwner],
     );
