@@ -58,6 +58,19 @@ export class Ledger {
     return row ? { id: row.id, amountUsd: Number(row.amount_usd) } : null;
   }
 
+  /**
+   * Records a free request (price 0) as a settled zero charge in one statement: it needs no
+   * balance, so nothing has to be reserved before forwarding, and the gateway writes this
+   * once the answer is out instead of touching the database in front of the first token.
+   */
+  async recordFree(o: { owner: string; maxTokens: number; model: string; orchestrator: string; requestId: string; completionTokens: number }): Promise<void> {
+    await this.#db.query(
+      `INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, completion_tokens)
+       VALUES ($1, $2, 'charge', 'settled', 0, $3, $4, $5, $6, 0, $7)`,
+      [randomUUID(), o.owner, o.model, o.orchestrator, o.requestId, o.maxTokens, o.completionTokens],
+    );
+  }
+
   /** Refunds a reservation in full (the request failed before its first token). */
   async release(id: string): Promise<void> {
     await this.#db.query(

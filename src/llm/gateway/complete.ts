@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MediaplaneError, NotFoundError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
 import { formatSse, type SseEvent } from '../../lib/sse.ts';
-import type { Ledger, Reservation } from '../ledger.ts';
+import type { Ledger } from '../ledger.ts';
 import type { ChatRequest, FinishReason, Usage } from '../protocol.ts';
 import type { Candidate, Registry } from './registry.ts';
 import { openCompletion } from './upstream.ts';
@@ -86,17 +86,17 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
     if (opts.clientGone.aborted) return {};
     const charge = { owner, maxTokens: body.max_tokens, pricePerToken: c.pricePerToken, model: body.model, orchestrator: c.orchestrator.url, requestId };
     // A priced request is reserved before forwarding (API.md, Pricing). A free one (price 0)
-    // needs no balance, so its zero charge is written once the first token is in: the same
-    // ledger row, but not a database write in front of every free request's first token.
+    // needs no balance: its zero charge is written in one statement once the answer is out,
+    // not as two database writes around it (with the embedded database each one holds the
+    // event loop for about a millisecond, which every stream on this gateway would feel).
     const priced = c.pricePerToken > 0;
     const reservation = priced ? await ledger.reserve(charge) : undefined;
     if (priced && !reservation) {
       throw new PaymentRequiredError(`balance too low for max_tokens ${body.max_tokens} at ${c.pricePerToken} USD per token (${(body.max_tokens * c.pricePerToken).toFixed(12).replace(/0+$/, '')} USD); add credits or lower max_tokens`);
     }
-    const reserveFree = async (): Promise<Reservation> => {
-      const r = await ledger.reserve(charge);
-      if (!r) throw new Error('a zero charge was refused by the ledger');
-      return r;
+    const keep = async (completionTokens: number): Promise<void> => {
+      if (reservation) await ledger.settle(reservation.id, { completionTokens, usageBased: deps.usageBased });
+      else await ledger.recordFree({ ...charge, completionTokens });
     };
     const started = performance.now();
     c.orchestrator.inflight++;
@@ -112,7 +112,7 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
         continue;
       }
       if (outcome.kind === 'complete') {
-        await ledger.settle((reservation ?? (await reserveFree())).id, { completionTokens: outcome.usage.completion_tokens, usageBased: deps.usageBased });
+        await keep(outcome.usage.completion_tokens);
         measure(registry, c, { firstAt: outcome.firstAt, tokens: outcome.usage.completion_tokens });
         return {
           json: {
@@ -122,11 +122,8 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
           },
         };
       }
-      // relay() writes the first batch before its first await; the free charge is written after it.
-      const relayed = relay(deps, outcome, opts.res);
-      const held = reservation ? Promise.resolve(reservation) : reserveFree();
-      const [r, kept] = await Promise.all([relayed, held]);
-      await ledger.settle(kept.id, { completionTokens: r.usage?.completion_tokens ?? r.delivered, usageBased: deps.usageBased });
+      const r = await relay(deps, outcome, opts.res);
+      await keep(r.usage?.completion_tokens ?? r.delivered);
       if (r.usage) measure(registry, c, { firstAt: outcome.firstAt, tokens: r.usage.completion_tokens });
       log.debug({ requestId, orchestrator: c.orchestrator.url, ms: Math.round(performance.now() - started) }, 'completion relayed');
       return {};
