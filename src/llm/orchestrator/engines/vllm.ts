@@ -180,7 +180,11 @@ export class VllmEngine implements Engine {
     let tail = '';
     try {
       for await (const ev of parseSse(res.body)) {
-        if (ev.data === '[DONE]') return;
+        if (ev.data === '[DONE]') {
+          // No usage chunk came (it ends the answer when it does): keep the held text anyway.
+          if (tail) yield { type: 'text', text: tail };
+          return;
+        }
         const c = JSON.parse(ev.data) as { choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>; usage?: Usage | null };
         const choice = c.choices?.[0];
         const content = choice?.delta?.content ?? '';
@@ -191,7 +195,10 @@ export class VllmEngine implements Engine {
           finish = choice.finish_reason === 'length' ? 'length' : 'stop';
           tail += content;
         } else if (content) yield { type: 'text', text: content };
-        if (c.usage) yield { type: 'end', text: tail, finishReason: finish, usage: c.usage };
+        if (c.usage) {
+          yield { type: 'end', text: tail, finishReason: finish, usage: c.usage };
+          tail = '';
+        }
       }
     } catch (err) {
       if (signal.aborted) return;
