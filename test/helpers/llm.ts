@@ -102,7 +102,8 @@ export interface TestGateway {
 export async function startGateway(opts: { orchestrators?: string[]; config?: Partial<Record<SettingKey, unknown>>; db?: Db; mount?: (app: FastifyInstance) => Promise<void> } = {}): Promise<TestGateway> {
   const config = testConfig({ gatewayPollMs: 60_000, ...opts.config });
   const db = opts.db ?? (await openDb({}));
-  const accounts = new Accounts(db);
+  // As in production (src/main.ts): checked keys are reused for MEDIAPLANE_AUTH_CACHE_MS.
+  const accounts = new Accounts(db, { authCacheMs: config.authCacheMs });
   const app = Fastify();
   await opts.mount?.(app);
   const gw = await registerGateway(app, { config, db, accounts, log: quietLog, orchestrators: opts.orchestrators ?? [] });
