@@ -77,6 +77,12 @@ export class LlamaCppEngine implements Engine {
       }
     }
     if (problems.length > 0) throw new TuningError(o.warmModels.join(', ') || o.modelsDir, problems);
+    if (this.#offered.size === 0) {
+      // Nothing to serve (a fresh `mediaplane start` with an empty model directory): the
+      // llama.cpp runtime, which costs memory and start-up time, is not loaded at all.
+      o.log.info({ modelsDir: o.modelsDir }, 'llama.cpp engine idle: no models in the model directory');
+      return;
+    }
     this.#llama = await getLlama({
       gpu: o.gpu === 'cpu' ? false : o.gpu,
       build: 'never',
