@@ -133,6 +133,17 @@ function oneLine(s: string, field: string): string {
   return s;
 }
 
+/** Resolves when `out` can take more bytes again, or is gone (closed, failed). */
+export function drained(out: Writable): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      out.off('drain', done).off('close', done).off('error', done);
+      resolve();
+    };
+    out.on('drain', done).on('close', done).on('error', done);
+  });
+}
+
 /**
  * Writes events to a stream (an HTTP response) and honours backpressure: `send` resolves
  * when the bytes were accepted or the peer went away (then `closed` is true and further
@@ -156,14 +167,7 @@ export class SseWriter {
   async raw(text: string): Promise<void> {
     if (this.closed) return;
     if (this.#out.write(text)) return;
-    const out = this.#out;
-    await new Promise<void>((resolve) => {
-      const done = (): void => {
-        out.off('drain', done).off('close', done).off('error', done);
-        resolve();
-      };
-      out.on('drain', done).on('close', done).on('error', done);
-    });
+    await drained(this.#out);
   }
 
   end(): void {

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MediaplaneError, NotFoundError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
-import { formatSse, type SseEvent } from '../../lib/sse.ts';
+import { drained, formatSse, type SseEvent } from '../../lib/sse.ts';
 import type { Ledger } from '../ledger.ts';
 import type { ChatRequest, FinishReason, Usage } from '../protocol.ts';
 import type { Candidate, Registry } from './registry.ts';
@@ -257,12 +257,3 @@ async function relay(deps: CompleteDeps, o: Extract<Outcome, { kind: 'committed'
   }
 }
 
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done).off('close', done);
-      resolve();
-    };
-    res.on('drain', done).on('close', done);
-  });
-}

@@ -6,7 +6,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
-import { formatSse } from '../../lib/sse.ts';
+import { drained, formatSse } from '../../lib/sse.ts';
 import { isMediaplaneError, NotFoundError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
 import { chunkEncoder, REQUEST_ID_HEADER, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
 import { PromptTooLongError, type Engine, type GenerateEvent } from './engine.ts';
@@ -153,12 +153,3 @@ function write(res: ServerResponse, text: string): boolean {
   return res.destroyed ? true : res.write(text);
 }
 
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done).off('close', done);
-      resolve();
-    };
-    res.on('drain', done).on('close', done);
-  });
-}

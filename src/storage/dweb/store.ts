@@ -5,21 +5,14 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { StorageDeniedError } from '../../lib/errors.ts';
 import type { ObjectStore, PutBody, PutOptions } from '../types.ts';
-import type { AgentSigner } from './agent.ts';
-import { publishDirectory, type PublishResult } from './publish.ts';
+import { publishDirectory, type PublishOptions, type PublishResult } from './publish.ts';
 import { validateDwebProof } from './proof.ts';
 
 // The dweb ObjectStore (storage/types.ts): content addressing needs the whole tree before
 // there is a root CID, so `put` collects files in a staging folder and `close` publishes it
 // as one UnixFS directory and answers `baseUrl: ipfs://<root>`.
 
-export interface DwebStoreOptions {
-  proof: string;
-  agent: AgentSigner;
-  serviceUrl: string;
-  serviceDid: string;
-  receiptsUrl?: string;
-  gateway: string;
+export interface DwebStoreOptions extends Omit<PublishOptions, 'signal'> {
   /** Parent of the staging folder (the job's scratch dir is best); the OS temp dir when absent. */
   stagingParent?: string;
 }
