@@ -70,9 +70,15 @@ export class Queue {
     );
   }
 
+  /**
+   * Records the output. A completed task can no longer run again, so the credentials it was
+   * given (kept under `credentials` keys, spec/API.md) are deleted from the row: secrets
+   * live in the database only while a task may still need them.
+   */
   async complete(id: string, workerId: string, output: unknown): Promise<boolean> {
     const rows = await this.#db.query(
       `UPDATE tasks SET phase = 'completed', output = $3, progress = 1, error_message = NULL,
+         params = params #- '{input,credentials}' #- '{storage,credentials}',
          lease_owner = NULL, lease_until = NULL, updated_at = now()
        WHERE id = $1 AND lease_owner = $2 AND phase = 'running' RETURNING id`,
       [id, workerId, JSON.stringify(output ?? {})],

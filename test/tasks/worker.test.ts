@@ -77,6 +77,10 @@ for (const { kind, skip } of await databaseKinds()) {
       const done = await phase(id, 'completed');
       assert.equal(done.status.progress, 1);
       assert.deepEqual(done.output, { transcodeFile: { input_video: { duration: 1, size: 2 } } });
+      // The credentials are gone from the stored row once nothing can run the task again.
+      const [row] = await server.running.core.db.query<{ params: string }>('SELECT params::text AS params FROM tasks WHERE id = $1', [id]);
+      assert.ok(row && !row.params.includes('credentials') && !row.params.includes('sEcReT'), row?.params);
+      assert.deepEqual(done.params['transcode-file'].storage.credentials, { accessKeyId: '***', secretAccessKey: '***' });
       assert.ok(!existsSync(scratch), 'scratch dir removed');
       await stopWorkers();
     });
