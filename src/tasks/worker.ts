@@ -132,7 +132,10 @@ export class Worker {
       log.info({ recorded: ok }, 'task completed');
     } catch (err) {
       progress.stop();
-      await this.#recordFailure(task, controller, err, log);
+      // Nothing awaits a job's promise until shutdown, so a database error while recording
+      // the outcome must end here: thrown on, it would be an unhandled rejection (exit).
+      // The lease then runs out and the reaper gives the task back.
+      await this.#recordFailure(task, controller, err, log).catch((e: unknown) => log.error({ err: e }, 'could not record the task outcome; its lease will expire'));
     } finally {
       clearInterval(heartbeat);
       await rm(scratchDir, { recursive: true, force: true }).catch((err: unknown) => log.warn({ err }, 'could not remove scratch dir'));
