@@ -34,6 +34,8 @@ export class LocalDirStore implements ObjectStore {
   async close(): Promise<{ baseUrl?: string }> {
     return {};
   }
+
+  async discard(): Promise<void> {}
 }
 
 /** A local file input (CLI only: the API never reads the server's own disk). Not copied. */

@@ -63,6 +63,10 @@ export class S3ObjectStore implements ObjectStore {
     return {};
   }
 
+  async discard(): Promise<void> {
+    this.#client.destroy();
+  }
+
   /** Names the bucket and endpoint, never a key (STYLE.md 11). */
   #explain(err: unknown, signal: AbortSignal): MediaplaneError {
     if (signal.aborted) return new CancelledError('cancelled', { cause: signal.reason });

@@ -10,7 +10,9 @@ import type { Readable } from 'node:stream';
  *   2. `put()` many times, concurrently (up to `uploadConcurrency`), HLS segments while
  *      ffmpeg still runs, playlists and MP4s at the end, the master playlist last;
  *   3. `close()` once after the last put; a content-addressed store computes its root here
- *      and returns it as `baseUrl` (spec/API.md: `output.transcodeFile.baseUrl`).
+ *      and returns it as `baseUrl` (spec/API.md: `output.transcodeFile.baseUrl`);
+ *      or, when the job fails at any step, `discard()`: nothing more is published and what
+ *      the store holds (clients, sockets, staging folders) is freed.
  *
  * Keys are relative ("out/hls/360p0/0.ts", no leading slash). Bodies are files on local
  * disk or streams: media is never buffered whole in memory (STYLE.md 6). Errors are from
@@ -23,6 +25,7 @@ export interface ObjectStore {
   check(signal: AbortSignal): Promise<void>;
   put(key: string, body: PutBody, opts: PutOptions): Promise<void>;
   close(signal: AbortSignal): Promise<{ baseUrl?: string }>;
+  discard(): Promise<void>;
 }
 
 export type PutBody = { file: string } | { stream: Readable; size?: number };

@@ -43,6 +43,22 @@ const ENCODE_END = 0.95;
  * handler and `mediaplane transcode`.
  */
 export async function runPipeline(settings: PipelineSettings, job: PipelineJob): Promise<TranscodeFileOutput> {
+  // Stopped when an upload fails (no point encoding for a bucket that refuses us) and when
+  // the job fails: uploads still in flight must not outlive it or read a removed scratch dir.
+  const stop = new AbortController();
+  const signal = AbortSignal.any([job.signal, stop.signal]);
+  const queue = new UploadQueue({ store: job.store, signal, concurrency: settings.uploadConcurrency, onError: (e) => stop.abort(e) });
+  try {
+    return await transcode(settings, job, queue, signal);
+  } catch (err) {
+    stop.abort(err);
+    await queue.drain().catch(() => undefined);
+    await job.store.discard().catch((e: unknown) => job.log?.warn({ err: e }, 'could not free the output store'));
+    throw err;
+  }
+}
+
+async function transcode(settings: PipelineSettings, job: PipelineJob, queue: UploadQueue, signal: AbortSignal): Promise<TranscodeFileOutput> {
   const report = throttledProgress(job.progress, 500);
   report(0);
   await job.store.check(job.signal);
@@ -63,7 +79,7 @@ export async function runPipeline(settings: PipelineSettings, job: PipelineJob):
   const kinds: OutputKinds = { hls: !!job.outputs.hls, mp4: !!job.outputs.mp4, fmp4: !!job.outputs.fmp4 };
   await makeDirs(outDir, renditions, kinds);
   const encode = { outDir, kinds, renditions, info, duration, input: input.path };
-  const queue = await encodeAndUpload(settings, job, encode, (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f));
+  await encodeAndUpload(settings, job, encode, { queue, signal, onFraction: (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f) });
   const output = await finish(settings, job, encode, queue);
   const { baseUrl } = await job.store.close(job.signal);
   report(1);
@@ -89,10 +105,12 @@ async function makeDirs(outDir: string, renditions: Rendition[], kinds: OutputKi
 }
 
 /** Runs ffmpeg while a watcher uploads finished segments; a failed upload stops ffmpeg. */
-async function encodeAndUpload(settings: PipelineSettings, job: PipelineJob, enc: Encode, onFraction: (f: number) => void): Promise<UploadQueue> {
-  const stop = new AbortController();
-  const signal = AbortSignal.any([job.signal, stop.signal]);
-  const queue = new UploadQueue({ store: job.store, signal, concurrency: settings.uploadConcurrency, onError: (e) => stop.abort(e) });
+async function encodeAndUpload(
+  settings: PipelineSettings,
+  job: PipelineJob,
+  enc: Encode,
+  { queue, signal, onFraction }: { queue: UploadQueue; signal: AbortSignal; onFraction: (f: number) => void },
+): Promise<void> {
   const watcher = new SegmentWatcher(queue, watchedPlaylists(job, enc));
   const timer = setInterval(() => void watcher.scan(), 1000);
   const parser = new ProgressParser((s) => enc.duration > 0 && onFraction(Math.min(1, s / enc.duration)));
@@ -111,7 +129,6 @@ async function encodeAndUpload(settings: PipelineSettings, job: PipelineJob, enc
     if (res.code !== 0) throw ffmpegFailure(res.stderrTail);
     await watcher.scan();
     await queue.drain();
-    return queue;
   } catch (err) {
     throw whyStopped(err, job.signal, queue);
   } finally {

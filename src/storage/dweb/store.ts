@@ -62,4 +62,9 @@ export class DwebObjectStore implements ObjectStore {
       await rm(root, { recursive: true, force: true });
     }
   }
+
+  /** A failed job: the staging folder (a copy of every output so far) goes. */
+  async discard(): Promise<void> {
+    if (this.#staging) await rm(await this.#staging, { recursive: true, force: true });
+  }
 }
