@@ -2,6 +2,7 @@
 // orchestrator talk over HTTP only (STYLE.md: separate processes at scale); this module holds
 // the shapes and the one validation function they share, no state.
 
+import { timingSafeEqual } from 'node:crypto';
 import { ValidationError } from '../lib/errors.ts';
 
 export type Role = 'system' | 'user' | 'assistant';
@@ -158,3 +159,14 @@ export function usageChunk(opts: { id: string; created: number; model: string; u
 
 /** The header a gateway sends with the id it wants on every chunk (so chunks relay verbatim). */
 export const REQUEST_ID_HEADER = 'x-mediaplane-request-id';
+
+/**
+ * Whether `Authorization: Bearer <token>` carries the shared orchestrator secret (the gateway's
+ * registration route, every orchestrator route). Compared in constant time.
+ */
+export function secretMatches(header: string | undefined, secret: string): boolean {
+  const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  const a = Buffer.from(m?.[1] ?? '');
+  const b = Buffer.from(secret);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

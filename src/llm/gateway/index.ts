@@ -2,7 +2,6 @@
 // GET /api/ledger, and POST /llm/orchestrators for self-registration. It shares the app
 // (and port) of the transcoding API; orchestrators are reached over HTTP only.
 
-import { timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -11,7 +10,7 @@ import type { Config } from '../../config/index.ts';
 import type { Db } from '../../db/index.ts';
 import { AuthError, BadRequestError, ValidationError } from '../../lib/errors.ts';
 import { Ledger } from '../ledger.ts';
-import { validateChatRequest } from '../protocol.ts';
+import { secretMatches, validateChatRequest } from '../protocol.ts';
 import { complete, type CompleteDeps } from './complete.ts';
 import { llmErrorBody } from './errors.ts';
 import { Registry } from './registry.ts';
@@ -37,13 +36,6 @@ function selfBase(app: FastifyInstance): (url: string) => string | undefined {
     const host = addr.address === '0.0.0.0' || addr.address === '::' ? '127.0.0.1' : addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
     return `http://${host}:${addr.port}${url}`;
   };
-}
-
-function secretMatches(header: string | undefined, secret: string): boolean {
-  const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  const a = Buffer.from(m?.[1] ?? '');
-  const b = Buffer.from(secret);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): Promise<{ close(): Promise<void> }> {

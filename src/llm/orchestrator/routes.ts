@@ -3,12 +3,12 @@
 // (the gateway assembles non-streaming answers itself, and needs to see the first token to
 // decide whether it may still fail over).
 
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { drained, formatSse } from '../../lib/sse.ts';
 import { isMediaplaneError, NotFoundError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
-import { chunkEncoder, REQUEST_ID_HEADER, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
+import { chunkEncoder, REQUEST_ID_HEADER, secretMatches, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
 import { PromptTooLongError, type Engine, type GenerateEvent } from './engine.ts';
 import { Slots } from './slots.ts';
 import type { Logger } from 'pino';
@@ -20,13 +20,6 @@ export interface OrchestratorState {
   slots: (model: string) => Slots;
   log: Logger;
   stats: { active: number };
-}
-
-function secretMatches(header: string | undefined, secret: string): boolean {
-  const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  const a = Buffer.from(m?.[1] ?? '');
-  const b = Buffer.from(secret);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function sendError(reply: FastifyReply, status: number, message: string, type: string, code: string): FastifyReply {
