@@ -39,13 +39,16 @@ export class HttpInput implements InputSource {
 
   async fetch(opts: FetchOptions): Promise<FetchedInput> {
     const guard = new DownloadGuard(opts.signal, this.#opts.limits);
+    let res: IncomingMessage | undefined;
     try {
-      const res = await this.#follow(guard.signal);
+      res = await this.#follow(guard.signal);
       const declared = res.headers['content-length'] ? Number(res.headers['content-length']) : undefined;
       guard.checkDeclaredSize(declared);
       const size = await guard.toFile(res, opts.dest, (n) => opts.onBytes?.(n, declared));
       return { path: opts.dest, size };
     } catch (err) {
+      // A body refused unread (declared too large) would hold its keep-alive socket.
+      res?.destroy();
       throw guard.explain(err, `the input ${this.description}`);
     } finally {
       guard.done();
