@@ -152,9 +152,9 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
     a.timedOut = true;
     a.controller.abort();
   }, deps.firstTokenTimeoutMs);
-  let committed = false;
   try {
     const opened = await openCompletion(c.base, o.forward, { secret: deps.secret, requestId: o.requestId, signal: a.controller.signal });
+    // From here `a.next` times each wait itself (first token, then idle gaps).
     clearTimeout(timer);
     if (!opened.ok) {
       if (opened.status === 400) return { kind: 'rejected', error: new ValidationError(opened.message) };
@@ -168,10 +168,7 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
       a.controller.abort();
       return { kind: 'failed', error: new UpstreamFailedError(first.done ? 'the answer ended before its first token' : 'the orchestrator sent an error before the first token') };
     }
-    if (o.stream) {
-      committed = true;
-      return { kind: 'committed', events: opened.events, first: first.value, attempt: a, firstAt };
-    }
+    if (o.stream) return { kind: 'committed', events: opened.events, first: first.value, attempt: a, firstAt };
     return await collect(deps, a, opened.events, first.value, firstAt);
   } catch (err) {
     clearTimeout(timer);
@@ -179,8 +176,6 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
     if (err instanceof MediaplaneError && !(err instanceof ValidationError)) return { kind: 'failed', error: err };
     if (a.timedOut) return { kind: 'failed', error: new TimeoutError(`no first token within ${deps.firstTokenTimeoutMs} ms`) };
     return { kind: 'failed', error: new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err }) };
-  } finally {
-    if (!committed) clearTimeout(timer);
   }
 }
 
