@@ -169,7 +169,10 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
       return { kind: 'failed', error: new UpstreamFailedError(first.done ? 'the answer ended before its first token' : 'the orchestrator sent an error before the first token') };
     }
     if (o.stream) return { kind: 'committed', events: opened.events, first: first.value, attempt: a, firstAt };
-    return await collect(deps, a, opened.events, first.value, firstAt);
+    const whole = await collect(deps, a, opened.events, first.value, firstAt);
+    // An answer refused part-way (error event, no usage) is not read further: free its socket.
+    if (whole.kind === 'failed') a.controller.abort();
+    return whole;
   } catch (err) {
     clearTimeout(timer);
     a.controller.abort();
