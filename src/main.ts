@@ -135,9 +135,9 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
         const gateway = await registerGateway(app, { config, db: core.db, accounts: core.accounts, log, orchestrators });
         closers.unshift(() => gateway.close());
       }
+      closers.unshift(() => app.close());
       running.url = await app.listen({ port: config.port, host: config.host });
       running.app = app;
-      closers.unshift(() => app.close());
       log.info({ url: running.url, version: VERSION }, 'HTTP server listening');
     }
     if (roles.worker) {

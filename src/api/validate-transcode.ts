@@ -1,4 +1,5 @@
 import { hostProblem } from '../lib/net-guard.ts';
+import { isSubdomainGatewayHost } from '../storage/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import type { TranscodeParams } from '../transcode/index.ts';
 
@@ -14,9 +15,6 @@ export interface TranscodeRules {
 }
 
 const URL_SCHEMES = ['https:', 'http:', 'ipfs:', 'ar:'];
-// Gateways of content-addressed networks serve subdomain-style URLs (CID.ipfs.host) that a
-// fetch cannot map back to a CID reliably; the spec requires path style.
-const SUBDOMAIN_GATEWAY = /^[a-z0-9]{20,}\.(ipfs|ipns)\./i;
 
 async function checkHttpUrl(field: string, raw: string, rules: TranscodeRules, problems: string[]): Promise<URL | null> {
   let url: URL;
@@ -49,7 +47,8 @@ async function checkInput(p: TranscodeParams, rules: TranscodeRules, problems: s
     return;
   }
   const url = await checkHttpUrl('input.url', raw, rules, problems);
-  if (url && SUBDOMAIN_GATEWAY.test(url.hostname)) {
+  // Subdomain-style gateway URLs cannot be mapped back to a CID reliably: path style only.
+  if (url && isSubdomainGatewayHost(url.hostname)) {
     problems.push(`input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${url.protocol}//${url.hostname.split('.').slice(2).join('.')}/${url.hostname.split('.')[1]}/${url.hostname.split('.')[0]}${url.pathname})`);
   }
 }

@@ -7,7 +7,14 @@ export interface GatewayConfig {
   arweaveGateways: readonly string[];
 }
 
-const SUBDOMAIN = /^[a-z0-9]+\.(ipfs|ipns)\./i;
+/**
+ * Whether a host is a subdomain-style gateway (`CID.ipfs.GATEWAY`). The spec accepts only
+ * path-style gateway URLs; a CID label is long (v0: 46, v1 base32: 59 characters), so short
+ * labels such as `my.ipfs.example.com` are ordinary hosts.
+ */
+export function isSubdomainGatewayHost(hostname: string): boolean {
+  return /^[a-z0-9]{20,}\.(ipfs|ipns)\./i.test(hostname);
+}
 
 /**
  * The URLs to try, in order, for a content-addressed input, or null for a plain URL.
@@ -26,7 +33,7 @@ export function gatewayCandidates(raw: string, cfg: GatewayConfig): string[] | n
     const rest = `${url.host}${url.pathname === '/' ? '' : url.pathname}`;
     return cfg.arweaveGateways.map((g) => `${trim(g)}/${rest}`);
   }
-  if (SUBDOMAIN.test(url.hostname)) {
+  if (isSubdomainGatewayHost(url.hostname)) {
     throw new InputUnreadableError('subdomain-style gateway URLs (https://CID.ipfs.GATEWAY/...) are not supported: use the path style https://GATEWAY/ipfs/CID/file');
   }
   const path = `${url.pathname}${url.search}`;

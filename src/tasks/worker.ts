@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.ts';
-import { CancelledError, isMediaplaneError } from '../lib/errors.ts';
+import { isMediaplaneError } from '../lib/errors.ts';
 import type { TaskRow } from './model.ts';
 import type { Queue } from './queue.ts';
 import { CHANNEL_CANCEL, CHANNEL_WORK } from './store.ts';
@@ -50,7 +50,9 @@ export class Worker {
   readonly #running = new Map<string, Running>();
   #stopping = false;
   #loop: Promise<void> | undefined;
-  #wake: (() => void) | undefined;
+  /** Ends the current wait; a wake-up that comes while a poll is busy skips the next wait. */
+  #sleeper: (() => void) | undefined;
+  #wakeRequested = false;
   #unlisten: Array<() => Promise<void>> = [];
 
   constructor(opts: WorkerOptions) {
@@ -64,7 +66,7 @@ export class Worker {
 
   async start(): Promise<void> {
     await mkdir(this.#o.scratchRoot, { recursive: true });
-    this.#unlisten.push(await this.#o.db.listen(CHANNEL_WORK, () => this.#wake?.()));
+    this.#unlisten.push(await this.#o.db.listen(CHANNEL_WORK, () => this.#wake()));
     this.#unlisten.push(await this.#o.db.listen(CHANNEL_CANCEL, (id) => this.#running.get(id)?.controller.abort(new StopSignal('cancelled'))));
     this.#loop = this.#run();
   }
@@ -75,7 +77,7 @@ export class Worker {
    */
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
-    this.#wake?.();
+    this.#wake();
     await this.#loop;
     const all = Promise.all([...this.#running.values()].map((r) => r.done));
     const timer = setTimeout(() => {
@@ -93,11 +95,20 @@ export class Worker {
       } catch (err) {
         this.#o.log.error({ err }, 'worker poll failed; trying again');
       }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.#o.pollMs);
-        this.#wake = () => (clearTimeout(t), resolve());
-      });
+      if (!this.#wakeRequested && !this.#stopping) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.#o.pollMs);
+          this.#sleeper = () => (clearTimeout(t), resolve());
+        });
+      }
+      this.#sleeper = undefined;
+      this.#wakeRequested = false;
     }
+  }
+
+  #wake(): void {
+    this.#wakeRequested = true;
+    this.#sleeper?.();
   }
 
   async #fill(): Promise<void> {
@@ -109,7 +120,7 @@ export class Worker {
       const controller = new AbortController();
       const done = this.#execute(task, controller).finally(() => {
         this.#running.delete(task.id);
-        this.#wake?.();
+        this.#wake();
       });
       this.#running.set(task.id, { controller, done });
     }
@@ -150,7 +161,6 @@ export class Worker {
       log.info({ reason: stop.reason }, 'task stopped');
       return;
     }
-    if (err instanceof CancelledError) return;
     const known = isMediaplaneError(err);
     const message = known ? err.message : 'internal error while running the task';
     const phase = await this.#o.queue.fail(task.id, this.id, { message, retryable: known && err.retryable, backoffMs: this.#o.retryBackoffMs });

@@ -151,3 +151,13 @@ test('price 0 (the local default) answers without credits and records a zero cha
   assert.equal(ledger.entries.length, 1);
   assert.equal(ledger.entries[0].amountUsd, 0);
 });
+
+test('unknown routes under /v1 and /llm answer 404 in the LLM error shape', async () => {
+  for (const [method, path] of [['GET', '/v1/embeddings'], ['POST', '/v1/completions'], ['GET', '/llm']] as const) {
+    const res = await fetch(gw.url + path, { method, headers: { authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 404, `${method} ${path}`);
+    const body = (await res.json()) as { error?: { message?: string; type?: string } };
+    assert.match(body.error?.message ?? '', /no such route/);
+    assert.equal(typeof body.error?.type, 'string');
+  }
+});

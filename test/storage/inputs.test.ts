@@ -117,7 +117,9 @@ describe('content-addressed inputs', () => {
       'https://other.gw/ipfs/bafyCID/v.mp4', 'https://gw.one/ipfs/bafyCID/v.mp4', 'https://gw.two/ipfs/bafyCID/v.mp4',
     ]);
     assert.equal(gatewayCandidates('https://example.com/v.mp4', gws), null);
-    assert.throws(() => gatewayCandidates('https://bafyCID.ipfs.dweb.link/v.mp4', gws), /path style/);
+    // A subdomain-style gateway URL carries a real (long) CID label; a short label is a host.
+    assert.throws(() => gatewayCandidates('https://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi.ipfs.dweb.link/v.mp4', gws), /path style/);
+    assert.equal(gatewayCandidates('https://media.ipfs.example.com/v.mp4', gws), null);
   });
 
   it('falls back to the next gateway when one is down', async () => {

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Accounts } from '../../accounts/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Db } from '../../db/index.ts';
-import { AuthError, BadRequestError, ValidationError } from '../../lib/errors.ts';
+import { AuthError, BadRequestError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { Ledger } from '../ledger.ts';
 import { secretMatches, validateChatRequest } from '../protocol.ts';
 import { complete, type CompleteDeps } from './complete.ts';
@@ -106,6 +106,20 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
       return reply.status(204).send();
     });
   });
+
+  // Unknown paths under the LLM prefixes answer in the LLM error shape that OpenAI clients
+  // parse, not Fastify's default body.
+  for (const prefix of ['/v1', '/llm']) {
+    await app.register(
+      async (scope) => {
+        scope.setNotFoundHandler((req, reply) => {
+          const { status, body } = llmErrorBody(new NotFoundError(`no such route: ${req.method} ${req.url.split('?')[0] ?? ''}`), log);
+          return reply.status(status).send(body);
+        });
+      },
+      { prefix },
+    );
+  }
 
   // The ledger belongs to the owner-facing /api, so it answers in that API's error shape.
   await app.register(async (scope) => {
