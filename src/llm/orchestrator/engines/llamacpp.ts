@@ -145,7 +145,13 @@ export class LlamaCppEngine implements Engine {
     const { model, context } = loaded;
     // The orchestrator's Slots admit at most MAX_NUM_SEQS requests, so a sequence is free.
     const sequence = context.getSequence();
-    const chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
+    let chat: LlamaChat;
+    try {
+      chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
+    } catch (err) {
+      sequence.dispose(); // or the slot's sequence is lost for good
+      throw err;
+    }
     // Our own controller: ending the iteration early (the consumer's `return`) also stops
     // the native loop before the sequence is handed back.
     const stop = new AbortController();
