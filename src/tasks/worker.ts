@@ -128,28 +128,38 @@ export class Worker {
 
   async #execute(task: TaskRow, controller: AbortController): Promise<void> {
     const log = this.#o.log.child({ taskId: task.id, attempt: task.attempts });
-    const handler = this.#o.handlers[task.type];
     const scratchDir = join(this.#o.scratchRoot, `${task.id}-${task.attempts}`);
     const heartbeat = setInterval(() => void this.#beat(task.id, controller, log), this.#o.heartbeatMs);
     const progress = this.#progressWriter(task.id, log);
     log.info({ type: task.type }, 'task started');
     try {
-      if (!handler) throw new Error(`no handler for task type ${task.type}`);
-      await mkdir(scratchDir, { recursive: true });
-      const output = await handler(task.params, { taskId: task.id, attempt: task.attempts, signal: controller.signal, scratchDir, progress: progress.report, log });
-      progress.stop();
+      const output = await this.#runHandler(task, controller, { scratchDir, progress: progress.report, log });
       if (controller.signal.aborted) throw controller.signal.reason;
       const ok = await this.#o.queue.complete(task.id, this.id, output);
       log.info({ recorded: ok }, 'task completed');
     } catch (err) {
-      progress.stop();
       // Nothing awaits a job's promise until shutdown, so a database error while recording
       // the outcome must end here: thrown on, it would be an unhandled rejection (exit).
       // The lease then runs out and the reaper gives the task back.
       await this.#recordFailure(task, controller, err, log).catch((e: unknown) => log.error({ err: e }, 'could not record the task outcome; its lease will expire'));
     } finally {
       clearInterval(heartbeat);
-      await rm(scratchDir, { recursive: true, force: true }).catch((err: unknown) => log.warn({ err }, 'could not remove scratch dir'));
+      progress.stop();
+    }
+  }
+
+  /**
+   * Runs the handler in its scratch dir and removes the dir before the outcome is written,
+   * so a client that sees the task finished also sees its disk space given back.
+   */
+  async #runHandler(task: TaskRow, controller: AbortController, ctx: { scratchDir: string; progress: (f: number) => void; log: Logger }): Promise<unknown> {
+    const handler = this.#o.handlers[task.type];
+    try {
+      if (!handler) throw new Error(`no handler for task type ${task.type}`);
+      await mkdir(ctx.scratchDir, { recursive: true });
+      return await handler(task.params, { taskId: task.id, attempt: task.attempts, signal: controller.signal, ...ctx });
+    } finally {
+      await rm(ctx.scratchDir, { recursive: true, force: true }).catch((err: unknown) => ctx.log.warn({ err }, 'could not remove scratch dir'));
     }
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import { createLogger } from '../../src/lib/log.ts';
 import { UnsupportedMediaError, UpstreamUnavailableError } from '../../src/lib/errors.ts';
 import { Worker, type JobHandler } from '../../src/tasks/index.ts';
@@ -51,10 +51,9 @@ for (const { kind, skip } of await databaseKinds()) {
       server = await startTestServer({ database: kind, roles: { api: true, worker: false }, settings: { maxRetries: 2, leaseMs: 1000, maxQueuedPerOwner: 1000 } });
       key = await server.key('alice');
     });
-    after(async () => {
-      await stopWorkers();
-      await server.stop();
-    });
+    // A failed test must not leave its worker claiming the next test's tasks.
+    afterEach(() => stopWorkers());
+    after(() => server.stop());
 
     it('runs a job to completion with rising progress and removes its scratch dir', async () => {
       let scratch = '';
