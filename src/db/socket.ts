@@ -1,5 +1,5 @@
 import { request, createServer, type Server } from 'node:http';
-import { rm, stat } from 'node:fs/promises';
+import { chmod, rm, stat } from 'node:fs/promises';
 import type { Db, Queryable } from './types.ts';
 
 // The embedded database lives inside one process. So that `mediaplane keys create` (and
@@ -25,6 +25,7 @@ export async function serveDbSocket(db: Db, path: string): Promise<{ close(): Pr
     });
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen({ path, readableAll: false, writableAll: false }, resolve));
+  await chmod(path, 0o600);
   return {
     close: () => new Promise<void>((resolve) => server.close(() => void rm(path, { force: true }).then(() => resolve()))),
   };
