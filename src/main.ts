@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
@@ -7,6 +7,7 @@ import { buildApp } from './api/index.ts';
 import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
+import { readOrCreate } from './lib/state-file.ts';
 import { Queue, TaskStore, Worker } from './tasks/index.ts';
 import { anyHandler } from './tasks/types.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
@@ -54,13 +55,7 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
 
 /** A salt for requesterId hashes that survives restarts: the setting, else a file in the data dir. */
 async function requesterSalt(config: Config): Promise<string> {
-  if (config.requesterSalt) return config.requesterSalt;
-  const file = join(config.dataDir, 'requester-salt');
-  const existing = await readFile(file, 'utf8').catch(() => '');
-  if (existing.trim()) return existing.trim();
-  const salt = randomBytes(16).toString('hex');
-  await writeFile(file, salt, { mode: 0o600 });
-  return salt;
+  return config.requesterSalt ?? readOrCreate(join(config.dataDir, 'requester-salt'), () => randomBytes(16).toString('hex'));
 }
 
 export function createWorker(core: Core): Worker {

@@ -1,8 +1,8 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as ed25519 from '@ucanto/principal/ed25519';
 import type { Config } from '../../config/index.ts';
 import { ConfigError } from '../../config/index.ts';
+import { readOrCreate, StateFileError } from '../../lib/state-file.ts';
 
 // The service's own UCAN identity (issue 5): users delegate their Storacha space to this
 // did:key, and the service signs its upload invocations with the key. It is generated on
@@ -22,31 +22,13 @@ export async function loadAgent(config: Pick<Config, 'dataDir' | 'dwebAgentKey'>
     }
   }
   const path = join(config.dataDir, AGENT_KEY_FILE);
-  const existing = await readKeyFile(path);
-  if (existing) return existing;
-  await mkdir(config.dataDir, { recursive: true });
-  const fresh = await ed25519.generate();
-  try {
-    // `wx`: when two processes start together, the first key written wins and both use it.
-    await writeFile(path, `${ed25519.format(fresh)}\n`, { flag: 'wx', mode: 0o600 });
-    return fresh;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    const winner = await readKeyFile(path);
-    if (!winner) throw new ConfigError([`MEDIAPLANE_DATA_DIR: ${path} is empty or unreadable`]);
-    return winner;
-  }
-}
-
-async function readKeyFile(path: string): Promise<AgentSigner | undefined> {
   let text: string;
   try {
-    text = (await readFile(path, 'utf8')).trim();
+    text = await readOrCreate(path, async () => ed25519.format(await ed25519.generate()));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (err instanceof StateFileError) throw new ConfigError([`MEDIAPLANE_DATA_DIR: ${err.message}`]);
     throw err;
   }
-  if (text === '') return undefined;
   try {
     return ed25519.parse(text);
   } catch {
