@@ -6,7 +6,7 @@ import { parseArgs, UsageError, type ParsedArgs } from './args.ts';
 import { keysCommand, KEYS_HELP } from './keys.ts';
 import { runCreditsCommand } from './credits.ts';
 import { runAgentCommand } from './agent.ts';
-import { runTranscodeCommand, TRANSCODE_HELP } from '../transcode/index.ts';
+import { runTranscodeCommand } from '../transcode/index.ts';
 import { orchestratorHelp, startOrchestrator, TuningError } from '../llm/orchestrator/index.ts';
 
 interface RoleFlags {
@@ -23,14 +23,20 @@ export interface Roles {
   stopOnSignals(running: { stop(): Promise<void> }, log: Logger): Promise<void>;
 }
 
-interface Command {
+interface ParsedCommand {
   summary: string;
   help: string;
   flags?: Record<string, boolean>;
   run(args: ParsedArgs, roles: Roles): Promise<number>;
-  /** Set when the command parses its own arguments (everything after its name). */
-  runRaw?: (argv: string[]) => Promise<number>;
 }
+
+/** A command that parses its own arguments (everything after its name), --help included. */
+interface RawCommand {
+  summary: string;
+  runRaw(argv: string[]): Promise<number>;
+}
+
+type Command = ParsedCommand | RawCommand;
 
 function config(args: ParsedArgs): Config {
   return loadConfig({ flags: args.settingFlags });
@@ -53,7 +59,7 @@ export async function withAdminDb<T>(cfg: Config, fn: (db: Queryable) => Promise
   }
 }
 
-function serve(roles: RoleFlags): Command['run'] {
+function serve(roles: RoleFlags): ParsedCommand['run'] {
   return async (args, r) => {
     const cfg = config(args);
     const log = createLogger({ level: cfg.logLevel });
@@ -118,9 +124,7 @@ const commands: Record<string, Command> = {
   },
   transcode: {
     summary: 'transcode one file or URL to a local folder, no server',
-    help: TRANSCODE_HELP,
     runRaw: runTranscodeCommand,
-    run: (args) => runTranscodeCommand(rebuildArgv(args)),
   },
   keys: {
     summary: 'create, list and revoke API keys',
@@ -166,7 +170,7 @@ export async function runCli(argv: string[], roles: Roles): Promise<number> {
     process.stderr.write(`mediaplane: unknown command ${JSON.stringify(name)}\n\n${usage(roles.version)}`);
     return 2;
   }
-  if (cmd.runRaw && !rest.includes('--help')) return cmd.runRaw(rest);
+  if ('runRaw' in cmd) return cmd.runRaw(rest);
   try {
     const args = parseArgs(rest, cmd.flags);
     if (args.help) {
