@@ -1,4 +1,4 @@
-import { settings } from '../config/index.ts';
+import { flagName, settings } from '../config/index.ts';
 
 // Command lines look like `mediaplane <command> [sub] [positionals] [--flag value]`. Flags
 // that name a setting (`--port 9000`, `--data-dir=/x`) go to the config; the command's own
@@ -13,7 +13,7 @@ export interface ParsedArgs {
   help: boolean;
 }
 
-const settingByFlag = new Map(Object.keys(settings).map((k) => [k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), k]));
+const settingByFlag = new Map(Object.keys(settings).map((k) => [flagName(k).slice(2), k]));
 
 export class UsageError extends Error {}
 

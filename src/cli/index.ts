@@ -144,11 +144,6 @@ function withAdminDbFor(args: ParsedArgs, fn: (db: Queryable) => Promise<number>
   return withAdminDb(config(args), fn);
 }
 
-/** Adds a command (used by the other domains' wiring in main.ts). */
-export function addCommand(name: string, cmd: Command): void {
-  commands[name] = cmd;
-}
-
 function usage(version: string): string {
   const width = Math.max(...Object.keys(commands).map((c) => c.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
