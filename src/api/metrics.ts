@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { TaskStore, Queue } from '../tasks/index.ts';
-import { PHASES } from '../tasks/types.ts';
+import { PHASES, type Queue, type TaskStore } from '../tasks/index.ts';
 
 /** Prometheus metrics of one process: HTTP latency, tasks by phase, queue depth. */
 export function createMetrics(deps: { tasks: TaskStore; queue: Queue }): { registry: Registry; instrument(app: FastifyInstance): void } {

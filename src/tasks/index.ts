@@ -3,4 +3,4 @@ export { Queue } from './queue.ts';
 export { Worker, type WorkerOptions } from './worker.ts';
 export { toWireTask, type WireTask } from './wire.ts';
 export type { TaskRow } from './model.ts';
-export { anyHandler, type JobContext, type JobHandler, type Phase } from './types.ts';
+export { anyHandler, PHASES, type JobContext, type JobHandler, type Phase } from './types.ts';
