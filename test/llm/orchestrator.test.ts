@@ -178,6 +178,29 @@ test('llama.cpp engine: text a busy consumer has not taken arrives merged, nothi
   }
 });
 
+test('stream pacing: at most one write per MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS, the first token at once, nothing lost', async () => {
+  const intervalMs = 1000;
+  const start = (ms: number) => startOrchestrator({ config: testConfig({ orchestratorModels: [TINY], orchestratorStreamIntervalMs: ms }), log: quietLog });
+  const [paced, unpaced] = await Promise.all([start(intervalMs), start(0)]);
+  try {
+    const ask = async (url: string | undefined): Promise<any[]> => {
+      const events = await readSse(await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 40, temperature: 0 }) }));
+      return events.slice(0, -2).map((e) => JSON.parse(e.data));
+    };
+    const text = (chunks: any[]): string => chunks.map((c) => c.choices[0].delta.content).join('');
+    const started = performance.now();
+    const chunks = await ask(paced.url);
+    const elapsed = performance.now() - started;
+    assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+    assert.equal(text(chunks), text(await ask(unpaced.url)), 'greedy decoding: the same text, merged or not');
+    // One write at once, then one per interval at most; the last content chunk rides with the usage chunk.
+    assert.ok(chunks.length <= 2 + Math.floor(elapsed / intervalMs), `${chunks.length} chunks in ${Math.round(elapsed)} ms`);
+    assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+  } finally {
+    await Promise.all([paced.close(), unpaced.close()]);
+  }
+});
+
 test('chunkEncoder gives byte for byte the SSE form of chunk()', () => {
   const meta = { id: 'chatcmpl-x"1', created: 1700000000, model: 'a/b' };
   const encode = chunkEncoder(meta);

@@ -40,6 +40,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
   const state: OrchestratorState = {
     engine,
     pricePerToken: config.orchestratorPricePerToken,
+    streamIntervalMs: config.orchestratorStreamIntervalMs,
     secret: config.orchestratorSecret,
     log,
     stats: { active: 0 },

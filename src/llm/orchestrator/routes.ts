@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { drained, formatSse } from '../../lib/sse.ts';
 import { isMediaplaneError, NotFoundError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
-import { chunkEncoder, REQUEST_ID_HEADER, secretMatches, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
+import { chunkEncoder, REQUEST_ID_HEADER, type FinishReason, secretMatches, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
 import { PromptTooLongError, type Engine, type GenerateEvent } from './engine.ts';
 import { Slots } from './slots.ts';
 import type { Logger } from 'pino';
@@ -16,6 +16,8 @@ import type { Logger } from 'pino';
 export interface OrchestratorState {
   engine: Engine;
   pricePerToken: number;
+  /** Least ms between two SSE writes of a stream (StreamPacer). */
+  streamIntervalMs: number;
   secret?: string | undefined;
   slots: (model: string) => Slots;
   log: Logger;
@@ -110,35 +112,94 @@ async function generate(req: FastifyRequest, reply: FastifyReply, s: Orchestrato
 }
 
 /**
- * Streams the engine's events as chat.completion.chunk events. Each event is written as soon
- * as it is taken (text the engine produced while a write waited arrives merged, as one chunk);
- * the final step's text rides with finish_reason, then the usage chunk and [DONE] go in the
- * same write (API.md section B).
+ * Streams the engine's events as chat.completion.chunk events through a StreamPacer; the final
+ * step's text rides with finish_reason, then the usage chunk and [DONE] go in the same write
+ * (API.md section B).
  */
 async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, events: AsyncIterator<GenerateEvent>, meta: { id: string; created: number; model: string }, s: OrchestratorState): Promise<void> {
-  const encode = chunkEncoder(meta);
-  let started = false;
-  let step = first;
+  const out = new StreamPacer(res, chunkEncoder(meta), s.streamIntervalMs);
   try {
-    while (!step.done) {
+    for (let step = first; !step.done; step = await events.next()) {
       const ev = step.value;
-      // The role rides on the first content chunk, so nothing reaches the gateway before a token.
-      const delta = started ? { content: ev.text } : { role: 'assistant' as const, content: ev.text };
-      started = true;
-      if (ev.type === 'text') {
-        if (!write(res, encode(delta, null))) await drained(res);
-      } else {
-        write(res, encode(delta, ev.finishReason) + formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n');
-      }
+      if (ev.type === 'text') out.text(ev.text);
+      else out.finish(ev.text, ev.finishReason, formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n');
       if (res.destroyed) return;
-      step = await events.next();
     }
   } catch (err) {
     s.log.error({ err, model: meta.model }, 'generation failed mid-stream');
-    write(res, formatSse({ event: 'error', data: JSON.stringify({ error: { message: 'generation failed', type: 'server_error', code: 'upstream_failed' } }) }));
+    out.finish('', null, formatSse({ event: 'error', data: JSON.stringify({ error: { message: 'generation failed', type: 'server_error', code: 'upstream_failed' } }) }));
   } finally {
+    out.stop();
     await events.return?.();
     if (!res.destroyed) res.end();
+  }
+}
+
+/**
+ * Writes generated text as SSE chunks, at most one write per `intervalMs`: the first token
+ * and any token after a quiet interval go out at once; tokens that come faster are merged
+ * into the next write (never held longer than the interval). While the socket is full
+ * (backpressure) text is merged until it drains. With a real model (tens of ms a token) every
+ * token is its own write; with a fast one this saves a write, and a wake-up in each process
+ * downstream, per token.
+ */
+class StreamPacer {
+  readonly #res: ServerResponse;
+  readonly #encode: ReturnType<typeof chunkEncoder>;
+  readonly #intervalMs: number;
+  #pending = '';
+  #started = false;
+  #lastWrite = -Infinity;
+  #timer: NodeJS.Timeout | undefined;
+  #blocked = false;
+
+  constructor(res: ServerResponse, encode: ReturnType<typeof chunkEncoder>, intervalMs: number) {
+    this.#res = res;
+    this.#encode = encode;
+    this.#intervalMs = intervalMs;
+  }
+
+  text(text: string): void {
+    this.#pending += text;
+    if (this.#timer || this.#blocked) return;
+    const wait = this.#lastWrite + this.#intervalMs - performance.now();
+    if (wait <= 0) this.#flush();
+    else this.#timer = setTimeout(() => this.#flush(), wait);
+  }
+
+  /** The last content chunk (with `finish` as finish_reason, none when null) and `tail`, in one write. */
+  finish(text: string, finish: FinishReason | null, tail: string): void {
+    this.stop();
+    const last = this.#pending + text;
+    const head = finish !== null || last ? this.#chunk(last, finish) : '';
+    this.#pending = '';
+    write(this.#res, head + tail);
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #chunk(content: string, finish: FinishReason | null): string {
+    // The role rides on the first content chunk, so nothing reaches the gateway before a token.
+    const delta = this.#started ? { content } : { role: 'assistant' as const, content };
+    this.#started = true;
+    return this.#encode(delta, finish);
+  }
+
+  #flush(): void {
+    this.#timer = undefined;
+    if (!this.#pending || this.#res.destroyed) return;
+    const ok = write(this.#res, this.#chunk(this.#pending, null));
+    this.#pending = '';
+    this.#lastWrite = performance.now();
+    if (ok) return;
+    this.#blocked = true;
+    void drained(this.#res).then(() => {
+      this.#blocked = false;
+      this.#flush();
+    });
   }
 }
 
