@@ -23,9 +23,11 @@ import { MODELS_DIR, startGateway, startOrchestratorProcess, TINY } from '../tes
 const MODEL = process.env.BENCH_MODEL ?? TINY;
 const FILE = process.env.BENCH_MODEL_FILE ?? join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf');
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 400);
-const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+const RUNS = Number(process.env.BENCH_RUNS ?? 25);
 const THREADS = Number(process.env.MEDIAPLANE_LLM_THREADS ?? 1);
 const MAX_NUM_SEQS = 8;
+// The orchestrator's SSE pacing (MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS; 0: one write per token).
+const STREAM_INTERVAL_MS = Number(process.env.MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS ?? 10);
 const PROMPT = 'Tell me a long story about a llama.';
 const DEFAULT_MAX_MODEL_LEN = 8192;
 
@@ -82,6 +84,8 @@ async function httpRun(url: string, headers: Record<string, string>, seed: numbe
   return { ttftMs: first - t0, tokens: Number(usage?.[1] ?? 0), totalMs: end - t0 };
 }
 
+const pairedRatio = (a: Run[], b: Run[]): number => median(a.map((r, i) => tps(r) / tps(b[i] ?? r)));
+
 async function rssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
@@ -99,7 +103,7 @@ const model = await llama.loadModel({ modelPath: FILE });
 // The orchestrator's context per sequence: MAX_MODEL_LEN left at its default follows the model.
 const contextSize = Math.min(DEFAULT_MAX_MODEL_LEN, model.trainContextSize);
 const context = await model.createContext({ contextSize, sequences: 1, threads: THREADS });
-const orch = await startOrchestratorProcess({ MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL, MAX_NUM_SEQS: String(MAX_NUM_SEQS), MEDIAPLANE_LLM_THREADS: String(THREADS), MEDIAPLANE_LOG_LEVEL: 'warn' });
+const orch = await startOrchestratorProcess({ MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL, MAX_NUM_SEQS: String(MAX_NUM_SEQS), MEDIAPLANE_LLM_THREADS: String(THREADS), MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: String(STREAM_INTERVAL_MS), MEDIAPLANE_LOG_LEVEL: 'warn' });
 const gw = await startGateway({ orchestrators: [orch.url] });
 try {
   const key = await gw.owner('bench');
@@ -135,11 +139,14 @@ try {
   const o = summary(runs.orchestrator);
   const g = summary(runs.gateway);
   const report = {
-    model: MODEL, maxTokens: MAX_TOKENS, runs: RUNS, threads: THREADS, contextPerSequence: contextSize, orchestratorMaxNumSeqs: MAX_NUM_SEQS,
+    model: MODEL, maxTokens: MAX_TOKENS, runs: RUNS, streamIntervalMs: STREAM_INTERVAL_MS, threads: THREADS, contextPerSequence: contextSize, orchestratorMaxNumSeqs: MAX_NUM_SEQS,
     direct: d,
     orchestratorOverHttp: o,
     gateway: g,
     throughputRatio: +(g.tokPerSec / d.tokPerSec).toFixed(3),
+    // The median of each round's gateway/direct ratio: the two ran back to back, so load that
+    // drifts over the run (other tenants of a shared host) cancels out of each pair.
+    pairedThroughputRatio: +pairedRatio(runs.gateway, runs.direct).toFixed(3),
     addedTtftP50Ms: +(g.ttftP50Ms - d.ttftP50Ms).toFixed(2),
     orchestratorOnly: { throughputRatio: +(o.tokPerSec / d.tokPerSec).toFixed(3), addedTtftP50Ms: +(o.ttftP50Ms - d.ttftP50Ms).toFixed(2) },
     aggregateTokPerSec: aggregate,
