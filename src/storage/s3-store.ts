@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import { readFile, stat } from 'node:fs/promises';
+import { HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
 import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
@@ -11,7 +12,7 @@ export interface S3StoreOptions {
   allowPrivate: boolean;
 }
 
-/** Outputs in a caller's S3-compatible bucket, uploaded with lib-storage (multipart above one part). */
+/** Outputs in a caller's S3-compatible bucket: one PutObject up to one part, lib-storage multipart above. */
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
   readonly #loc: S3Location;
@@ -36,6 +37,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
+    if ('file' in body && (await stat(body.file)).size <= this.#opts.partSizeBytes) return this.#putSmall(key, body.file, opts);
     const stream = 'file' in body ? createReadStream(body.file) : body.stream;
     const upload = new Upload({
       client: this.#client,
@@ -55,6 +57,21 @@ export class S3ObjectStore implements ObjectStore {
       throw this.#explain(err, opts.signal);
     } finally {
       opts.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * A file of one part or less (HLS segments, playlists): read whole, then one PutObject.
+   * lib-storage would gather the same bytes from the stream chunk by chunk and copy them into
+   * one part; here they are read once into a buffer of the exact size, which the SDK can send
+   * again when it retries. Memory is the same bound: one part per upload.
+   */
+  async #putSmall(key: string, file: string, opts: PutOptions): Promise<void> {
+    try {
+      const bytes = await readFile(file, { signal: opts.signal });
+      await this.#client.send(new PutObjectCommand({ Bucket: this.#loc.bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: opts.contentType }), { abortSignal: opts.signal });
+    } catch (err) {
+      throw this.#explain(err, opts.signal);
     }
   }
 

@@ -102,7 +102,7 @@ function videoCodecArgs(plan: CommandPlan, r: Rendition, segmentFrames: number):
 }
 
 function teeTargets(plan: CommandPlan, r: Rendition, cutAt: number): string {
-  const hlsCommon = [`hls_time=${cutAt.toFixed(6)}`, 'hls_list_size=0', 'hls_playlist_type=vod', 'hls_flags=independent_segments+temp_file'];
+  const hlsCommon = [`hls_time=${cutAt.toFixed(6)}`, 'hls_list_size=0', 'hls_playlist_type=event', 'hls_flags=independent_segments+temp_file'];
   const targets: string[] = [];
   if (plan.kinds.hls) {
     targets.push(`[f=hls:${[...hlsCommon, `hls_segment_filename=${layout.hlsDir(r.name)}/%d.ts`].join(':')}]${layout.hlsPlaylist(r.name)}`);

@@ -8,7 +8,7 @@ import { buildFfmpegArgs, layout, type OutputKinds } from './command.ts';
 import { checkDecodes, detail, measureDuration } from './decode-check.ts';
 import { planLadder, type Rendition } from './ladder.ts';
 import type { ProfileParams, RenditionOutput, TranscodeFileOutput, TranscodeParams } from './params.ts';
-import { masterPlaylist, parseMediaPlaylist, type Variant } from './playlist.ts';
+import { finalPlaylist, masterPlaylist, parseMediaPlaylist, type Variant } from './playlist.ts';
 import { probe, value, type ProbeResult } from './probe.ts';
 import { ProgressParser, throttledProgress } from './progress.ts';
 import { runProcess } from './run.ts';
@@ -69,8 +69,7 @@ async function transcode(settings: PipelineSettings, job: PipelineJob, queue: Up
   });
   job.log?.info({ input: job.source.description, size: input.size }, 'input fetched');
   const tools = { ffmpegPath: settings.ffmpegPath, signal: job.signal };
-  const info = await probe(input.path, { ffprobePath: settings.ffprobePath, signal: job.signal });
-  await checkDecodes(input.path, tools);
+  const info = await probeAndCheck(settings, input.path, tools);
   const duration = info.duration > 0 ? info.duration : await measureDuration(input.path, tools);
   const renditions = planLadder(info, { profiles: job.profiles, maxFps: settings.maxOutputFps });
   job.log?.info({ duration, renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${r.bitrate}`) }, 'ladder planned');
@@ -84,6 +83,22 @@ async function transcode(settings: PipelineSettings, job: PipelineJob, queue: Up
   const { baseUrl } = await job.store.close(job.signal);
   report(1);
   return { ...(baseUrl ? { baseUrl } : {}), ...output, input_video: { duration, size: input.size } };
+}
+
+/**
+ * ffprobe and the decode check side by side (two short processes, ~0.1 s each, that would
+ * otherwise run one after the other before the encode). The probe's verdict comes first: a
+ * file that is not a video at all says so, not merely that it does not decode.
+ */
+async function probeAndCheck(settings: PipelineSettings, file: string, tools: { ffmpegPath: string; signal: AbortSignal }): Promise<ProbeResult> {
+  const checked = checkDecodes(file, tools).then(() => undefined, (err: unknown) => err);
+  const info = await probe(file, { ffprobePath: settings.ffprobePath, signal: tools.signal }).catch(async (err: unknown) => {
+    await checked;
+    throw err;
+  });
+  const failed = await checked;
+  if (failed) throw failed;
+  return info;
 }
 
 interface Encode {
@@ -127,8 +142,10 @@ async function encodeAndUpload(
   try {
     const res = await runProcess(settings.ffmpegPath, args, { signal, cwd: enc.outDir, timeoutMs: settings.transcodeTimeoutMs, onStdout: (c) => parser.push(c) });
     if (res.code !== 0) throw ffmpegFailure(res.stderrTail);
+    job.log?.info('encoded');
+    // The last segments join the queue; finish() adds the MP4s and playlists beside them
+    // rather than behind them, and drains before each master playlist.
     await watcher.scan();
-    await queue.drain();
   } catch (err) {
     throw whyStopped(err, job.signal, queue);
   } finally {
@@ -156,29 +173,45 @@ function watchedPlaylists(job: PipelineJob, enc: Encode): { local: string; keyDi
   ]);
 }
 
-/** After the encode: media playlists, init segments and MP4s, then each master playlist last. */
+/**
+ * After the encode: the MP4s and each HLS tree's media playlists go up side by side (the
+ * queue bounds how many at once), then each master playlist last, once everything it names
+ * is in the bucket.
+ */
 async function finish(settings: PipelineSettings, job: PipelineJob, enc: Encode, queue: UploadQueue): Promise<Omit<TranscodeFileOutput, 'input_video'>> {
-  const out: Omit<TranscodeFileOutput, 'input_video'> = {};
-  if (job.outputs.mp4) {
-    const prefix = job.outputs.mp4.path;
-    // Issue 5 hook: C2PA-sign each MP4 in place before upload; a signing failure fails the task.
-    if (job.c2pa) {
-      for (const r of enc.renditions) {
-        const file = path.join(enc.outDir, layout.mp4File(r.name));
-        const parent = { path: enc.input, ...(job.c2pa.inputTitle ? { title: job.c2pa.inputTitle } : {}) };
-        await signMp4({ input: file, output: file, title: r.name, parent, signer: job.c2pa.signer, signal: job.signal });
-      }
+  const { mp4, hls, fmp4 } = job.outputs;
+  const [mp4Out, hlsOut, fmp4Out] = await settledAll([
+    mp4 ? uploadMp4s(job, enc, queue, mp4.path) : undefined,
+    hls ? publishHls(settings, job, enc, queue, { prefix: hls.path, dir: 'hls' }) : undefined,
+    fmp4 ? publishHls(settings, job, enc, queue, { prefix: fmp4.path, dir: 'fmp4' }) : undefined,
+  ] as const);
+  return { ...(mp4Out ? { mp4: mp4Out } : {}), ...(hlsOut ? { hls: hlsOut } : {}), ...(fmp4Out ? { fmp4: fmp4Out } : {}) };
+}
+
+/**
+ * Promise.all that waits for every branch before it throws the first failure: a branch
+ * still running must not touch the scratch directory after the job has cleaned it up.
+ */
+async function settledAll<T extends readonly unknown[]>(items: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const results = await Promise.allSettled(items);
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
+}
+
+async function uploadMp4s(job: PipelineJob, enc: Encode, queue: UploadQueue, prefix: string): Promise<RenditionOutput[]> {
+  // Issue 5 hook: C2PA-sign each MP4 in place before upload; a signing failure fails the task.
+  if (job.c2pa) {
+    for (const r of enc.renditions) {
+      const file = path.join(enc.outDir, layout.mp4File(r.name));
+      const parent = { path: enc.input, ...(job.c2pa.inputTitle ? { title: job.c2pa.inputTitle } : {}) };
+      await signMp4({ input: file, output: file, title: r.name, parent, signer: job.c2pa.signer, signal: job.signal });
     }
-    for (const r of enc.renditions) queue.add(storageKey(prefix, `${r.name}.mp4`), path.join(enc.outDir, layout.mp4File(r.name)));
-    await queue.drain();
-    out.mp4 = enc.renditions.map((r) => ({
-      ...rendition(r, `/${storageKey(prefix, `${r.name}.mp4`)}`, queue.sizes.get(storageKey(prefix, `${r.name}.mp4`)) ?? 0),
-      ...(job.c2pa ? { signed: true } : {}),
-    }));
   }
-  if (job.outputs.hls) out.hls = await publishHls(settings, job, enc, queue, { prefix: job.outputs.hls.path, dir: 'hls' });
-  if (job.outputs.fmp4) out.fmp4 = await publishHls(settings, job, enc, queue, { prefix: job.outputs.fmp4.path, dir: 'fmp4' });
-  return out;
+  const key = (r: Rendition): string => storageKey(prefix, `${r.name}.mp4`);
+  for (const r of enc.renditions) queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
+  await queue.drain();
+  return enc.renditions.map((r) => ({ ...rendition(r, `/${key(r)}`, queue.sizes.get(key(r)) ?? 0), ...(job.c2pa ? { signed: true } : {}) }));
 }
 
 function rendition(r: Rendition, key: string, size: number): RenditionOutput {
@@ -187,44 +220,38 @@ function rendition(r: Rendition, key: string, size: number): RenditionOutput {
 
 /** Uploads one HLS tree's playlists (with an honest target duration) and its master. */
 async function publishHls(settings: PipelineSettings, job: PipelineJob, enc: Encode, queue: UploadQueue, where: { prefix: string; dir: 'hls' | 'fmp4' }): Promise<{ path: string; renditions: RenditionOutput[] }> {
-  const variants: Variant[] = [];
-  const renditions: RenditionOutput[] = [];
-  for (const r of enc.renditions) {
-    const localDir = path.join(enc.outDir, where.dir, r.name);
-    const playlistFile = path.join(localDir, 'index.m3u8');
-    const playlist = parseMediaPlaylist(await readFile(playlistFile, 'utf8'));
-    if (playlist.segments.length === 0) throw new UnsupportedMediaError('the video could not be decoded: no frames came out of it');
-    await writeFile(playlistFile, honestTargetDuration(await readFile(playlistFile, 'utf8'), playlist.segments.map((s) => s.duration)));
-    if (playlist.map) queue.add(storageKey(where.prefix, `${r.name}/${playlist.map}`), path.join(localDir, playlist.map));
-    queue.add(storageKey(where.prefix, `${r.name}/index.m3u8`), playlistFile);
-    const stats = await segmentStats(localDir, playlist.segments);
-    const sample = path.join(localDir, playlist.map ?? playlist.segments[0]?.uri ?? '');
-    variants.push({
-      uri: `${r.name}/index.m3u8`,
-      bandwidth: stats.peak,
-      averageBandwidth: stats.average,
-      width: r.width,
-      height: r.height,
-      codecs: await codecsOf(sample, { ffprobePath: settings.ffprobePath, signal: job.signal }),
-      frameRate: value(r.fps),
-    });
-    renditions.push(rendition(r, `/${storageKey(where.prefix, `${r.name}/index.m3u8`)}`, stats.bytes));
-  }
+  // Renditions side by side: each waits mostly on its ffprobe for CODECS.
+  const done = await settledAll(enc.renditions.map((r) => publishRendition(settings, job, queue, r, { ...where, localDir: path.join(enc.outDir, where.dir, r.name) })));
   await queue.drain();
   const master = path.join(enc.outDir, where.dir, 'index.m3u8');
-  await writeFile(master, masterPlaylist(variants, true));
+  await writeFile(master, masterPlaylist(done.map((d) => d.variant), true));
   queue.add(storageKey(where.prefix, 'index.m3u8'), master);
   await queue.drain();
-  return { path: `/${storageKey(where.prefix, 'index.m3u8')}`, renditions };
+  return { path: `/${storageKey(where.prefix, 'index.m3u8')}`, renditions: done.map((d) => d.output) };
 }
 
-/**
- * RFC 8216 4.3.3.1: EXT-X-TARGETDURATION is the longest segment rounded to the nearest
- * integer. ffmpeg writes 0 for clips shorter than half a second, which players reject.
- */
-function honestTargetDuration(text: string, durations: number[]): string {
-  const target = Math.max(1, Math.round(Math.max(0, ...durations)));
-  return text.replace(/#EXT-X-TARGETDURATION:\d+/, `#EXT-X-TARGETDURATION:${target}`);
+/** One rendition's media playlist (and fMP4 init segment) queued; its variant line for the master. */
+async function publishRendition(settings: PipelineSettings, job: PipelineJob, queue: UploadQueue, r: Rendition, where: { prefix: string; localDir: string }): Promise<{ variant: Variant; output: RenditionOutput }> {
+  const { localDir, prefix } = where;
+  const playlistFile = path.join(localDir, 'index.m3u8');
+  const text = await readFile(playlistFile, 'utf8');
+  const playlist = parseMediaPlaylist(text);
+  if (playlist.segments.length === 0) throw new UnsupportedMediaError('the video could not be decoded: no frames came out of it');
+  await writeFile(playlistFile, finalPlaylist(text, playlist.segments.map((s) => s.duration)));
+  if (playlist.map) queue.add(storageKey(prefix, `${r.name}/${playlist.map}`), path.join(localDir, playlist.map));
+  queue.add(storageKey(prefix, `${r.name}/index.m3u8`), playlistFile);
+  const stats = await segmentStats(localDir, playlist.segments);
+  const sample = path.join(localDir, playlist.map ?? playlist.segments[0]?.uri ?? '');
+  const variant: Variant = {
+    uri: `${r.name}/index.m3u8`,
+    bandwidth: stats.peak,
+    averageBandwidth: stats.average,
+    width: r.width,
+    height: r.height,
+    codecs: await codecsOf(sample, { ffprobePath: settings.ffprobePath, signal: job.signal }),
+    frameRate: value(r.fps),
+  };
+  return { variant, output: rendition(r, `/${storageKey(prefix, `${r.name}/index.m3u8`)}`, stats.bytes) };
 }
 
 async function segmentStats(dir: string, segments: { uri: string; duration: number }[]): Promise<{ peak: number; average: number; bytes: number }> {

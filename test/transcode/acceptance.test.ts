@@ -30,10 +30,17 @@ it('a 30 s 1080p clip with audio becomes playable HLS and MP4 renditions in the 
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'mp-accept-'));
   dirs.push(scratch);
   const handler = createTranscodeHandler({ config: loadConfig({ env: {}, overrides: { allowPrivateUrls: true } }) });
+  // What the bucket holds the moment ffmpeg has exited (the pipeline logs "encoded").
+  let atEncoded: Promise<string[]> | undefined;
+  const log = pino({ level: 'info' }, { write: (line: string) => void (JSON.parse(line).msg === 'encoded' && (atEncoded = s3.keys(bucket))) });
   const out = await handler(
     { input: { url: web.url('/in.mp4') }, storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: s3.credentials }, outputs: { hls: { path: '/hls' }, mp4: { path: '/mp4' } } },
-    { taskId: 'acc', attempt: 1, signal: new AbortController().signal, scratchDir: scratch, progress: () => undefined, log: pino({ level: 'silent' }) },
+    { taskId: 'acc', attempt: 1, signal: new AbortController().signal, scratchDir: scratch, progress: () => undefined, log },
   );
+  // Segments go up while ffmpeg encodes, not all at the end: the first of each rendition
+  // (done ~6 s into a 30 s clip) is in the bucket before the encode is over.
+  const early = (await atEncoded) ?? [];
+  for (const r of ['360p0', '720p0', '1080p0']) assert.ok(early.includes(`hls/${r}/0.ts`), `hls/${r}/0.ts uploaded during the encode; at its end the bucket held: ${early.join(' ')}`);
   assert.deepEqual(out.mp4?.map((m) => `${m.name} ${m.width}x${m.height}`), ['360p0 640x360', '720p0 1280x720', '1080p0 1920x1080']);
   assert.equal(Math.round(out.input_video.duration), 30);
 
@@ -41,6 +48,7 @@ it('a 30 s 1080p clip with audio becomes playable HLS and MP4 renditions in the 
   for (const r of ['360p0', '720p0', '1080p0']) {
     const pl = parseMediaPlaylist((await s3.get(bucket, `hls/${r}/index.m3u8`)).body.toString());
     assert.equal(pl.segments.length, 5);
+    assert.equal(pl.type, 'VOD', 'published as a finished VOD playlist');
     assert.ok(pl.segments.every((s) => s.duration <= 6 + 1e-6));
     assert.ok(Math.abs(pl.segments.reduce((a, s) => a + s.duration, 0) - 30) <= 0.5);
     assert.ok(pl.segments.every((s) => keys.includes(`hls/${r}/${s.uri}`)));

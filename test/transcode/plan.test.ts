@@ -4,7 +4,7 @@ import { UnsupportedMediaError } from '../../src/lib/errors.ts';
 import { segmentTiming } from '../../src/transcode/command.ts';
 import { codecString } from '../../src/transcode/codecs.ts';
 import { planLadder } from '../../src/transcode/ladder.ts';
-import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
+import { finalPlaylist, parseMediaPlaylist } from '../../src/transcode/playlist.ts';
 import { parseProbe, type ProbeResult } from '../../src/transcode/probe.ts';
 import { ProgressParser } from '../../src/transcode/progress.ts';
 
@@ -71,8 +71,12 @@ describe('ffmpeg -progress parser', () => {
 
 describe('playlists and codecs', () => {
   it('parses a media playlist', () => {
-    const pl = parseMediaPlaylist('#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-MAP:URI="init.mp4"\n#EXTINF:5.97,\n0.m4s\n#EXTINF:1.5,\n1.m4s\n#EXT-X-ENDLIST\n');
-    assert.deepEqual(pl, { targetDuration: 6, map: 'init.mp4', ended: true, segments: [{ uri: '0.m4s', duration: 5.97 }, { uri: '1.m4s', duration: 1.5 }] });
+    const text = '#EXTM3U\n#EXT-X-TARGETDURATION:0\n#EXT-X-PLAYLIST-TYPE:EVENT\n#EXT-X-MAP:URI="init.mp4"\n#EXTINF:5.97,\n0.m4s\n#EXTINF:1.5,\n1.m4s\n#EXT-X-ENDLIST\n';
+    const pl = parseMediaPlaylist(text);
+    assert.deepEqual(pl, { targetDuration: 0, map: 'init.mp4', ended: true, type: 'EVENT', segments: [{ uri: '0.m4s', duration: 5.97 }, { uri: '1.m4s', duration: 1.5 }] });
+    // Published: a VOD playlist whose target duration is the longest segment, rounded.
+    const published = parseMediaPlaylist(finalPlaylist(text, pl.segments.map((s) => s.duration)));
+    assert.deepEqual({ type: published.type, targetDuration: published.targetDuration }, { type: 'VOD', targetDuration: 6 });
   });
   it('writes RFC 6381 codec strings', () => {
     assert.equal(codecString({ codec_name: 'h264', profile: 'High', level: 40 }), 'avc1.640028');
