@@ -11,7 +11,8 @@
 // under 250 MB: media is streamed, never buffered whole).
 //
 // Options: BENCH_SECONDS (default 30), BENCH_SIZE (default 1920x1080), BENCH_GB (default 2),
-// BENCH_SKIP_LADDER=1 / BENCH_SKIP_RSS=1 to run one half, BENCH_SKIP_C=1 to leave out (c).
+// BENCH_SKIP_LADDER=1 / BENCH_SKIP_RSS=1 to run one half, BENCH_SKIP_C=1 to leave out (c),
+// BENCH_SERVICE_NODE_OPTIONS for the service process (e.g. --cpu-prof --cpu-prof-dir=DIR).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 
 import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
@@ -162,6 +163,8 @@ async function startService(dataDir: string): Promise<Service> {
     MEDIAPLANE_ALLOW_PRIVATE_URLS: 'true',
     MEDIAPLANE_X264_PRESET: config.x264Preset,
     MEDIAPLANE_LOG_LEVEL: 'info',
+    // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof: where the service's own CPU goes during (a).
+    ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
   };
   // Keys work with or without a running server; made first, the service starts with it.
   const key = (await run(process.execPath, [BIN, 'keys', 'create', '--owner', 'bench'], { env })).stdout.trim();
