@@ -161,7 +161,11 @@ class StreamPacer {
 
   text(text: string): void {
     this.#pending += text;
-    if (this.#timer || this.#blocked) return;
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#timer || this.#blocked || !this.#pending) return;
     const wait = this.#lastWrite + this.#intervalMs - performance.now();
     if (wait <= 0) this.#flush();
     else this.#timer = setTimeout(() => this.#flush(), wait);
@@ -198,7 +202,7 @@ class StreamPacer {
     this.#blocked = true;
     void drained(this.#res).then(() => {
       this.#blocked = false;
-      this.#flush();
+      this.#schedule();
     });
   }
 }
