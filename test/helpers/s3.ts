@@ -51,19 +51,17 @@ export async function startS3(opts: { verify?: boolean } = {}): Promise<TestS3> 
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir });
   const addr = await server.run();
   const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
-  if (opts.verify === false) {
-    return wrap(`http://127.0.0.1:${addr.port}`, 'us-east-1', credentials, async () => {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-    });
-  }
+  const stopServer = async (): Promise<void> => {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  };
+  if (opts.verify === false) return wrap(`http://127.0.0.1:${addr.port}`, 'us-east-1', credentials, stopServer);
   const proxy = await startVerifyingProxy(addr.port, credentials);
   const proxyPort = (proxy.address() as AddressInfo).port;
   return wrap(`http://127.0.0.1:${proxyPort}`, 'us-east-1', credentials, async () => {
     proxy.closeAllConnections();
     await new Promise<void>((r) => proxy.close(() => r()));
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
+    await stopServer();
   });
 }
 
