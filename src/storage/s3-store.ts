@@ -1,10 +1,15 @@
-import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
+import { uploadFileMultipart } from './s3-multipart.ts';
 import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
 import type { ObjectStore, PutBody, PutOptions } from './types.ts';
+
+// Parts in flight per upload: QUEUE_SIZE x partSize is one upload's memory (2 x 8 MiB by
+// default), and up to uploadConcurrency uploads run at once: kept small so a worker stays far
+// below 250 MB.
+const QUEUE_SIZE = 2;
 
 export interface S3StoreOptions {
   maxAttempts: number;
@@ -12,7 +17,7 @@ export interface S3StoreOptions {
   allowPrivate: boolean;
 }
 
-/** Outputs in a caller's S3-compatible bucket: one PutObject up to one part, lib-storage multipart above. */
+/** Outputs in a caller's S3-compatible bucket: files as one PutObject up to one part, multipart from file ranges above; streams through lib-storage. */
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
   readonly #loc: S3Location;
@@ -37,14 +42,12 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
-    if ('file' in body && (await stat(body.file)).size <= this.#opts.partSizeBytes) return this.#putSmall(key, body.file, opts);
-    const stream = 'file' in body ? createReadStream(body.file) : body.stream;
+    if ('file' in body) return this.#putFile(key, body.file, opts);
+    const { stream } = body;
     const upload = new Upload({
       client: this.#client,
       params: { Bucket: this.#loc.bucket, Key: key, Body: stream, ContentType: opts.contentType },
-      // queueSize x partSize is this upload's memory (2 x 8 MiB by default), and up to
-      // uploadConcurrency uploads run at once: kept small so a worker stays far below 250 MB.
-      queueSize: 2,
+      queueSize: QUEUE_SIZE,
       partSize: this.#opts.partSizeBytes,
       leavePartsOnError: false,
     });
@@ -61,15 +64,21 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   /**
-   * A file of one part or less (HLS segments, playlists): read whole, then one PutObject.
-   * lib-storage would gather the same bytes from the stream chunk by chunk and copy them into
-   * one part; here they are read once into a buffer of the exact size, which the SDK can send
-   * again when it retries. Memory is the same bound: one part per upload.
+   * A file of one part or less (HLS segments, playlists) is read whole into a buffer of its
+   * exact size and sent as one PutObject; a larger one goes up part by part from file ranges
+   * (s3-multipart.ts). Either way the SDK can send a buffer again when it retries, and memory
+   * stays at `queueSize` parts per upload.
    */
-  async #putSmall(key: string, file: string, opts: PutOptions): Promise<void> {
+  async #putFile(key: string, file: string, opts: PutOptions): Promise<void> {
+    const { bucket } = this.#loc;
     try {
+      const { size } = await stat(file);
+      if (size > this.#opts.partSizeBytes) {
+        await uploadFileMultipart({ client: this.#client, bucket, key, file, size, contentType: opts.contentType, partSize: this.#opts.partSizeBytes, concurrency: QUEUE_SIZE, signal: opts.signal });
+        return;
+      }
       const bytes = await readFile(file, { signal: opts.signal });
-      await this.#client.send(new PutObjectCommand({ Bucket: this.#loc.bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: opts.contentType }), { abortSignal: opts.signal });
+      await this.#client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: opts.contentType }), { abortSignal: opts.signal });
     } catch (err) {
       throw this.#explain(err, opts.signal);
     }

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { StorageDeniedError, UpstreamUnavailableError, isRetryable } from '../../src/lib/errors.ts';
+import { CancelledError, StorageDeniedError, UpstreamUnavailableError, isRetryable } from '../../src/lib/errors.ts';
 import { S3ObjectStore } from '../../src/storage/index.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 
@@ -27,13 +27,30 @@ describe('S3 object store', () => {
     const store = new S3ObjectStore({ endpoint: s3.endpoint, bucket, credentials: s3.credentials }, opts);
     await store.check(signal);
     const big = path.join(dir, 'big.mp4');
-    const bytes = Buffer.alloc(12 * 1024 * 1024, 7);
+    // Three parts (5 + 5 + 2 MiB) whose bytes differ, so a part out of place would show.
+    const bytes = Buffer.alloc(12 * 1024 * 1024);
+    for (let i = 0; i < bytes.length; i += 4) bytes.writeUInt32LE(i, i);
     await writeFile(big, bytes);
     await store.put('out/mp4/big.mp4', { file: big }, { contentType: 'video/mp4', signal });
     await store.put('out/hls/index.m3u8', { stream: Readable.from(['#EXTM3U\n']) }, { contentType: 'application/vnd.apple.mpegurl', signal });
     assert.deepEqual(await s3.keys(bucket), ['out/hls/index.m3u8', 'out/mp4/big.mp4']);
     assert.deepEqual(await s3.head(bucket, 'out/mp4/big.mp4'), { contentType: 'video/mp4', size: bytes.length });
+    assert.ok((await s3.get(bucket, 'out/mp4/big.mp4')).body.equals(bytes), 'the multipart object holds the file, part by part in order');
     assert.equal((await s3.get(bucket, 'out/hls/index.m3u8')).body.toString(), '#EXTM3U\n');
+    await store.close();
+  });
+
+  it('stops a multipart upload when its job is cancelled, leaving no object', async () => {
+    const bucket = await s3.createBucket();
+    const store = new S3ObjectStore({ endpoint: s3.endpoint, bucket, credentials: s3.credentials }, opts);
+    const big = path.join(dir, 'cancelled.mp4');
+    await writeFile(big, Buffer.alloc(16 * 1024 * 1024, 1));
+    const ctrl = new AbortController();
+    const put = store.put('out/mp4/cancelled.mp4', { file: big }, { contentType: 'video/mp4', signal: ctrl.signal });
+    setImmediate(() => ctrl.abort());
+    const err = await put.then(() => null, (e: Error) => e);
+    assert.ok(err instanceof CancelledError, String(err));
+    assert.deepEqual(await s3.keys(bucket), []);
     await store.close();
   });
 
