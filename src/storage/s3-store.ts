@@ -1,8 +1,8 @@
-import { readFile, stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
-import { uploadFileMultipart } from './s3-multipart.ts';
+import { BufferPool, readRange, uploadFileMultipart } from './s3-multipart.ts';
 import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
 import type { ObjectStore, PutBody, PutOptions } from './types.ts';
 
@@ -10,6 +10,8 @@ import type { ObjectStore, PutBody, PutOptions } from './types.ts';
 // default), and up to uploadConcurrency uploads run at once: kept small so a worker stays far
 // below 250 MB.
 const QUEUE_SIZE = 2;
+// Part buffers a store keeps for its next uploads (the rest are left to the collector).
+const KEEP_BUFFERS = 4;
 
 export interface S3StoreOptions {
   maxAttempts: number;
@@ -23,10 +25,12 @@ export class S3ObjectStore implements ObjectStore {
   readonly #loc: S3Location;
   readonly #opts: S3StoreOptions;
   readonly #client: S3Client;
+  readonly #buffers: BufferPool;
 
   constructor(loc: S3Location, opts: S3StoreOptions) {
     this.#loc = loc;
     this.#opts = opts;
+    this.#buffers = new BufferPool(opts.partSizeBytes, KEEP_BUFFERS);
     this.#client = s3Client(loc, { maxAttempts: opts.maxAttempts });
     this.description = `s3 bucket "${loc.bucket}" at ${loc.endpoint}`;
   }
@@ -64,8 +68,8 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   /**
-   * A file of one part or less (HLS segments, playlists) is read whole into a buffer of its
-   * exact size and sent as one PutObject; a larger one goes up part by part from file ranges
+   * A file of one part or less (HLS segments, playlists) is read whole into a pooled part
+   * buffer and sent as one PutObject; a larger one goes up part by part from file ranges
    * (s3-multipart.ts). Either way the SDK can send a buffer again when it retries, and memory
    * stays at `queueSize` parts per upload.
    */
@@ -74,11 +78,15 @@ export class S3ObjectStore implements ObjectStore {
     try {
       const { size } = await stat(file);
       if (size > this.#opts.partSizeBytes) {
-        await uploadFileMultipart({ client: this.#client, bucket, key, file, size, contentType: opts.contentType, partSize: this.#opts.partSizeBytes, concurrency: QUEUE_SIZE, signal: opts.signal });
+        const partSize = this.#opts.partSizeBytes;
+        await uploadFileMultipart({ client: this.#client, bucket, key, file, size, contentType: opts.contentType, partSize, concurrency: QUEUE_SIZE, buffers: this.#buffers, signal: opts.signal });
         return;
       }
-      const bytes = await readFile(file, { signal: opts.signal });
-      await this.#client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: opts.contentType }), { abortSignal: opts.signal });
+      await this.#buffers.with(async (buffer) => {
+        const fh = await open(file, 'r');
+        const body = await readRange(fh, buffer, 0, size).finally(() => fh.close());
+        await this.#client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: size, ContentType: opts.contentType }), { abortSignal: opts.signal });
+      });
     } catch (err) {
       throw this.#explain(err, opts.signal);
     }
