@@ -82,7 +82,7 @@ export class DownloadGuard {
         cb(null, chunk);
       },
     });
-    await pipeline(body, counter, createWriteStream(dest), { signal: this.signal });
+    await pipeline(body, counter, createWriteStream(dest, { highWaterMark: 1 << 20 }), { signal: this.signal });
     return received;
   }
 }

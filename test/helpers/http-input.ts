@@ -15,7 +15,7 @@ export interface TestHttp {
 export function serveFile(file: string, contentType = 'video/mp4'): Route {
   return (_req, res) => {
     res.writeHead(200, { 'content-type': contentType, 'content-length': statSync(file).size });
-    createReadStream(file).pipe(res);
+    createReadStream(file, { highWaterMark: 1 << 20 }).pipe(res);
   };
 }
 
