@@ -8,6 +8,8 @@
 //   4. aggregate tokens/s at 1, 4 and 8 concurrent streams through the gateway
 //   5. the orchestrator's RSS with the model loaded.
 // Targets (issue #4): ratio >= 0.95, added TTFT p50 <= 5 ms.
+// Options: BENCH_RUNS (rounds, default 25), BENCH_MAX_TOKENS, BENCH_MODEL / BENCH_MODEL_FILE,
+// BENCH_MAX_NUM_SEQS (the orchestrator's MAX_NUM_SEQS, default 8), BENCH_STREAMS (default 1,4,8).
 //
 // Fairness: every leg runs the same prompt, max_tokens, sampling (temperature 1, a seed per
 // round, no penalties), threads and context size per sequence; the HTTP legs read the stream
@@ -25,7 +27,9 @@ const FILE = process.env.BENCH_MODEL_FILE ?? join(MODELS_DIR, TINY, 'llama-2-tin
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 400);
 const RUNS = Number(process.env.BENCH_RUNS ?? 25);
 const THREADS = Number(process.env.MEDIAPLANE_LLM_THREADS ?? 1);
-const MAX_NUM_SEQS = 8;
+const MAX_NUM_SEQS = Number(process.env.BENCH_MAX_NUM_SEQS ?? 8);
+// Concurrent streams for the aggregate figures; empty to leave them out.
+const STREAMS = (process.env.BENCH_STREAMS ?? '1,4,8').split(',').filter(Boolean).map(Number);
 // The orchestrator's SSE pacing (MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS; 0: one write per token).
 const STREAM_INTERVAL_MS = Number(process.env.MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS ?? 10);
 const PROMPT = 'Tell me a long story about a llama.';
@@ -124,7 +128,7 @@ try {
   }
 
   const aggregate: Record<string, number> = {};
-  for (const n of [1, 4, 8]) {
+  for (const n of STREAMS) {
     const rounds: number[] = [];
     for (let round = 0; round < 3; round++) {
       const t0 = performance.now();
