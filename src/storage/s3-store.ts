@@ -75,10 +75,10 @@ export class S3ObjectStore implements ObjectStore {
    */
   async #putFile(key: string, file: string, opts: PutOptions): Promise<void> {
     const { bucket } = this.#loc;
+    const partSize = this.#opts.partSizeBytes;
     try {
       const { size } = await stat(file);
-      if (size > this.#opts.partSizeBytes) {
-        const partSize = this.#opts.partSizeBytes;
+      if (size > partSize) {
         await uploadFileMultipart({ client: this.#client, bucket, key, file, size, contentType: opts.contentType, partSize, concurrency: QUEUE_SIZE, buffers: this.#buffers, signal: opts.signal });
         return;
       }
