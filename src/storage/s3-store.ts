@@ -46,7 +46,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
-    if ('file' in body) return this.#putFile(key, body.file, opts);
+    if ('file' in body) return this.#putFile(key, body, opts);
     const { stream } = body;
     const upload = new Upload({
       client: this.#client,
@@ -73,11 +73,11 @@ export class S3ObjectStore implements ObjectStore {
    * (s3-multipart.ts). Either way the SDK can send a buffer again when it retries, and memory
    * stays at `queueSize` parts per upload.
    */
-  async #putFile(key: string, file: string, opts: PutOptions): Promise<void> {
+  async #putFile(key: string, { file, size: known }: { file: string; size?: number }, opts: PutOptions): Promise<void> {
     const { bucket } = this.#loc;
     const partSize = this.#opts.partSizeBytes;
     try {
-      const { size } = await stat(file);
+      const size = known ?? (await stat(file)).size;
       if (size > partSize) {
         await uploadFileMultipart({ client: this.#client, bucket, key, file, size, contentType: opts.contentType, partSize, concurrency: QUEUE_SIZE, buffers: this.#buffers, signal: opts.signal });
         return;

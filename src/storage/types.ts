@@ -28,7 +28,8 @@ export interface ObjectStore {
   discard(): Promise<void>;
 }
 
-export type PutBody = { file: string } | { stream: Readable; size?: number };
+/** A file's `size`, when the caller already has it, spares the store another stat. */
+export type PutBody = { file: string; size?: number } | { stream: Readable; size?: number };
 
 export interface PutOptions {
   contentType: string;

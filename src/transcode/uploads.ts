@@ -65,7 +65,7 @@ export class UploadQueue {
     try {
       if (this.error || this.#signal.aborted) return;
       const { size } = await stat(file);
-      await this.#store.put(key, { file }, { contentType: contentType(file), signal: this.#signal });
+      await this.#store.put(key, { file, size }, { contentType: contentType(file), signal: this.#signal });
       this.sizes.set(key, size);
     } finally {
       this.#free++;
