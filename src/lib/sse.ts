@@ -100,20 +100,66 @@ export class SseParser {
 
 /** Parses a whole byte stream into events as they complete. */
 export async function* parseSse(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
-  for await (const batch of parseSseBatches(source)) yield* batch;
+  const parser = new SseParser();
+  for await (const chunk of source) yield* parser.push(chunk);
+  parser.end();
 }
 
 /**
- * Parses a byte stream into the events each network chunk completed (never an empty batch).
- * A relay can then write what arrived together as one write, instead of one per event.
+ * What one network read completed: the bytes of whole events when the stream is framed with LF
+ * line ends (what Mediaplane, and most servers, write), so a relay can pass them on untouched
+ * without decoding, parsing and re-encoding each one; otherwise only the parsed events.
+ * Parsing a batch on its own does not carry the last event ID over from earlier batches.
  */
-export async function* parseSseBatches(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent[]> {
-  const parser = new SseParser();
-  for await (const chunk of source) {
-    const events = parser.push(chunk);
-    if (events.length > 0) yield events;
+export class SseBatch {
+  /** Whole LF-framed events as they arrived, or undefined where the stream used CR line ends. */
+  readonly bytes: Buffer | undefined;
+  #events: SseEvent[] | undefined;
+  constructor(bytes: Buffer | undefined, events?: SseEvent[]) {
+    this.bytes = bytes;
+    this.#events = events;
   }
-  parser.end();
+
+  get events(): SseEvent[] {
+    this.#events ??= new SseParser().push(this.bytes ?? '');
+    return this.#events;
+  }
+}
+
+const LF2 = Buffer.from('\n\n');
+const CR = 0x0d;
+
+/**
+ * Cuts a byte stream into batches of whole events, one per chunk that completed any (never an
+ * empty batch). LF framing is cut at the last blank line with no decoding; the first CR seen
+ * switches the stream to the full parser, since CRLF and CR framing cannot be cut that way.
+ */
+export class SseBatcher {
+  #rest: Buffer | undefined;
+  #parser: SseParser | undefined;
+
+  push(chunk: Buffer): SseBatch | undefined {
+    if (this.#parser || chunk.includes(CR)) return this.#parse(chunk);
+    const buf = this.#rest ? Buffer.concat([this.#rest, chunk]) : chunk;
+    const end = buf.lastIndexOf(LF2);
+    if (end === -1) {
+      this.#rest = buf;
+      return undefined;
+    }
+    this.#rest = end + 2 < buf.length ? buf.subarray(end + 2) : undefined;
+    return new SseBatch(buf.subarray(0, end + 2));
+  }
+
+  #parse(chunk: Buffer): SseBatch | undefined {
+    if (!this.#parser) {
+      this.#parser = new SseParser();
+      // What is held back completes no event (it has no blank line): the parser takes it on.
+      if (this.#rest) this.#parser.push(this.#rest);
+      this.#rest = undefined;
+    }
+    const events = this.#parser.push(chunk);
+    return events.length > 0 ? new SseBatch(undefined, events) : undefined;
+  }
 }
 
 /** One event in wire form. Multi-line data becomes several `data:` lines. */

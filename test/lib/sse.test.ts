@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
-import { SseParser, SseWriter, formatSse, parseSse, parseSseBatches, type SseEvent } from '../../src/lib/sse.ts';
+import { SseBatcher, SseParser, SseWriter, formatSse, parseSse, type SseEvent } from '../../src/lib/sse.ts';
 
 const enc = new TextEncoder();
 
@@ -68,17 +68,46 @@ test('parseSse over an async byte stream', async () => {
   assert.deepEqual(got, ['🦙', '[DONE]']);
 });
 
-test('parseSseBatches: the events each network chunk completed, never an empty batch', async () => {
-  const b = enc.encode('data: a\n\ndata: b\n\ndata: 🦙\n\ndata: [DONE]\n\n');
-  const cut1 = 'data: a\n\ndata: b\n\ndata: '.length + 2; // inside the llama's four bytes
-  async function* src(): AsyncGenerator<Uint8Array> {
-    yield b.subarray(0, 3); // no event completed yet
-    yield b.subarray(3, cut1);
-    yield b.subarray(cut1);
+/** Feeds `bytes` cut at `cuts` to a batcher; returns each batch's bytes (or "parsed") and events. */
+function batchInPieces(bytes: Buffer, cuts: number[]): Array<{ bytes: string | undefined; events: string[] }> {
+  const b = new SseBatcher();
+  const out: Array<{ bytes: string | undefined; events: string[] }> = [];
+  let from = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    const batch = b.push(bytes.subarray(from, cut));
+    if (batch) out.push({ bytes: batch.bytes?.toString(), events: batch.events.map((e) => (e.event ? `${e.event}:${e.data}` : e.data)) });
+    from = cut;
   }
-  const batches: string[][] = [];
-  for await (const batch of parseSseBatches(src())) batches.push(batch.map((e) => e.data));
-  assert.deepEqual(batches, [['a', 'b'], ['🦙', '[DONE]']]);
+  return out;
+}
+
+test('SseBatcher: whole LF-framed events pass as the bytes that came, one batch per chunk that completed any', () => {
+  const wire = 'data: a\n\ndata: b\n\ndata: 🦙\n\nevent: error\ndata: x\n\ndata: [DONE]\n\n';
+  const bytes = Buffer.from(wire);
+  const cut1 = Buffer.byteLength('data: a\n\ndata: b\n\ndata: ') + 2; // inside the llama's four bytes
+  assert.deepEqual(batchInPieces(bytes, [3, cut1]), [
+    { bytes: 'data: a\n\ndata: b\n\n', events: ['a', 'b'] },
+    { bytes: 'data: 🦙\n\nevent: error\ndata: x\n\ndata: [DONE]\n\n', events: ['🦙', 'error:x', '[DONE]'] },
+  ]);
+  // Every single cut: the batches' bytes put back together are the stream, and their events
+  // are what the parser finds in the whole of it.
+  const expected = ['a', 'b', '🦙', 'error:x', '[DONE]'];
+  for (let i = 0; i <= bytes.length; i++) {
+    const batches = batchInPieces(bytes, [i]);
+    assert.equal(batches.map((x) => x.bytes).join(''), wire, `cut at ${i}`);
+    assert.deepEqual(batches.flatMap((x) => x.events), expected, `cut at ${i}`);
+  }
+});
+
+test('SseBatcher: the first CR switches to the parser, without losing what was held back', () => {
+  const bytes = Buffer.from('data: a\n\ndata: b\r\n\r\ndata: c\r\rdata: d\n\n');
+  for (let i = 0; i <= bytes.length; i++) {
+    const batches = batchInPieces(bytes, [i]);
+    assert.deepEqual(batches.flatMap((x) => x.events), ['a', 'b', 'c', 'd'], `cut at ${i}`);
+    // Once a CR has been seen, batches carry only parsed events (the CRs are not passed on).
+    assert.equal(batches.at(-1)?.bytes, undefined, `cut at ${i}`);
+    assert.ok(batches.every((x) => !x.bytes?.includes('\r')), `cut at ${i}`);
+  }
 });
 
 test('formatSse writes one-line data as a single data line and splits the rest', () => {

@@ -8,11 +8,11 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MediaplaneError, NotFoundError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
-import { drained, formatSse, type SseEvent } from '../../lib/sse.ts';
+import { drained, formatSse, type SseBatch } from '../../lib/sse.ts';
 import type { Ledger } from '../ledger.ts';
 import type { ChatRequest, FinishReason, Usage } from '../protocol.ts';
 import type { Candidate, Registry } from './registry.ts';
-import { openCompletion } from './upstream.ts';
+import { openCompletion, type SseReader } from './upstream.ts';
 
 export interface CompleteDeps {
   registry: Registry;
@@ -39,32 +39,59 @@ function ceilingOf(operator: number, caller: number | undefined): number {
 
 class Attempt {
   readonly controller = new AbortController();
-  #timer: NodeJS.Timeout | undefined;
   timedOut = false;
+  // One timer for the attempt, re-armed per wait: a new timer per token's chunk is measurable
+  // when the gateway relays thousands of chunks a second.
+  #timer: NodeJS.Timeout | undefined;
+  #timerMs = 0;
+  #waiting = false;
   constructor(clientGone: AbortSignal) {
     const stop = (): void => this.controller.abort();
     clientGone.addEventListener('abort', stop, { once: true });
-    this.controller.signal.addEventListener('abort', () => clientGone.removeEventListener('abort', stop), { once: true });
+    this.controller.signal.addEventListener('abort', () => {
+      clientGone.removeEventListener('abort', stop);
+      clearTimeout(this.#timer);
+    }, { once: true });
   }
-  /** Next batch of events, or the attempt is aborted (and TimeoutError thrown) after `ms` of silence. */
-  async next(events: AsyncIterator<SseEvent[]>, ms: number): Promise<IteratorResult<SseEvent[]>> {
-    this.#timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort();
-    }, ms);
+
+  /** Next batch (undefined at the end), or the attempt is aborted (and TimeoutError thrown) after `ms` of silence. */
+  async next(events: SseReader, ms: number): Promise<SseBatch | undefined> {
+    this.#arm(ms);
+    this.#waiting = true;
     try {
       return await events.next();
     } catch (err) {
       if (this.timedOut) throw new TimeoutError(`no token for ${ms} ms`);
       throw err;
     } finally {
-      clearTimeout(this.#timer);
+      this.#waiting = false;
     }
+  }
+
+  /** The answer is over: no more waits to time. */
+  done(): void {
+    clearTimeout(this.#timer);
+  }
+
+  #arm(ms: number): void {
+    if (this.#timer && this.#timerMs === ms) {
+      this.#timer.refresh();
+      return;
+    }
+    clearTimeout(this.#timer);
+    this.#timerMs = ms;
+    this.#timer = setTimeout(() => {
+      // Fired while the relay waited on the client, not on the orchestrator: not silence.
+      if (!this.#waiting) return;
+      this.timedOut = true;
+      this.controller.abort();
+    }, ms);
+    this.#timer.unref();
   }
 }
 
 type Outcome =
-  | { kind: 'committed'; events: AsyncIterator<SseEvent[]>; first: SseEvent[]; attempt: Attempt; firstAt: number }
+  | { kind: 'committed'; events: SseReader; first: SseBatch; attempt: Attempt; firstAt: number }
   | { kind: 'complete'; content: string; finish: FinishReason; usage: Usage; created: number; firstAt: number }
   | { kind: 'failed'; error: MediaplaneError }
   | { kind: 'rejected'; error: ValidationError };
@@ -163,13 +190,14 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
     }
     const first = await a.next(opened.events, deps.firstTokenTimeoutMs);
     const firstAt = performance.now();
-    const head = first.done ? undefined : first.value[0];
-    if (first.done || !head || head.event === 'error' || head.data === '[DONE]') {
+    const head = first?.events[0];
+    if (!first || !head || head.event === 'error' || head.data === '[DONE]') {
       a.controller.abort();
-      return { kind: 'failed', error: new UpstreamFailedError(first.done ? 'the answer ended before its first token' : 'the orchestrator sent an error before the first token') };
+      return { kind: 'failed', error: new UpstreamFailedError(first ? 'the orchestrator sent an error before the first token' : 'the answer ended before its first token') };
     }
-    if (o.stream) return { kind: 'committed', events: opened.events, first: first.value, attempt: a, firstAt };
-    const whole = await collect(deps, a, opened.events, first.value, firstAt);
+    if (o.stream) return { kind: 'committed', events: opened.events, first, attempt: a, firstAt };
+    const whole = await collect(deps, a, opened.events, first, firstAt);
+    a.done();
     // An answer refused part-way (error event, no usage) is not read further: free its socket.
     if (whole.kind === 'failed') a.controller.abort();
     return whole;
@@ -183,14 +211,14 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
 }
 
 /** Reads a whole answer for a non-streaming client; any failure before its end fails over. */
-async function collect(deps: CompleteDeps, a: Attempt, events: AsyncIterator<SseEvent[]>, first: SseEvent[], firstAt: number): Promise<Outcome> {
+async function collect(deps: CompleteDeps, a: Attempt, events: SseReader, first: SseBatch, firstAt: number): Promise<Outcome> {
   let content = '';
   let finish: FinishReason = 'stop';
   let usage: Usage | undefined;
   let created = Math.floor(Date.now() / 1000);
   let batch = first;
   for (;;) {
-    for (const ev of batch) {
+    for (const ev of batch.events) {
       if (ev.event === 'error') return { kind: 'failed', error: new UpstreamFailedError('the orchestrator failed during the answer') };
       if (ev.data === '[DONE]') {
         if (!usage) return { kind: 'failed', error: new UpstreamFailedError('the answer carried no usage') };
@@ -204,54 +232,87 @@ async function collect(deps: CompleteDeps, a: Attempt, events: AsyncIterator<Sse
       if (c.usage) usage = c.usage;
     }
     const next = await a.next(events, deps.idleTimeoutMs);
-    if (next.done) return { kind: 'failed', error: new UpstreamFailedError('the answer ended without [DONE]') };
-    batch = next.value;
+    if (!next) return { kind: 'failed', error: new UpstreamFailedError('the answer ended without [DONE]') };
+    batch = next;
   }
 }
 
 /**
  * Relays a committed stream with backpressure; returns what was delivered. Chunks pass as the
- * orchestrator sent them (it already uses this request's id): only the usage chunk is parsed,
- * for settlement. What one network read brought goes on as one write.
+ * orchestrator sent them (it already uses this request's id): a batch of token chunks only goes
+ * on as the bytes that came, untouched; a batch with an error, the usage chunk or [DONE] in it
+ * (as a rule the last) is parsed. What one network read brought goes on as one write.
  */
 async function relay(deps: CompleteDeps, o: Extract<Outcome, { kind: 'committed' }>, res: ServerResponse): Promise<{ usage?: Usage; delivered: number }> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-  let delivered = 0;
-  let usage: Usage | undefined;
+  const got: Delivered = { delivered: 0 };
+  const result = (): { usage?: Usage; delivered: number } => (got.usage ? { usage: got.usage, delivered: got.delivered } : { delivered: got.delivered });
   let batch = o.first;
-  const result = (): { usage?: Usage; delivered: number } => (usage ? { usage, delivered } : { delivered });
   try {
     for (;;) {
-      let out = '';
-      for (const ev of batch) {
-        if (ev.event === 'error') {
-          if (out) res.write(out);
-          throw new UpstreamFailedError('the orchestrator failed during the answer');
-        }
-        if (ev.data === '[DONE]') {
-          res.end(out + 'data: [DONE]\n\n');
-          return result();
-        }
-        if (ev.data.includes('"usage":{')) usage = (JSON.parse(ev.data) as Chunk).usage ?? undefined;
-        else delivered++;
-        out += formatSse({ data: ev.data });
+      const r = tokenChunks(batch, got) ?? relayEvents(batch, got);
+      if (r.end === 'done') {
+        res.end(r.out);
+        return result();
       }
-      if (!res.write(out)) await drained(res);
+      if (r.end === 'error') {
+        if (r.out.length > 0) res.write(r.out);
+        throw new UpstreamFailedError('the orchestrator failed during the answer');
+      }
+      if (!res.write(r.out)) await drained(res);
       if (res.destroyed) {
         o.attempt.controller.abort();
-        return { delivered };
+        return { delivered: got.delivered };
       }
       const next = await o.attempt.next(o.events, deps.idleTimeoutMs);
-      if (next.done) throw new UpstreamFailedError('the orchestrator closed the answer before its end');
-      batch = next.value;
+      if (!next) throw new UpstreamFailedError('the orchestrator closed the answer before its end');
+      batch = next;
     }
   } catch (err) {
     o.attempt.controller.abort();
-    if (res.destroyed) return { delivered };
+    if (res.destroyed) return { delivered: got.delivered };
     const e = err instanceof MediaplaneError ? err : new UpstreamFailedError('the orchestrator connection broke during the answer', { cause: err });
     deps.log.warn({ err: e.message }, 'answer failed after its first token');
     res.end(formatSse({ event: 'error', data: JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } }) }));
     return result();
+  } finally {
+    o.attempt.done();
   }
 }
 
+interface Delivered {
+  delivered: number;
+  usage?: Usage | undefined;
+}
+
+interface Relayed {
+  out: string | Buffer;
+  /** 'done': [DONE] came (out ends with it); 'error': an error event came after out's events. */
+  end?: 'done' | 'error';
+}
+
+const LF2 = Buffer.from('\n\n');
+// A batch with none of these in it is token chunks only. A token whose text happens to
+// contain one is merely parsed like the last batch.
+const MARKERS = ['event:', '[DONE]', '"usage":'];
+
+/** A batch of token chunks only, passed on as the bytes that came; undefined for any other. */
+function tokenChunks(batch: SseBatch, got: Delivered): Relayed | undefined {
+  const bytes = batch.bytes;
+  if (!bytes || MARKERS.some((m) => bytes.includes(m))) return undefined;
+  for (let at = bytes.indexOf(LF2); at !== -1; at = bytes.indexOf(LF2, at + 2)) got.delivered++;
+  return { out: bytes };
+}
+
+/** Parses a batch with more than token chunks in it (the usage chunk, [DONE], an error). */
+function relayEvents(batch: SseBatch, got: Delivered): Relayed {
+  let out = '';
+  for (const ev of batch.events) {
+    if (ev.event === 'error') return { out, end: 'error' };
+    if (ev.data === '[DONE]') return { out: out + 'data: [DONE]\n\n', end: 'done' };
+    if (ev.data.includes('"usage":{')) got.usage = (JSON.parse(ev.data) as Chunk).usage ?? undefined;
+    else got.delivered++;
+    out += formatSse({ data: ev.data });
+  }
+  return { out };
+}

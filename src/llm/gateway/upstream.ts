@@ -3,7 +3,7 @@
 
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { parseSseBatches, type SseEvent } from '../../lib/sse.ts';
+import { SseBatch, SseBatcher } from '../../lib/sse.ts';
 import { REQUEST_ID_HEADER } from '../protocol.ts';
 
 const agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 1024 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 1024 }) };
@@ -36,14 +36,72 @@ export async function getJson<T>(url: string, opts: { secret?: string | undefine
   return JSON.parse(text) as T;
 }
 
+/**
+ * An answer's SSE batches, read with plain 'data' events: per network read this costs one
+ * callback and one promise, where an async iterator over the response stacks stream, iterator
+ * and generator machinery on every token's chunk. A reader that falls behind (a slow client)
+ * pauses the socket, so TCP backpressure reaches the orchestrator.
+ */
+export class SseReader {
+  static readonly #MAX_QUEUED = 16;
+  readonly #res: IncomingMessage;
+  readonly #queue: SseBatch[] = [];
+  #wake: (() => void) | undefined;
+  #ended = false;
+  #error: Error | undefined;
+
+  constructor(res: IncomingMessage) {
+    this.#res = res;
+    const batcher = new SseBatcher();
+    res.on('data', (chunk: Buffer) => {
+      const batch = batcher.push(chunk);
+      if (!batch) return;
+      this.#queue.push(batch);
+      if (this.#queue.length >= SseReader.#MAX_QUEUED) res.pause();
+      this.#notify();
+    });
+    res.once('end', () => {
+      this.#ended = true;
+      this.#notify();
+    });
+    res.on('error', (err) => this.#fail(err));
+    res.once('close', () => {
+      if (!this.#ended) this.#fail(new Error('the connection closed before the answer ended'));
+    });
+  }
+
+  /** The next batch, or undefined at the answer's end; throws if the connection broke. */
+  async next(): Promise<SseBatch | undefined> {
+    for (;;) {
+      const batch = this.#queue.shift();
+      if (batch) {
+        if (this.#res.isPaused() && this.#queue.length < SseReader.#MAX_QUEUED / 2) this.#res.resume();
+        return batch;
+      }
+      if (this.#error) throw this.#error;
+      if (this.#ended) return undefined;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+    }
+  }
+
+  #fail(err: Error): void {
+    this.#error ??= err;
+    this.#notify();
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+}
+
 export type Opened =
-  | { ok: true; events: AsyncIterator<SseEvent[]> }
+  | { ok: true; events: SseReader }
   | { ok: false; status: number; message: string; code?: string | undefined };
 
-/**
- * POSTs a chat request and returns its SSE events, batched as they arrived (one batch per
- * network read, so the relay writes them on with one write), or the orchestrator's error answer.
- */
 export async function openCompletion(base: string, body: string, opts: { secret?: string | undefined; requestId: string; signal: AbortSignal }): Promise<Opened> {
   const res = await request(`${base}/v1/chat/completions`, {
     method: 'POST',
@@ -53,7 +111,7 @@ export async function openCompletion(base: string, body: string, opts: { secret?
   });
   const status = res.statusCode ?? 0;
   if (status === 200 && String(res.headers['content-type']).startsWith('text/event-stream')) {
-    return { ok: true, events: parseSseBatches(res)[Symbol.asyncIterator]() };
+    return { ok: true, events: new SseReader(res) };
   }
   const text = await readText(res).catch(() => '');
   let message = text.slice(0, 500) || `status ${status}`;
