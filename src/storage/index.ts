@@ -8,7 +8,7 @@ import { S3Input } from './s3-input.ts';
 import { S3ObjectStore } from './s3-store.ts';
 import type { InputSource, ObjectStore } from './types.ts';
 
-export type { FetchedInput, FetchOptions, InputSource, ObjectStore, PutBody, PutOptions } from './types.ts';
+export type { FetchedInput, FetchOptions, FileRange, InputSource, ObjectStore, PartWriter, PutBody, PutOptions } from './types.ts';
 export { FileInput, LocalDirStore } from './local.ts';
 export { S3ObjectStore } from './s3-store.ts';
 export { S3Input } from './s3-input.ts';

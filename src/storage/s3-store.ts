@@ -2,9 +2,9 @@ import { open, stat } from 'node:fs/promises';
 import { HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
-import { BufferPool, readRange, uploadFileMultipart } from './s3-multipart.ts';
+import { BufferPool, RangeMultipart, readRange, uploadFileMultipart } from './s3-multipart.ts';
 import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
-import type { ObjectStore, PutBody, PutOptions } from './types.ts';
+import type { FileRange, ObjectStore, PartWriter, PutBody, PutOptions } from './types.ts';
 
 // Parts in flight per upload: QUEUE_SIZE x partSize is one upload's memory (2 x 8 MiB by
 // default), and up to uploadConcurrency uploads run at once: kept small so a worker stays far
@@ -12,6 +12,8 @@ import type { ObjectStore, PutBody, PutOptions } from './types.ts';
 const QUEUE_SIZE = 2;
 // Part buffers a store keeps for its next uploads (the rest are left to the collector).
 const KEEP_BUFFERS = 4;
+// S3's smallest part but the last (AWS S3 quotas; MinIO and others follow it).
+const MIN_PART_BYTES = 5 * 1024 ** 2;
 
 export interface S3StoreOptions {
   maxAttempts: number;
@@ -26,10 +28,12 @@ export class S3ObjectStore implements ObjectStore {
   readonly #opts: S3StoreOptions;
   readonly #client: S3Client;
   readonly #buffers: BufferPool;
+  readonly parts: NonNullable<ObjectStore['parts']>;
 
   constructor(loc: S3Location, opts: S3StoreOptions) {
     this.#loc = loc;
     this.#opts = opts;
+    this.parts = { minBytes: MIN_PART_BYTES, partBytes: opts.partSizeBytes, open: (key, o) => this.#openParts(key, o) };
     this.#buffers = new BufferPool(opts.partSizeBytes, KEEP_BUFFERS);
     this.#client = s3Client(loc, { maxAttempts: opts.maxAttempts });
     this.description = `s3 bucket "${loc.bucket}" at ${loc.endpoint}`;
@@ -90,6 +94,24 @@ export class S3ObjectStore implements ObjectStore {
     } catch (err) {
       throw this.#explain(err, opts.signal);
     }
+  }
+
+  async #openParts(key: string, opts: PutOptions): Promise<PartWriter> {
+    const u = { client: this.#client, bucket: this.#loc.bucket, key, buffers: this.#buffers, signal: opts.signal, contentType: opts.contentType };
+    const explained = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
+      try {
+        return await fn(...a);
+      } catch (err) {
+        throw this.#explain(err, opts.signal);
+      }
+    };
+    const mp = await explained(() => RangeMultipart.create(u))();
+    return {
+      put: explained((part: number, range: FileRange) => mp.put(part, range)),
+      ensure: explained((part: number, range: FileRange) => mp.ensure(part, range)),
+      complete: explained(() => mp.complete()),
+      abort: () => mp.abort(),
+    };
   }
 
   async close(): Promise<{ baseUrl?: string }> {

@@ -26,6 +26,28 @@ export interface ObjectStore {
   put(key: string, body: PutBody, opts: PutOptions): Promise<void>;
   close(signal: AbortSignal): Promise<{ baseUrl?: string }>;
   discard(): Promise<void>;
+  /**
+   * Stores that can take an object in parts, sent in any order from ranges of files (S3
+   * multipart), offer this: the pipeline then uploads an MP4's media data while ffmpeg is
+   * still writing it. Every part but the last is at least `minBytes`.
+   */
+  readonly parts?: { minBytes: number; partBytes: number; open(key: string, opts: PutOptions): Promise<PartWriter> };
+}
+
+export interface FileRange {
+  file: string;
+  start: number;
+  length: number;
+}
+
+/** One object being written part by part; parts are numbered from 1 and may come in any order. */
+export interface PartWriter {
+  put(part: number, range: FileRange): Promise<void>;
+  /** Makes sure the part holds these bytes, sending it (again) only if it does not. */
+  ensure(part: number, range: FileRange): Promise<void>;
+  complete(): Promise<void>;
+  /** Frees the parts sent so far (they are billed storage); never throws. */
+  abort(): Promise<void>;
 }
 
 /** A file's `size`, when the caller already has it, spares the store another stat. */

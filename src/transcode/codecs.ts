@@ -24,6 +24,31 @@ export async function codecsOf(file: string, opts: { ffprobePath: string; signal
   return codecs.length > 0 ? codecs.join(',') : 'avc1.640028,mp4a.40.2';
 }
 
+/**
+ * CODECS per rendition, probed from its first segment (or fMP4 init segment) once the encoder
+ * has written it: the ffprobe runs beside the encode instead of in the serial tail between the
+ * last segment and the master playlist. Each rendition directory is probed once.
+ */
+export class CodecsProbes {
+  readonly #started = new Map<string, Promise<string>>();
+  readonly #opts: { ffprobePath: string; signal: AbortSignal };
+  constructor(opts: { ffprobePath: string; signal: AbortSignal }) {
+    this.#opts = opts;
+  }
+
+  /** The CODECS of the rendition whose files are in `dir`, probing `sample` if not yet started. */
+  of(dir: string, sample: string): Promise<string> {
+    let p = this.#started.get(dir);
+    if (!p) {
+      p = codecsOf(sample, this.#opts);
+      // Started early, awaited later: a failure must not count as unhandled in between.
+      p.catch(() => undefined);
+      this.#started.set(dir, p);
+    }
+    return p;
+  }
+}
+
 export function codecString(s: Stream): string | undefined {
   if (s.codec_name === 'aac') return 'mp4a.40.2';
   if (s.codec_name === 'h264') {

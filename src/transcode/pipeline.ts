@@ -12,8 +12,9 @@ import { finalPlaylist, masterPlaylist, parseMediaPlaylist, type Variant } from 
 import { probe, value, type ProbeResult } from './probe.ts';
 import { ProgressParser, throttledProgress } from './progress.ts';
 import { runProcess } from './run.ts';
-import { codecsOf } from './codecs.ts';
+import { CodecsProbes } from './codecs.ts';
 import { SegmentWatcher, storageKey, UploadQueue } from './uploads.ts';
+import { StreamedMp4 } from './streamed-mp4.ts';
 import { signMp4, type C2paSigner } from './c2pa.ts';
 
 export type PipelineSettings = Pick<Config, 'ffmpegPath' | 'ffprobePath' | 'x264Preset' | 'ffmpegThreads' | 'transcodeTimeoutMs'
@@ -53,6 +54,7 @@ export async function runPipeline(settings: PipelineSettings, job: PipelineJob):
   } catch (err) {
     stop.abort(err);
     await queue.drain().catch(() => undefined);
+    await queue.abandon();
     await job.store.discard().catch((e: unknown) => job.log?.warn({ err: e }, 'could not free the output store'));
     throw err;
   }
@@ -77,7 +79,8 @@ async function transcode(settings: PipelineSettings, job: PipelineJob, queue: Up
   const outDir = path.join(job.scratchDir, 'out');
   const kinds: OutputKinds = { hls: !!job.outputs.hls, mp4: !!job.outputs.mp4, fmp4: !!job.outputs.fmp4 };
   await makeDirs(outDir, renditions, kinds);
-  const encode = { outDir, kinds, renditions, info, duration, input: input.path };
+  const codecs = new CodecsProbes({ ffprobePath: settings.ffprobePath, signal });
+  const encode = { outDir, kinds, renditions, info, duration, input: input.path, codecs, mp4Streams: streamedMp4s(job, { outDir, renditions, queue, signal }) };
   await encodeAndUpload(settings, job, encode, { queue, signal, onFraction: (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f) });
   const output = await finish(settings, job, encode, queue);
   const { baseUrl } = await job.store.close(job.signal);
@@ -108,6 +111,9 @@ interface Encode {
   info: ProbeResult;
   duration: number;
   input: string;
+  codecs: CodecsProbes;
+  /** MP4s that go up while ffmpeg writes them, by rendition name (S3 outputs, no C2PA). */
+  mp4Streams: Map<string, StreamedMp4>;
 }
 
 async function makeDirs(outDir: string, renditions: Rendition[], kinds: OutputKinds): Promise<void> {
@@ -126,8 +132,11 @@ async function encodeAndUpload(
   enc: Encode,
   { queue, signal, onFraction }: { queue: UploadQueue; signal: AbortSignal; onFraction: (f: number) => void },
 ): Promise<void> {
-  const watcher = new SegmentWatcher(queue, watchedPlaylists(job, enc));
-  const timer = setInterval(() => void watcher.scan(), 1000);
+  const watcher = new SegmentWatcher(queue, watchedPlaylists(job, enc), (dir, sample) => void enc.codecs.of(dir, sample));
+  const timer = setInterval(() => {
+    void watcher.scan();
+    for (const s of enc.mp4Streams.values()) s.poll((err) => queue.fail(err));
+  }, 1000);
   const parser = new ProgressParser((s) => enc.duration > 0 && onFraction(Math.min(1, s / enc.duration)));
   const args = buildFfmpegArgs({
     input: enc.input,
@@ -164,6 +173,20 @@ function ffmpegFailure(stderr: string): MediaplaneError {
     return new UnsupportedMediaError(`the video could not be decoded${detail(stderr)}`);
   }
   return new InternalError(`transcoding failed${detail(stderr)}`);
+}
+
+/** An MP4 per rendition that can go up during the encode: S3-like stores, and no C2PA (it signs the finished file). */
+function streamedMp4s(job: PipelineJob, o: { outDir: string; renditions: Rendition[]; queue: UploadQueue; signal: AbortSignal }): Map<string, StreamedMp4> {
+  const parts = job.store.parts;
+  const mp4 = job.outputs.mp4;
+  const out = new Map<string, StreamedMp4>();
+  if (!parts || !mp4 || job.c2pa) return out;
+  for (const r of o.renditions) {
+    const s = new StreamedMp4({ parts, key: storageKey(mp4.path, `${r.name}.mp4`), file: path.join(o.outDir, layout.mp4File(r.name)), put: { contentType: 'video/mp4', signal: o.signal } });
+    o.queue.whenAbandoned(() => s.abandon());
+    out.set(r.name, s);
+  }
+  return out;
 }
 
 function watchedPlaylists(job: PipelineJob, enc: Encode): { local: string; keyDir: string }[] {
@@ -209,9 +232,14 @@ async function uploadMp4s(job: PipelineJob, enc: Encode, queue: UploadQueue, pre
     }
   }
   const key = (r: Rendition): string => storageKey(prefix, `${r.name}.mp4`);
-  for (const r of enc.renditions) queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
+  const streamed = new Map<string, number>();
+  await settledAll(enc.renditions.map(async (r) => {
+    const size = await enc.mp4Streams.get(r.name)?.finish();
+    if (size === undefined) queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
+    else streamed.set(key(r), size);
+  }));
   await queue.drain();
-  return enc.renditions.map((r) => ({ ...rendition(r, `/${key(r)}`, queue.sizes.get(key(r)) ?? 0), ...(job.c2pa ? { signed: true } : {}) }));
+  return enc.renditions.map((r) => ({ ...rendition(r, `/${key(r)}`, streamed.get(key(r)) ?? queue.sizes.get(key(r)) ?? 0), ...(job.c2pa ? { signed: true } : {}) }));
 }
 
 function rendition(r: Rendition, key: string, size: number): RenditionOutput {
@@ -220,8 +248,7 @@ function rendition(r: Rendition, key: string, size: number): RenditionOutput {
 
 /** Uploads one HLS tree's playlists (with an honest target duration) and its master. */
 async function publishHls(settings: PipelineSettings, job: PipelineJob, enc: Encode, queue: UploadQueue, where: { prefix: string; dir: 'hls' | 'fmp4' }): Promise<{ path: string; renditions: RenditionOutput[] }> {
-  // Renditions side by side: each waits mostly on its ffprobe for CODECS.
-  const done = await settledAll(enc.renditions.map((r) => publishRendition(settings, job, queue, r, { ...where, localDir: path.join(enc.outDir, where.dir, r.name) })));
+  const done = await settledAll(enc.renditions.map((r) => publishRendition(enc.codecs, queue, r, { ...where, localDir: path.join(enc.outDir, where.dir, r.name) })));
   await queue.drain();
   const master = path.join(enc.outDir, where.dir, 'index.m3u8');
   await writeFile(master, masterPlaylist(done.map((d) => d.variant), true));
@@ -231,7 +258,7 @@ async function publishHls(settings: PipelineSettings, job: PipelineJob, enc: Enc
 }
 
 /** One rendition's media playlist (and fMP4 init segment) queued; its variant line for the master. */
-async function publishRendition(settings: PipelineSettings, job: PipelineJob, queue: UploadQueue, r: Rendition, where: { prefix: string; localDir: string }): Promise<{ variant: Variant; output: RenditionOutput }> {
+async function publishRendition(codecs: CodecsProbes, queue: UploadQueue, r: Rendition, where: { prefix: string; localDir: string }): Promise<{ variant: Variant; output: RenditionOutput }> {
   const { localDir, prefix } = where;
   const playlistFile = path.join(localDir, 'index.m3u8');
   const text = await readFile(playlistFile, 'utf8');
@@ -248,7 +275,7 @@ async function publishRendition(settings: PipelineSettings, job: PipelineJob, qu
     averageBandwidth: stats.average,
     width: r.width,
     height: r.height,
-    codecs: await codecsOf(sample, { ffprobePath: settings.ffprobePath, signal: job.signal }),
+    codecs: await codecs.of(localDir, sample),
     frameRate: value(r.fps),
   };
   return { variant, output: rendition(r, `/${storageKey(prefix, `${r.name}/index.m3u8`)}`, stats.bytes) };

@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { MediaplaneError } from '../lib/errors.ts';
+import { InternalError, isMediaplaneError, type MediaplaneError } from '../lib/errors.ts';
 import type { ObjectStore } from '../storage/index.ts';
 import { parseMediaPlaylist } from './playlist.ts';
 
@@ -33,6 +33,7 @@ export class UploadQueue {
   #free: number;
   readonly #waiters: (() => void)[] = [];
   readonly #pending = new Set<Promise<void>>();
+  readonly #undo: (() => Promise<void>)[] = [];
   /** Bytes uploaded per key, for the per-rendition sizes of the output. */
   readonly sizes = new Map<string, number>();
 
@@ -44,14 +45,26 @@ export class UploadQueue {
   }
 
   add(key: string, file: string): void {
-    const p = this.#put(key, file).catch((err: MediaplaneError) => {
-      if (!this.error) {
-        this.error = err;
-        this.#onError(err);
-      }
-    });
+    const p = this.#put(key, file).catch((err: unknown) => this.fail(err));
     this.#pending.add(p);
     void p.finally(() => this.#pending.delete(p));
+  }
+
+  /** Records an upload's failure (the first one counts) and reports it. */
+  fail(err: unknown): void {
+    if (this.error) return;
+    this.error = isMediaplaneError(err) ? err : new InternalError(`an upload failed: ${(err as Error).message}`, { cause: err });
+    this.#onError(this.error);
+  }
+
+  /** Work to undo if the job fails, such as a multipart upload left half-done. */
+  whenAbandoned(undo: () => Promise<void>): void {
+    this.#undo.push(undo);
+  }
+
+  /** The job failed: undoes what `whenAbandoned` registered; never throws. */
+  async abandon(): Promise<void> {
+    await Promise.all(this.#undo.map((undo) => undo().catch(() => undefined)));
   }
 
   async drain(): Promise<void> {
@@ -84,10 +97,14 @@ export class SegmentWatcher {
   readonly #queue: UploadQueue;
   readonly #playlists: { local: string; keyDir: string }[];
   readonly #seen = new Set<string>();
+  readonly #announced = new Set<string>();
+  readonly #onFirst: ((dir: string, sample: string) => void) | undefined;
 
-  constructor(queue: UploadQueue, playlists: { local: string; keyDir: string }[]) {
+  /** `onFirst` hears of each playlist's first file (its init segment, else its first segment). */
+  constructor(queue: UploadQueue, playlists: { local: string; keyDir: string }[], onFirst?: (dir: string, sample: string) => void) {
     this.#queue = queue;
     this.#playlists = playlists;
+    this.#onFirst = onFirst;
   }
 
   async scan(): Promise<void> {
@@ -98,7 +115,14 @@ export class SegmentWatcher {
       } catch {
         continue; // not written yet
       }
-      for (const seg of parseMediaPlaylist(text).segments) {
+      const playlist = parseMediaPlaylist(text);
+      const first = playlist.map ?? playlist.segments[0]?.uri;
+      const dir = path.dirname(pl.local);
+      if (first && !this.#announced.has(dir)) {
+        this.#announced.add(dir);
+        this.#onFirst?.(dir, path.join(dir, first));
+      }
+      for (const seg of playlist.segments) {
         const key = `${pl.keyDir}/${seg.uri}`;
         if (this.#seen.has(key)) continue;
         this.#seen.add(key);

@@ -7,6 +7,7 @@ import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createRequire } from 'node:module';
+import { createHash } from 'node:crypto';
 
 // s3rver ships no type declarations: the little of it used here, typed by hand.
 interface S3rverServer {
@@ -107,6 +108,12 @@ function wrap(endpoint: string, region: string, credentials: TestS3['credentials
   };
 }
 
+async function buffer(req: http.IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
 /** Re-signs each request with the known secret and compares signatures before forwarding. */
 async function startVerifyingProxy(upstreamPort: number, creds: { accessKeyId: string; secretAccessKey: string }): Promise<http.Server> {
   const server = http.createServer((req, res) => {
@@ -117,12 +124,22 @@ async function startVerifyingProxy(upstreamPort: number, creds: { accessKeyId: s
         res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${problem}</Code><Message>${problem}</Message></Error>`);
         return;
       }
-      const up = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers }, (ur) => {
-        res.writeHead(ur.statusCode ?? 502, ur.headers);
-        ur.pipe(res);
+      const forward = (): http.ClientRequest => {
+        const up = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers }, (ur) => {
+          res.writeHead(ur.statusCode ?? 502, ur.headers);
+          ur.pipe(res);
+        });
+        up.on('error', () => res.destroy());
+        return up;
+      };
+      const claimed = String(req.headers['x-amz-content-sha256'] ?? '');
+      if (!/^[0-9a-f]{64}$/.test(claimed)) return void req.pipe(forward());
+      // A signed payload hash is checked against the bytes, as S3 does (XAmzContentSHA256Mismatch).
+      void buffer(req).then((body) => {
+        if (createHash('sha256').update(body).digest('hex') === claimed) return void forward().end(body);
+        res.writeHead(400, { 'content-type': 'application/xml' });
+        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>XAmzContentSHA256Mismatch</Code><Message>The provided x-amz-content-sha256 header does not match what was computed.</Message></Error>');
       });
-      up.on('error', () => res.destroy());
-      req.pipe(up);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
