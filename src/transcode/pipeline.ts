@@ -234,9 +234,11 @@ async function uploadMp4s(job: PipelineJob, enc: Encode, queue: UploadQueue, pre
   const key = (r: Rendition): string => storageKey(prefix, `${r.name}.mp4`);
   const streamed = new Map<string, number>();
   await settledAll(enc.renditions.map(async (r) => {
-    const size = await enc.mp4Streams.get(r.name)?.finish();
-    if (size === undefined) queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
-    else streamed.set(key(r), size);
+    const stream = enc.mp4Streams.get(r.name);
+    const size = await stream?.finish();
+    if (size === undefined) return queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
+    streamed.set(key(r), size);
+    job.log?.debug({ rendition: r.name, size, partsDuringEncode: stream?.earlyParts }, 'mp4 uploaded while encoding');
   }));
   await queue.drain();
   return enc.renditions.map((r) => ({ ...rendition(r, `/${key(r)}`, streamed.get(key(r)) ?? queue.sizes.get(key(r)) ?? 0), ...(job.c2pa ? { signed: true } : {}) }));

@@ -72,6 +72,11 @@ export class StreamedMp4 {
     this.#partBytes = o.parts.partBytes;
   }
 
+  /** Parts that went up while ffmpeg was writing the file. */
+  get earlyParts(): number {
+    return this.#sent;
+  }
+
   /** Sends the parts the file now holds; called every second or so while ffmpeg runs. */
   poll(onError: (err: unknown) => void): void {
     this.#busy = this.#busy
