@@ -43,7 +43,7 @@ function smallParts(log: string[]): NonNullable<ObjectStore['parts']> {
         put: async (n, r) => { log.push(`put ${n}`); await w.put(n, r); },
         ensure: async (n, r) => { log.push(`ensure ${n}`); await w.ensure(n, r); },
         complete: () => w.complete(),
-        abort: () => w.abort(),
+        abort: async () => { log.push('abort'); await w.abort(); },
       };
     },
   };
@@ -112,4 +112,15 @@ test('a file whose layout is not ftyp/free/mdat is left to the plain upload, and
   assert.equal(await s.finish(), undefined);
   assert.deepEqual(log, []);
   assert.ok(!(await s3.keys(bucket)).includes('out/c.bin'));
+});
+
+test('a job that fails after parts went up frees them: the upload is aborted and no object appears', async () => {
+  const file = path.join(dir, 'd.mp4');
+  const log: string[] = [];
+  const s = new StreamedMp4({ parts: smallParts(log), key: 'out/d.mp4', file, put: { contentType: 'video/mp4', signal } });
+  await encodeSlowly(file, () => s.poll(() => undefined));
+  assert.ok(log.includes('put 2'));
+  await s.abandon();
+  assert.equal(log.at(-1), 'abort');
+  assert.ok(!(await s3.keys(bucket)).includes('out/d.mp4'));
 });
