@@ -98,6 +98,9 @@ export class SseParser {
   }
 }
 
+const LF2 = Buffer.from('\n\n');
+const CR = 0x0d;
+
 /** Parses a whole byte stream into events as they complete. */
 export async function* parseSse(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
   const parser = new SseParser();
@@ -124,10 +127,15 @@ export class SseBatch {
     this.#events ??= new SseParser().push(this.bytes ?? '');
     return this.#events;
   }
-}
 
-const LF2 = Buffer.from('\n\n');
-const CR = 0x0d;
+  /** How many events the batch holds, counted without parsing where there are bytes (blank lines). */
+  get count(): number {
+    if (!this.bytes) return this.events.length;
+    let n = 0;
+    for (let at = this.bytes.indexOf(LF2); at !== -1; at = this.bytes.indexOf(LF2, at + 2)) n++;
+    return n;
+  }
+}
 
 /**
  * Cuts a byte stream into batches of whole events, one per chunk that completed any (never an

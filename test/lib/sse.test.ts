@@ -75,7 +75,10 @@ function batchInPieces(bytes: Buffer, cuts: number[]): Array<{ bytes: string | u
   let from = 0;
   for (const cut of [...cuts, bytes.length]) {
     const batch = b.push(bytes.subarray(from, cut));
-    if (batch) out.push({ bytes: batch.bytes?.toString(), events: batch.events.map((e) => (e.event ? `${e.event}:${e.data}` : e.data)) });
+    if (batch) {
+      assert.equal(batch.count, batch.events.length, 'count without parsing agrees with the parse');
+      out.push({ bytes: batch.bytes?.toString(), events: batch.events.map((e) => (e.event ? `${e.event}:${e.data}` : e.data)) });
+    }
     from = cut;
   }
   return out;

@@ -291,7 +291,6 @@ interface Relayed {
   end?: 'done' | 'error';
 }
 
-const LF2 = Buffer.from('\n\n');
 // A batch with none of these in it is token chunks only. A token whose text happens to
 // contain one is merely parsed like the last batch.
 const MARKERS = ['event:', '[DONE]', '"usage":'];
@@ -300,7 +299,7 @@ const MARKERS = ['event:', '[DONE]', '"usage":'];
 function tokenChunks(batch: SseBatch, got: Delivered): Relayed | undefined {
   const bytes = batch.bytes;
   if (!bytes || MARKERS.some((m) => bytes.includes(m))) return undefined;
-  for (let at = bytes.indexOf(LF2); at !== -1; at = bytes.indexOf(LF2, at + 2)) got.delivered++;
+  got.delivered += batch.count;
   return { out: bytes };
 }
 
