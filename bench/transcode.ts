@@ -12,7 +12,7 @@
 // and reports their peak RSS (target under 250 MB: media is streamed, never buffered whole).
 //
 // Options: BENCH_SECONDS (default 30), BENCH_SIZE (default 1920x1080), BENCH_GB (default 2),
-// BENCH_ROUNDS (runs of (a), default 2), BENCH_SKIP_LADDER=1 / BENCH_SKIP_RSS=1 to run one half, BENCH_SKIP_C=1 to leave out (c),
+// BENCH_ROUNDS (runs of (a), default 3: the median of three rounds is not moved by one slow minute), BENCH_SKIP_LADDER=1 / BENCH_SKIP_RSS=1 to run one half, BENCH_SKIP_C=1 to leave out (c),
 // BENCH_SERVICE_NODE_OPTIONS for the service process (e.g. --cpu-prof --cpu-prof-dir=DIR).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 
@@ -39,7 +39,7 @@ const parentOnly = async () => ({
 
 const run = promisify(execFile);
 const GB = Number(process.env.BENCH_GB ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const config = loadConfig({ env: {}, overrides: { allowPrivateUrls: true } });
 
 const median = (xs: number[]): number => {
