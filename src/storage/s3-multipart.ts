@@ -85,8 +85,17 @@ export async function uploadFileMultipart(u: FileUpload): Promise<void> {
   }
 }
 
+/** Reads a file range into a pooled buffer (a one-off one if the range is bigger) and runs `fn` on those bytes. */
+export function withFileRange<T>(buffers: BufferPool, range: FileRange, fn: (body: Buffer) => Promise<T>): Promise<T> {
+  return buffers.with(async (buffer) => {
+    const fh = await open(range.file, 'r');
+    const body = await readRange(fh, buffer, range.start, range.length).finally(() => fh.close());
+    return fn(body);
+  }, range.length);
+}
+
 /** Reads exactly `length` bytes at `offset` into the front of `buffer`. */
-export async function readRange(fh: FileHandle, buffer: Buffer, offset: number, length: number): Promise<Buffer> {
+async function readRange(fh: FileHandle, buffer: Buffer, offset: number, length: number): Promise<Buffer> {
   let filled = 0;
   while (filled < length) {
     const { bytesRead } = await fh.read(buffer, filled, length - filled, offset + filled);
@@ -138,13 +147,11 @@ export class RangeMultipart implements PartWriter {
   }
 
   async #withRange(range: FileRange, fn: (body: Buffer, sha256: string) => Promise<void>): Promise<void> {
-    await this.#u.buffers.with(async (buffer) => {
-      const fh = await open(range.file, 'r');
-      const body = await readRange(fh, buffer, range.start, range.length).finally(() => fh.close());
+    await withFileRange(this.#u.buffers, range, async (body) => {
       // On the thread pool, like the signer's hash (s3.ts); the signer then takes this one.
       const sha256 = Buffer.from(await webcrypto.subtle.digest('SHA-256', body)).toString('hex');
       await fn(body, sha256);
-    }, range.length);
+    });
   }
 
   async #send(part: number, body: Buffer, sha256: string): Promise<void> {

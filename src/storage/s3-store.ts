@@ -1,8 +1,8 @@
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
-import { BufferPool, RangeMultipart, readRange, uploadFileMultipart } from './s3-multipart.ts';
+import { BufferPool, RangeMultipart, uploadFileMultipart, withFileRange } from './s3-multipart.ts';
 import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
 import type { FileRange, ObjectStore, PartWriter, PutBody, PutOptions } from './types.ts';
 
@@ -86,9 +86,7 @@ export class S3ObjectStore implements ObjectStore {
         await uploadFileMultipart({ client: this.#client, bucket, key, file, size, contentType: opts.contentType, partSize, concurrency: QUEUE_SIZE, buffers: this.#buffers, signal: opts.signal });
         return;
       }
-      await this.#buffers.with(async (buffer) => {
-        const fh = await open(file, 'r');
-        const body = await readRange(fh, buffer, 0, size).finally(() => fh.close());
+      await withFileRange(this.#buffers, { file, start: 0, length: size }, async (body) => {
         await this.#client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: size, ContentType: opts.contentType }), { abortSignal: opts.signal });
       });
     } catch (err) {

@@ -11,7 +11,7 @@ interface Stream {
  * The CODECS attribute of a variant (RFC 6381 strings, RFC 8216 4.3.4.2), read from one of
  * its own segments so it says what the encoder really produced.
  */
-export async function codecsOf(file: string, opts: { ffprobePath: string; signal: AbortSignal }): Promise<string> {
+async function codecsOf(file: string, opts: { ffprobePath: string; signal: AbortSignal }): Promise<string> {
   const args = ['-v', 'error', '-print_format', 'json', '-show_entries', 'stream=codec_type,codec_name,profile,level', file];
   const res = await runProcess(opts.ffprobePath, args, { signal: opts.signal, timeoutMs: 60_000, collectStdout: true });
   let streams: Stream[] = [];
