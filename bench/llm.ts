@@ -1,32 +1,41 @@
 // Text generation benchmark (not part of `npm test`): run with `node bench/llm.ts`.
 // In one run, on the same model and request:
-//   1. direct node-llama-cpp generation (LlamaChat in this process, one sequence: the best a
-//      plain node-llama-cpp program gets, no HTTP)
+//   1. direct node-llama-cpp generation (LlamaChat on one sequence in a plain node-llama-cpp
+//      process, bench/llm-direct.ts: the best a plain node-llama-cpp program gets, no HTTP)
 //   2. the same request to the orchestrator (a child process) over HTTP, no gateway
 //   3. the same request through gateway (this process) + orchestrator, as in production
 //      -> tokens/s ratio and added time to first token (p50) of 2 and 3 against 1
 //   4. aggregate tokens/s at 1, 4 and 8 concurrent streams through the gateway
 //   5. the orchestrator's RSS with the model loaded.
 // Targets (issue #4): ratio >= 0.95, added TTFT p50 <= 5 ms.
-// Options: BENCH_RUNS (rounds, default 25), BENCH_MAX_TOKENS, BENCH_MODEL / BENCH_MODEL_FILE,
-// BENCH_MAX_NUM_SEQS (the orchestrator's MAX_NUM_SEQS, default 8), BENCH_STREAMS (default 1,4,8).
+// Options: BENCH_RUNS (rounds, default 20), BENCH_PROCESSES (processes per leg, default 3),
+// BENCH_MAX_TOKENS, BENCH_MODEL / BENCH_MODEL_FILE, BENCH_MAX_NUM_SEQS (the orchestrator's
+// MAX_NUM_SEQS, default 8), BENCH_STREAMS (default 1,4,8).
 //
 // Fairness: every leg runs the same prompt, max_tokens, sampling (temperature 1, a seed per
 // round, no penalties), threads and context size per sequence; the HTTP legs read the stream
-// with the same client code. The legs run interleaved, round by round in rotating order, so
+// with the same client code. The legs run interleaved, round by round in a shuffled order, so
 // load from other processes on a shared host hits all of them alike (medians are reported).
+// Each leg runs in BENCH_PROCESSES processes of its own (direct children, orchestrators, each
+// with its own gateway), all taking part in every round: on this 2-core VM two identical
+// generating processes, interleaved, differ by up to 9% for as long as they live (placement,
+// not load), so a single direct process against a single orchestrator carried that much
+// chance into the ratio.
 
 import http from 'node:http';
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { loadavg } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { getLlama, LlamaChat, type ChatHistoryItem, type LlamaContext } from 'node-llama-cpp';
-import { MODELS_DIR, startGateway, startOrchestratorProcess, TINY } from '../test/helpers/llm.ts';
+import { fileURLToPath } from 'node:url';
+import { MODELS_DIR, startGateway, startOrchestratorProcess, TINY, type OrchestratorProcess, type TestGateway } from '../test/helpers/llm.ts';
 
 const MODEL = process.env.BENCH_MODEL ?? TINY;
 const FILE = process.env.BENCH_MODEL_FILE ?? join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf');
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 400);
-const RUNS = Number(process.env.BENCH_RUNS ?? 25);
+const RUNS = Number(process.env.BENCH_RUNS ?? 20);
+const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 3);
 const THREADS = Number(process.env.MEDIAPLANE_LLM_THREADS ?? 1);
 const MAX_NUM_SEQS = Number(process.env.BENCH_MAX_NUM_SEQS ?? 8);
 // Concurrent streams for the aggregate figures; empty to leave them out.
@@ -34,6 +43,7 @@ const STREAMS = (process.env.BENCH_STREAMS ?? '1,4,8').split(',').filter(Boolean
 // The orchestrator's SSE pacing (MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS; 0: one write per token).
 const STREAM_INTERVAL_MS = Number(process.env.MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS ?? 10);
 const PROMPT = 'Tell me a long story about a llama.';
+// The orchestrator's context per sequence: MAX_MODEL_LEN left at its default follows the model.
 const DEFAULT_MAX_MODEL_LEN = 8192;
 
 interface Run {
@@ -49,23 +59,42 @@ const median = (xs: number[]): number => {
 };
 const tps = (r: Run): number => (r.tokens / r.totalMs) * 1000;
 
-/** One generation with LlamaChat on a fresh sequence, as the orchestrator's engine runs it. */
-async function directRun(context: LlamaContext, seed: number): Promise<Run> {
-  const sequence = context.getSequence();
-  const chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
-  const history: ChatHistoryItem[] = [{ type: 'user', text: PROMPT }, { type: 'model', response: [] }];
-  const t0 = performance.now();
-  let first = 0;
-  let tokens = 0;
-  await chat.generateResponse(history, {
-    maxTokens: MAX_TOKENS, temperature: 1, seed, repeatPenalty: false,
-    onToken: (t) => { tokens += t.length; },
-    onTextChunk: () => { if (!first) first = performance.now(); },
+/**
+ * A copy of `xs` in an order drawn from `seed` (Fisher-Yates over mulberry32). A fixed rotation
+ * would always put the same leg after the same other leg, and what runs just before a leg (a
+ * gateway still writing its ledger entry, a collection in this process) is part of its time.
+ */
+function shuffled<T>(xs: readonly T[], seed: number): T[] {
+  let a = seed >>> 0;
+  const rand = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** A bench/llm-direct.ts child with the model loaded; `run` generates once in it. */
+async function startDirect(): Promise<{ child: ChildProcess; contextSize: number; run(seed: number): Promise<Run> }> {
+  const child = fork(fileURLToPath(new URL('./llm-direct.ts', import.meta.url)), {
+    env: { ...process.env, BENCH_DIRECT_MODEL_FILE: FILE, BENCH_DIRECT_PROMPT: PROMPT, BENCH_DIRECT_MAX_TOKENS: String(MAX_TOKENS), BENCH_DIRECT_THREADS: String(THREADS), BENCH_DIRECT_CONTEXT: String(DEFAULT_MAX_MODEL_LEN) },
   });
-  const end = performance.now();
-  chat.dispose({ disposeSequence: false });
-  sequence.dispose();
-  return { ttftMs: first - t0, tokens, totalMs: end - t0 };
+  const [ready] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => { throw new Error('the direct process exited'); })])) as [{ contextSize: number }];
+  return {
+    child,
+    contextSize: ready.contextSize,
+    async run(seed) {
+      child.send({ seed });
+      const [r] = (await once(child, 'message')) as [Run];
+      return r;
+    },
+  };
 }
 
 /**
@@ -101,8 +130,6 @@ async function httpRun(url: string, headers: Record<string, string>, seed: numbe
 }
 const agent = new http.Agent({ keepAlive: true });
 
-const pairedRatio = (a: Run[], b: Run[]): number => median(a.map((r, i) => tps(r) / tps(b[i] ?? r)));
-
 async function rssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
@@ -114,68 +141,79 @@ const summary = (runs: Run[]): { tokPerSec: number; ttftP50Ms: number; tokens: n
   tokens: median(runs.map((r) => r.tokens)),
 });
 
+type Leg = 'direct' | 'orchestrator' | 'gateway';
+const LEGS: Leg[] = ['direct', 'orchestrator', 'gateway'];
+
 const loadBefore = loadavg()[0] ?? 0;
-const llama = await getLlama({ gpu: false, build: 'never', maxThreads: THREADS });
-const model = await llama.loadModel({ modelPath: FILE });
-// The orchestrator's context per sequence: MAX_MODEL_LEN left at its default follows the model.
-const contextSize = Math.min(DEFAULT_MAX_MODEL_LEN, model.trainContextSize);
-const context = await model.createContext({ contextSize, sequences: 1, threads: THREADS });
-const orch = await startOrchestratorProcess({ MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL, MAX_NUM_SEQS: String(MAX_NUM_SEQS), MEDIAPLANE_LLM_THREADS: String(THREADS), MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: String(STREAM_INTERVAL_MS), MEDIAPLANE_LOG_LEVEL: 'warn' });
-const gw = await startGateway({ orchestrators: [orch.url] });
+const directs: Array<Awaited<ReturnType<typeof startDirect>>> = [];
+const orchs: OrchestratorProcess[] = [];
+const gateways: TestGateway[] = [];
 try {
-  const key = await gw.owner('bench');
-  const rssLoaded = await rssMb(orch.child.pid ?? 0);
-  const legs: Record<'direct' | 'orchestrator' | 'gateway', (seed: number) => Promise<Run>> = {
-    direct: (seed) => directRun(context, seed),
-    orchestrator: (seed) => httpRun(`${orch.url}/v1/chat/completions`, {}, seed),
-    gateway: (seed) => httpRun(`${gw.url}/llm`, { authorization: `Bearer ${key}` }, seed),
-  };
-  const names = Object.keys(legs) as Array<keyof typeof legs>;
-  const runs: Record<keyof typeof legs, Run[]> = { direct: [], orchestrator: [], gateway: [] };
-  for (const name of names) await legs[name](0); // warm-up
+  // One at a time: a model loading beside another would make start-up, not the runs, noisy.
+  for (let k = 0; k < PROCESSES; k++) {
+    directs.push(await startDirect());
+    orchs.push(await startOrchestratorProcess({ MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL, MAX_NUM_SEQS: String(MAX_NUM_SEQS), MEDIAPLANE_LLM_THREADS: String(THREADS), MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: String(STREAM_INTERVAL_MS), MEDIAPLANE_LOG_LEVEL: 'warn' }));
+    gateways.push(await startGateway({ orchestrators: [orchs[k]?.url ?? ''] }));
+  }
+  const rssLoaded = await Promise.all(orchs.map((o) => rssMb(o.child.pid ?? 0)));
+  // Every process's legs, as [leg, process index, run].
+  const slots: Array<[Leg, number, (seed: number) => Promise<Run>]> = [];
+  for (let k = 0; k < PROCESSES; k++) {
+    const orch = orchs[k]!;
+    const gw = gateways[k]!;
+    const key = await gw.owner('bench');
+    slots.push(['direct', k, (seed) => directs[k]!.run(seed)]);
+    slots.push(['orchestrator', k, (seed) => httpRun(`${orch.url}/v1/chat/completions`, {}, seed)]);
+    slots.push(['gateway', k, (seed) => httpRun(`${gw.url}/llm`, { authorization: `Bearer ${key}` }, seed)]);
+  }
+  // runs[leg][k][round]
+  const runs = Object.fromEntries(LEGS.map((l) => [l, Array.from({ length: PROCESSES }, (): Run[] => [])])) as Record<Leg, Run[][]>;
+  for (let w = 0; w < 2; w++) for (const [, , run] of slots) await run(w); // warm-up
   for (let i = 1; i <= RUNS; i++) {
-    for (let j = 0; j < names.length; j++) {
-      const name = names[(i + j) % names.length] ?? 'direct';
-      runs[name].push(await legs[name](i));
-    }
+    for (const [leg, k, run] of shuffled(slots, i)) runs[leg][k]!.push(await run(i));
   }
 
   const aggregate: Record<string, number> = {};
+  const gw0 = gateways[0]!;
+  const key0 = await gw0.owner('aggregate');
   for (const n of STREAMS) {
     const rounds: number[] = [];
     for (let round = 0; round < 3; round++) {
       const t0 = performance.now();
-      const all = await Promise.all(Array.from({ length: n }, (_, i) => legs.gateway(100 * (round + 1) + i)));
+      const all = await Promise.all(Array.from({ length: n }, (_, i) => httpRun(`${gw0.url}/llm`, { authorization: `Bearer ${key0}` }, 100 * (round + 1) + i)));
       rounds.push(all.reduce((s, r) => s + r.tokens, 0) / ((performance.now() - t0) / 1000));
     }
     aggregate[`${n} streams`] = Math.round(median(rounds));
   }
-  const rssAfter = await rssMb(orch.child.pid ?? 0);
+  const rssAfter = await rssMb(orchs[0]?.child.pid ?? 0);
 
-  const d = summary(runs.direct);
-  const o = summary(runs.orchestrator);
-  const g = summary(runs.gateway);
+  const all = (leg: Leg): Run[] => runs[leg].flat();
+  const d = summary(all('direct'));
+  const o = summary(all('orchestrator'));
+  const g = summary(all('gateway'));
+  // Pairs: the same round and process index, so both ran the same seed minutes apart at most.
+  const pairs = (leg: Leg): number[] => runs[leg].flatMap((rs, k) => rs.map((r, i) => tps(r) / tps(runs.direct[k]?.[i] ?? r)));
   const report = {
-    model: MODEL, maxTokens: MAX_TOKENS, runs: RUNS, streamIntervalMs: STREAM_INTERVAL_MS, threads: THREADS, contextPerSequence: contextSize, orchestratorMaxNumSeqs: MAX_NUM_SEQS,
+    model: MODEL, maxTokens: MAX_TOKENS, runs: RUNS, processesPerLeg: PROCESSES, streamIntervalMs: STREAM_INTERVAL_MS, threads: THREADS, contextPerSequence: directs[0]?.contextSize, orchestratorMaxNumSeqs: MAX_NUM_SEQS,
     direct: d,
     orchestratorOverHttp: o,
     gateway: g,
     throughputRatio: +(g.tokPerSec / d.tokPerSec).toFixed(3),
     // The median of each round's gateway/direct ratio: the two ran back to back, so load that
     // drifts over the run (other tenants of a shared host) cancels out of each pair.
-    pairedThroughputRatio: +pairedRatio(runs.gateway, runs.direct).toFixed(3),
+    pairedThroughputRatio: +median(pairs('gateway')).toFixed(3),
     addedTtftP50Ms: +(g.ttftP50Ms - d.ttftP50Ms).toFixed(2),
-    orchestratorOnly: { throughputRatio: +(o.tokPerSec / d.tokPerSec).toFixed(3), addedTtftP50Ms: +(o.ttftP50Ms - d.ttftP50Ms).toFixed(2) },
+    orchestratorOnly: { throughputRatio: +(o.tokPerSec / d.tokPerSec).toFixed(3), pairedThroughputRatio: +median(pairs('orchestrator')).toFixed(3), addedTtftP50Ms: +(o.ttftP50Ms - d.ttftP50Ms).toFixed(2) },
+    // Each process's median tok/s: the spread between processes of the same leg is the host's.
+    tokPerSecByProcess: Object.fromEntries(LEGS.map((l) => [l, runs[l].map((rs) => Math.round(median(rs.map(tps))))])),
     aggregateTokPerSec: aggregate,
-    orchestratorRssMb: { modelLoaded: +rssLoaded.toFixed(1), afterRuns: +rssAfter.toFixed(1) },
+    orchestratorRssMb: { modelLoaded: rssLoaded.map((x) => +x.toFixed(1)), afterRuns: +rssAfter.toFixed(1) },
     hostLoadAvg1m: { before: +loadBefore.toFixed(2), after: +(loadavg()[0] ?? 0).toFixed(2) },
     targets: { throughputRatio: '>= 0.95', addedTtftP50Ms: '<= 5' },
   };
   console.log(JSON.stringify(report, null, 2));
 } finally {
-  await gw.close();
-  await orch.kill();
-  await context.dispose();
-  await model.dispose();
-  await llama.dispose();
+  for (const gw of gateways) await gw.close();
+  for (const o of orchs) await o.kill();
+  for (const d of directs) d.child.disconnect();
 }
