@@ -113,8 +113,8 @@ async function generate(req: FastifyRequest, reply: FastifyReply, s: Orchestrato
 
 /**
  * Streams the engine's events as chat.completion.chunk events through a StreamPacer; the final
- * step's text rides with finish_reason, then the usage chunk and [DONE] go in the same write
- * (API.md section B).
+ * step's text rides with finish_reason, then the usage chunk and [DONE] go in the same write,
+ * which ends the response (API.md section B).
  */
 async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, events: AsyncIterator<GenerateEvent>, meta: { id: string; created: number; model: string }, s: OrchestratorState): Promise<void> {
   const out = new StreamPacer(res, chunkEncoder(meta), s.streamIntervalMs);
@@ -131,7 +131,7 @@ async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, 
   } finally {
     out.stop();
     await events.return?.();
-    if (!res.destroyed) res.end();
+    if (!res.destroyed && !res.writableEnded) res.end();
   }
 }
 
@@ -171,13 +171,17 @@ class StreamPacer {
     else this.#timer = setTimeout(() => this.#flush(), wait);
   }
 
-  /** The last content chunk (with `finish` as finish_reason, none when null) and `tail`, in one write. */
+  /**
+   * The last content chunk (with `finish` as finish_reason, none when null) and `tail`, written
+   * with the end of the response: one write, and the reader learns of the end at once rather
+   * than after the engine has let go of its sequence.
+   */
   finish(text: string, finish: FinishReason | null, tail: string): void {
     this.stop();
     const last = this.#pending + text;
     const head = finish !== null || last ? this.#chunk(last, finish) : '';
     this.#pending = '';
-    write(this.#res, head + tail);
+    if (!this.#res.destroyed) this.#res.end(head + tail);
   }
 
   stop(): void {
