@@ -85,14 +85,18 @@ async function startDirect(): Promise<{ child: ChildProcess; contextSize: number
   const child = fork(fileURLToPath(new URL('./llm-direct.ts', import.meta.url)), {
     env: { ...process.env, BENCH_DIRECT_MODEL_FILE: FILE, BENCH_DIRECT_PROMPT: PROMPT, BENCH_DIRECT_MAX_TOKENS: String(MAX_TOKENS), BENCH_DIRECT_THREADS: String(THREADS), BENCH_DIRECT_CONTEXT: String(DEFAULT_MAX_MODEL_LEN) },
   });
-  const [ready] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => { throw new Error('the direct process exited'); })])) as [{ contextSize: number }];
+  // Its next message; a child that dies instead fails the bench rather than hanging it.
+  const reply = async <T>(): Promise<T> => {
+    const [m] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => { throw new Error('the direct process exited'); })])) as [T];
+    return m;
+  };
+  const ready = await reply<{ contextSize: number }>();
   return {
     child,
     contextSize: ready.contextSize,
     async run(seed) {
       child.send({ seed });
-      const [r] = (await once(child, 'message')) as [Run];
-      return r;
+      return reply<Run>();
     },
   };
 }
@@ -152,8 +156,9 @@ try {
   // One at a time: a model loading beside another would make start-up, not the runs, noisy.
   for (let k = 0; k < PROCESSES; k++) {
     directs.push(await startDirect());
-    orchs.push(await startOrchestratorProcess({ MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL, MAX_NUM_SEQS: String(MAX_NUM_SEQS), MEDIAPLANE_LLM_THREADS: String(THREADS), MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: String(STREAM_INTERVAL_MS), MEDIAPLANE_LOG_LEVEL: 'warn' }));
-    gateways.push(await startGateway({ orchestrators: [orchs[k]?.url ?? ''] }));
+    const orch = await startOrchestratorProcess({ MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL, MAX_NUM_SEQS: String(MAX_NUM_SEQS), MEDIAPLANE_LLM_THREADS: String(THREADS), MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: String(STREAM_INTERVAL_MS), MEDIAPLANE_LOG_LEVEL: 'warn' });
+    orchs.push(orch);
+    gateways.push(await startGateway({ orchestrators: [orch.url] }));
   }
   const rssLoaded = await Promise.all(orchs.map((o) => rssMb(o.child.pid ?? 0)));
   // Every process's legs, as [leg, process index, run].
@@ -191,7 +196,7 @@ try {
   const d = summary(all('direct'));
   const o = summary(all('orchestrator'));
   const g = summary(all('gateway'));
-  // Pairs: the same round and process index, so both ran the same seed minutes apart at most.
+  // Pairs: the same round and process index, so both ran the same seed seconds apart.
   const pairs = (leg: Leg): number[] => runs[leg].flatMap((rs, k) => rs.map((r, i) => tps(r) / tps(runs.direct[k]?.[i] ?? r)));
   const report = {
     model: MODEL, maxTokens: MAX_TOKENS, runs: RUNS, processesPerLeg: PROCESSES, streamIntervalMs: STREAM_INTERVAL_MS, threads: THREADS, contextPerSequence: directs[0]?.contextSize, orchestratorMaxNumSeqs: MAX_NUM_SEQS,
@@ -199,8 +204,8 @@ try {
     orchestratorOverHttp: o,
     gateway: g,
     throughputRatio: +(g.tokPerSec / d.tokPerSec).toFixed(3),
-    // The median of each round's gateway/direct ratio: the two ran back to back, so load that
-    // drifts over the run (other tenants of a shared host) cancels out of each pair.
+    // The median of the gateway/direct ratios of each round and process: the two ran in the same
+    // round, so load that drifts over the run (other tenants of a shared host) cancels out.
     pairedThroughputRatio: +median(pairs('gateway')).toFixed(3),
     addedTtftP50Ms: +(g.ttftP50Ms - d.ttftP50Ms).toFixed(2),
     orchestratorOnly: { throughputRatio: +(o.tokPerSec / d.tokPerSec).toFixed(3), pairedThroughputRatio: +median(pairs('orchestrator')).toFixed(3), addedTtftP50Ms: +(o.ttftP50Ms - d.ttftP50Ms).toFixed(2) },
