@@ -121,8 +121,12 @@ async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, 
   try {
     for (let step = first; !step.done; step = await events.next()) {
       const ev = step.value;
-      if (ev.type === 'text') out.text(ev.text);
-      else out.finish(ev.text, ev.finishReason, formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n');
+      if (ev.type === 'end') {
+        // The end event is the last (Engine); the response is over, so nothing may follow it.
+        out.finish(ev.text, ev.finishReason, formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n');
+        return;
+      }
+      out.text(ev.text);
       if (res.destroyed) return;
     }
   } catch (err) {
@@ -173,8 +177,7 @@ class StreamPacer {
 
   /**
    * The last content chunk (with `finish` as finish_reason, none when null) and `tail`, written
-   * with the end of the response: one write, and the reader learns of the end at once rather
-   * than after the engine has let go of its sequence.
+   * with the end of the response: one write where there were two.
    */
   finish(text: string, finish: FinishReason | null, tail: string): void {
     this.stop();
