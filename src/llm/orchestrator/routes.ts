@@ -143,9 +143,11 @@ async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, 
  * Writes generated text as SSE chunks, at most one write per `intervalMs`: the first token
  * and any token after a quiet interval go out at once; tokens that come faster are merged
  * into the next write (never held longer than the interval). While the socket is full
- * (backpressure) text is merged until it drains. With a real model (tens of ms a token) every
- * token is its own write; with a fast one this saves a write, and a wake-up in each process
- * downstream, per token.
+ * (backpressure) text is merged until it drains. A model slower than one token per interval
+ * gets one write per token; a faster one saves a write, and a wake-up in each process
+ * downstream, per merged token. On a host with few cores that CPU comes out of the decode's
+ * share: at 30 ms instead of 10 the gateway and its client used 9 ms of CPU per 400-token
+ * stream instead of 20 (docs/llm.md).
  */
 class StreamPacer {
   readonly #res: ServerResponse;
