@@ -8,25 +8,28 @@
 //   4. aggregate tokens/s at 1, 4 and 8 concurrent streams through the gateway
 //   5. the orchestrator's RSS with the model loaded.
 // Targets (issue #4): ratio >= 0.95, added TTFT p50 <= 5 ms.
-// Options: BENCH_RUNS (rounds, default 20), BENCH_PROCESSES (processes per leg, default 3),
+// Options: BENCH_RUNS (rounds, default 30), BENCH_PROCESSES (processes per leg, default 3),
 // BENCH_MAX_TOKENS, BENCH_MODEL / BENCH_MODEL_FILE, BENCH_MAX_NUM_SEQS (the orchestrator's
-// MAX_NUM_SEQS, default 8), BENCH_STREAMS (default 1,4,8).
+// MAX_NUM_SEQS, default 8), BENCH_STREAMS (default 1,4,8), BENCH_RAW (a file for every request's
+// figures).
 //
 // Fairness: every leg runs the same prompt, max_tokens, sampling (temperature 1, a seed per
 // round, no penalties), threads and context size per sequence; the HTTP legs read the stream
-// with the same client code. The legs run interleaved, round by round in a shuffled order, so
-// load from other processes on a shared host hits all of them alike (medians are reported).
-// Each leg runs in BENCH_PROCESSES processes of its own (direct children, orchestrators, each
-// with its own gateway), all taking part in every round: on this 2-core VM two identical
-// generating processes, interleaved, differ by up to 9% for as long as they live (placement,
-// not load), so a single direct process against a single orchestrator carried that much
-// chance into the ratio.
+// with the same client code. Each leg runs in BENCH_PROCESSES processes of its own (direct
+// children, orchestrators, each with its own gateway), so no one process decides a leg and
+// the direct leg does not share a process with a gateway. The legs run interleaved in a
+// shuffled order (see the rounds below), so the host's drifting load hits all of them alike.
+//
+// Precision: one 400-token request's time varies by ~10% (standard deviation) on this 2-vCPU
+// VM, so with 90 requests a leg the ratio of one run is good to about +-1.5% (bootstrap over
+// rounds). The ratio is of the legs' throughput, all tokens over all time, which varied less
+// from run to run than the ratio of median tokens/s (also reported).
 
 import http from 'node:http';
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { loadavg } from 'node:os';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config/index.ts';
@@ -35,7 +38,7 @@ import { MODELS_DIR, startGateway, startOrchestratorProcess, TINY, type Orchestr
 const MODEL = process.env.BENCH_MODEL ?? TINY;
 const FILE = process.env.BENCH_MODEL_FILE ?? join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf');
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 400);
-const RUNS = Number(process.env.BENCH_RUNS ?? 20);
+const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 3);
 const THREADS = Number(process.env.MEDIAPLANE_LLM_THREADS ?? 1);
 const MAX_NUM_SEQS = Number(process.env.BENCH_MAX_NUM_SEQS ?? 8);
@@ -141,8 +144,10 @@ async function rssMb(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-const summary = (runs: Run[]): { tokPerSec: number; ttftP50Ms: number; tokens: number } => ({
-  tokPerSec: Math.round(median(runs.map(tps))),
+// tokPerSec: the leg's throughput, all its tokens over all its time (medianTokPerSec beside it).
+const summary = (runs: Run[]): { tokPerSec: number; medianTokPerSec: number; ttftP50Ms: number; tokens: number } => ({
+  tokPerSec: Math.round((runs.reduce((s, r) => s + r.tokens, 0) / runs.reduce((s, r) => s + r.totalMs, 0)) * 1000),
+  medianTokPerSec: Math.round(median(runs.map(tps))),
   ttftP50Ms: +median(runs.map((r) => r.ttftMs)).toFixed(2),
   tokens: median(runs.map((r) => r.tokens)),
 });
@@ -163,21 +168,29 @@ try {
     gateways.push(await startGateway({ orchestrators: [orch.url] }));
   }
   const rssLoaded = await Promise.all(orchs.map((o) => rssMb(o.child.pid ?? 0)));
-  // Every process's legs, as [leg, process index, run].
-  const slots: Array<[Leg, number, (seed: number) => Promise<Run>]> = [];
+  // Each process index's three legs: legs[k][leg](seed).
+  const legs: Array<Record<Leg, (seed: number) => Promise<Run>>> = [];
   for (let k = 0; k < PROCESSES; k++) {
     const orch = orchs[k]!;
     const gw = gateways[k]!;
     const key = await gw.owner('bench');
-    slots.push(['direct', k, (seed) => directs[k]!.run(seed)]);
-    slots.push(['orchestrator', k, (seed) => httpRun(`${orch.url}/v1/chat/completions`, {}, seed)]);
-    slots.push(['gateway', k, (seed) => httpRun(`${gw.url}/llm`, { authorization: `Bearer ${key}` }, seed)]);
+    legs.push({
+      direct: (seed) => directs[k]!.run(seed),
+      orchestrator: (seed) => httpRun(`${orch.url}/v1/chat/completions`, {}, seed),
+      gateway: (seed) => httpRun(`${gw.url}/llm`, { authorization: `Bearer ${key}` }, seed),
+    });
   }
   // runs[leg][k][round]
   const runs = Object.fromEntries(LEGS.map((l) => [l, Array.from({ length: PROCESSES }, (): Run[] => [])])) as Record<Leg, Run[][]>;
-  for (let w = 0; w < 2; w++) for (const [, , run] of slots) await run(w); // warm-up
+  for (let w = 0; w < 2; w++) for (const ls of legs) for (const l of LEGS) await ls[l](w); // warm-up
+  // A round runs every process index's three legs back to back, as a triplet; the triplets and
+  // the legs within each are in a shuffled order. One request's time is correlated with the
+  // next one's (lag-1 autocorrelation ~0.5 here: the host's load drifts), so the legs of a
+  // triplet meet nearly the same host, and the paired ratio compares them.
   for (let i = 1; i <= RUNS; i++) {
-    for (const [leg, k, run] of shuffled(slots, i)) runs[leg][k]!.push(await run(i));
+    for (const k of shuffled([...legs.keys()], i)) {
+      for (const l of shuffled(LEGS, i * PROCESSES + k)) runs[l][k]!.push(await legs[k]![l](i));
+    }
   }
 
   const aggregate: Record<string, number> = {};
@@ -198,7 +211,7 @@ try {
   const d = summary(all('direct'));
   const o = summary(all('orchestrator'));
   const g = summary(all('gateway'));
-  // Pairs: the same round and process index, so both ran the same seed seconds apart.
+  // Pairs: the same round and process index (one triplet), so both ran the same seed back to back.
   const pairs = (leg: Leg): number[] => runs[leg].flatMap((rs, k) => rs.map((r, i) => tps(r) / tps(runs.direct[k]?.[i] ?? r)));
   const report = {
     model: MODEL, maxTokens: MAX_TOKENS, runs: RUNS, processesPerLeg: PROCESSES, streamIntervalMs: STREAM_INTERVAL_MS, threads: THREADS, contextPerSequence: directs[0]?.contextSize, orchestratorMaxNumSeqs: MAX_NUM_SEQS,
@@ -206,12 +219,12 @@ try {
     orchestratorOverHttp: o,
     gateway: g,
     throughputRatio: +(g.tokPerSec / d.tokPerSec).toFixed(3),
-    // The median of the gateway/direct ratios of each round and process: the two ran in the same
-    // round, so load that drifts over the run (other tenants of a shared host) cancels out.
+    ratioOfMedians: +(g.medianTokPerSec / d.medianTokPerSec).toFixed(3),
+    // The median of the gateway/direct ratios of each triplet: the two ran back to back.
     pairedThroughputRatio: +median(pairs('gateway')).toFixed(3),
     addedTtftP50Ms: +(g.ttftP50Ms - d.ttftP50Ms).toFixed(2),
     orchestratorOnly: { throughputRatio: +(o.tokPerSec / d.tokPerSec).toFixed(3), pairedThroughputRatio: +median(pairs('orchestrator')).toFixed(3), addedTtftP50Ms: +(o.ttftP50Ms - d.ttftP50Ms).toFixed(2) },
-    // Each process's median tok/s: the spread between processes of the same leg is the host's.
+    // Each process's median tok/s: with 30 requests each, identical processes differ by a few %.
     tokPerSecByProcess: Object.fromEntries(LEGS.map((l) => [l, runs[l].map((rs) => Math.round(median(rs.map(tps))))])),
     aggregateTokPerSec: aggregate,
     orchestratorRssMb: { modelLoaded: rssLoaded.map((x) => +x.toFixed(1)), afterRuns: +rssAfter.toFixed(1) },
@@ -219,6 +232,8 @@ try {
     targets: { throughputRatio: '>= 0.95', addedTtftP50Ms: '<= 5' },
   };
   console.log(JSON.stringify(report, null, 2));
+  // Every request's figures, runs[leg][process][round], for analysis beyond this report.
+  if (process.env.BENCH_RAW) await writeFile(process.env.BENCH_RAW, JSON.stringify(runs));
 } finally {
   for (const gw of gateways) await gw.close();
   for (const o of orchs) await o.kill();
