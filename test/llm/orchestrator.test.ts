@@ -138,6 +138,21 @@ test('vLLM engine with a fake vLLM child: started with the mapped flags, relays 
     await o.close();
     assert.match(await readFile(record, 'utf8'), /SIGTERM\n$/);
 
+    // The usage chunk ends the answer (the response ends with it): text a server sends after
+    // it is not written after the end.
+    process.env.FAKE_VLLM_TRAILING = '1';
+    // Unpaced, so that text after the end would be written at once, not dropped with a timer.
+    const late = await startOrchestrator({ config: { ...config, orchestratorStreamIntervalMs: 0 }, log: quietLog });
+    try {
+      const tail = await readSse(await fetch(`${late.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 5 }) }));
+      assert.equal(tail.at(-1)?.data, '[DONE]');
+      assert.equal(JSON.parse(tail.at(-2)?.data ?? '{}').usage.completion_tokens, 5);
+      assert.ok(!tail.some((e) => e.data.includes('trailing')), 'nothing after the usage chunk');
+    } finally {
+      await late.close();
+      delete process.env.FAKE_VLLM_TRAILING;
+    }
+
     process.env.FAKE_VLLM_FAIL = '1';
     await assert.rejects(startOrchestrator({ config, log: quietLog }), /vLLM exited during start-up: ValueError: fake vLLM refuses to start/);
   } finally {
