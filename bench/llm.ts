@@ -20,7 +20,7 @@
 // the direct leg does not share a process with a gateway. The legs run interleaved in a
 // shuffled order (see the rounds below), so the host's drifting load hits all of them alike.
 //
-// Precision: one 400-token request's time varies by ~10% (standard deviation) on this 2-vCPU
+// Precision: one 400-token request's time varies by 10-15% (standard deviation) on this 2-vCPU
 // VM, so with 90 requests a leg the ratio of one run is good to about +-1.5% (bootstrap over
 // rounds). The ratio is of the legs' throughput, all tokens over all time, which varied less
 // from run to run than the ratio of median tokens/s (also reported).
