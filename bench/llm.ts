@@ -189,7 +189,8 @@ try {
   // triplet meet nearly the same host, and the paired ratio compares them.
   for (let i = 1; i <= RUNS; i++) {
     for (const k of shuffled([...legs.keys()], i)) {
-      for (const l of shuffled(LEGS, i * PROCESSES + k)) runs[l][k]!.push(await legs[k]![l](i));
+      // Seeds apart from the rounds' (1..RUNS), so the two orders are not the same draw.
+      for (const l of shuffled(LEGS, 0x10000 + i * PROCESSES + k)) runs[l][k]!.push(await legs[k]![l](i));
     }
   }
 
