@@ -91,9 +91,17 @@ async function startDirect(): Promise<{ child: ChildProcess; contextSize: number
     env: { ...process.env, BENCH_DIRECT_MODEL_FILE: FILE, BENCH_DIRECT_PROMPT: PROMPT, BENCH_DIRECT_MAX_TOKENS: String(MAX_TOKENS), BENCH_DIRECT_THREADS: String(THREADS), BENCH_DIRECT_CONTEXT: String(DEFAULT_MAX_MODEL_LEN) },
   });
   // Its next message; a child that dies instead fails the bench rather than hanging it.
+  // The loser's listeners are removed (abort), or they pile up on the child, one set per request.
   const reply = async <T>(): Promise<T> => {
-    const [m] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => { throw new Error('the direct process exited'); })])) as [T];
-    return m;
+    const done = new AbortController();
+    const { signal } = done;
+    try {
+      const exited = once(child, 'exit', { signal }).then(() => { throw new Error('the direct process exited'); });
+      const [m] = (await Promise.race([once(child, 'message', { signal }), exited])) as [T];
+      return m;
+    } finally {
+      done.abort();
+    }
   };
   const ready = await reply<{ contextSize: number }>();
   return {
