@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { Registry as MetricsRegistry } from 'prom-client';
 import { Accounts } from './accounts/index.ts';
 import { buildApp } from './api/index.ts';
 import type { Config } from './config/index.ts';
@@ -104,9 +105,12 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
   const running: Running = { core, stop: async () => {} };
   try {
     if (roles.api || roles.gateway) {
+      // One registry for the process: GET /metrics shows every role that runs in it.
+      const metrics = new MetricsRegistry();
       const app = await buildApp({
         transcodeApi: roles.api,
         ...core,
+        metrics,
         rules: {
           allowPrivateUrls: config.allowPrivateUrls,
           c2paConfigured: core.c2paSigner !== undefined,
@@ -121,12 +125,12 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
       // first poll (once the server is ready) finds it.
       const orchestrators = [...config.gatewayOrchestrators];
       if (roles.orchestrator) {
-        const orch = await startOrchestrator({ config, log, app });
+        const orch = await startOrchestrator({ config, log, app, metrics });
         if (orch.url) orchestrators.unshift(orch.url);
         closers.push(() => orch.close());
       }
       if (roles.gateway) {
-        const gateway = await registerGateway(app, { config, db: core.db, accounts: core.accounts, log, orchestrators });
+        const gateway = await registerGateway(app, { config, db: core.db, accounts: core.accounts, log, orchestrators, metrics });
         closers.unshift(() => gateway.close());
       }
       closers.unshift(() => app.close());

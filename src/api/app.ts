@@ -2,6 +2,7 @@ import { Ajv } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../accounts/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
@@ -24,6 +25,8 @@ export interface ApiDeps {
   maxQueuedPerOwner: number;
   requesterSalt: string;
   version: string;
+  /** The registry GET /metrics serves, shared with the other roles of the process. */
+  metrics?: MetricsRegistry;
 }
 
 /**
@@ -50,7 +53,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
 
   const openapi = collectOpenApi(app, { title: 'Mediaplane API', version: deps.version });
-  const metrics = createMetrics({ tasks: deps.tasks, queue: deps.queue });
+  const metrics = createMetrics({ tasks: deps.tasks, queue: deps.queue, registry: deps.metrics });
   metrics.instrument(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));

@@ -2,9 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PHASES, type Queue, type TaskStore } from '../tasks/index.ts';
 
-/** Prometheus metrics of one process: HTTP latency, tasks by phase, queue depth. */
-export function createMetrics(deps: { tasks: TaskStore; queue: Queue }): { registry: Registry; instrument(app: FastifyInstance): void } {
-  const registry = new Registry();
+/**
+ * Prometheus metrics of one process: HTTP latency, tasks by phase, queue depth, and what the
+ * other roles of the process (LLM gateway, local orchestrator) add to the same registry.
+ */
+export function createMetrics(deps: { tasks: TaskStore; queue: Queue; registry?: Registry | undefined }): { registry: Registry; instrument(app: FastifyInstance): void } {
+  const registry = deps.registry ?? new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'mediaplane_' });
   const latency = new Histogram({
     name: 'mediaplane_http_request_duration_seconds',

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
+import { sampleSum } from '../helpers/llm.ts';
 
 // The `mediaplane` command as a user runs it: a real process, real exit codes and output.
 
@@ -130,6 +131,14 @@ describe('mediaplane start: every role on one port', () => {
       }
       assert.ok(text.length > 0);
       assert.equal(usage?.completion_tokens, 5);
+
+      // One GET /metrics for every role of the process: the API's, the gateway's, the local orchestrator's.
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      assert.equal(sampleSum(metrics, 'mediaplane_llm_completions_total', { model: 'stas/tiny-random-llama-2', outcome: 'completed' }), 2);
+      assert.equal(sampleSum(metrics, 'mediaplane_llm_tokens_total', { kind: 'completion' }), 8 + 5);
+      assert.equal(sampleSum(metrics, 'mediaplane_llm_orchestrators', { state: 'up' }), 1);
+      assert.ok(sampleSum(metrics, 'mediaplane_orchestrator_tokens_computed_total') >= 8 + 5);
+      assert.equal(sampleSum(metrics, 'mediaplane_tasks'), 1, 'the one task, whatever its phase');
     } finally {
       server.kill('SIGTERM');
       await new Promise((r) => server.once('exit', r));

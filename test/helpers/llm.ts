@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
+import { Registry as MetricsRegistry } from 'prom-client';
 import { Accounts } from '../../src/accounts/index.ts';
 import { loadConfig, type Config, type SettingKey } from '../../src/config/index.ts';
 import { openDb, type Db } from '../../src/db/index.ts';
@@ -94,6 +95,8 @@ export interface TestGateway {
   db: Db;
   accounts: Accounts;
   config: Config;
+  /** The gateway's metrics (what GET /metrics would show beside the API's own). */
+  metrics: MetricsRegistry;
   /** Creates an owner with a key; `usd` adds credits. */
   owner(name: string, usd?: number): Promise<string>;
   close(): Promise<void>;
@@ -106,10 +109,11 @@ export async function startGateway(opts: { orchestrators?: string[]; config?: Pa
   const accounts = new Accounts(db, { authCacheMs: config.authCacheMs });
   const app = Fastify();
   await opts.mount?.(app);
-  const gw = await registerGateway(app, { config, db, accounts, log: quietLog, orchestrators: opts.orchestrators ?? [] });
+  const metrics = new MetricsRegistry();
+  const gw = await registerGateway(app, { config, db, accounts, log: quietLog, orchestrators: opts.orchestrators ?? [], metrics });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
-    url, app, db, accounts, config,
+    url, app, db, accounts, config, metrics,
     async owner(name, usd) {
       const { key } = await accounts.createKey(name);
       if (usd) await db.query(`INSERT INTO llm_balances (owner, balance_usd) VALUES ($1, $2) ON CONFLICT (owner) DO UPDATE SET balance_usd = llm_balances.balance_usd + EXCLUDED.balance_usd`, [name, usd]);
@@ -121,6 +125,21 @@ export async function startGateway(opts: { orchestrators?: string[]; config?: Pa
       if (!opts.db) await db.close();
     },
   };
+}
+
+/**
+ * The sum of the samples named `sample` in Prometheus text whose labels include `labels`
+ * (a histogram's count is the sample `<name>_count`); 0 when there is none.
+ */
+export function sampleSum(text: string, sample: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== sample) continue;
+    const have = new Map([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    if (Object.entries(labels).every(([k, v]) => have.get(k) === v)) sum += Number(m[3]);
+  }
+  return sum;
 }
 
 /** Reads an SSE response body whole: its events in order. */

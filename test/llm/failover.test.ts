@@ -4,7 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo } from 'node:net';
-import { startGateway, startOrchestratorProcess, TINY, type OrchestratorProcess, type TestGateway } from '../helpers/llm.ts';
+import { sampleSum, startGateway, startOrchestratorProcess, TINY, type OrchestratorProcess, type TestGateway } from '../helpers/llm.ts';
 
 const PRICE = 0.000001; // USD per output token
 const SECRET = 'test-shared-secret-0123456789';
@@ -127,6 +127,21 @@ test('every orchestrator down before the first token: 503 and nothing charged', 
   const after = await ledger(alice);
   assert.equal(after.entries.length, before.entries.length);
   assert.equal(after.balanceUsd, before.balanceUsd);
+});
+
+// Runs last: it counts what the tests above did.
+test('the gateway\'s metrics count completions by outcome, their tokens, first tokens and failovers', async () => {
+  const text = await gw.metrics.metrics();
+  const completions = (outcome: string): number => sampleSum(text, 'mediaplane_llm_completions_total', { model: TINY, outcome });
+  assert.equal(completions('completed'), 3, 'alice\'s first request and the two after the SIGKILL');
+  assert.equal(completions('refused'), 1, 'bob\'s 402');
+  assert.equal(completions('cancelled'), 1, 'the client that disconnected');
+  assert.equal(completions('failed'), 3, 'SIGKILL mid-stream, and the two requests with every orchestrator down');
+  assert.equal(sampleSum(text, 'mediaplane_llm_tokens_total', { model: TINY, kind: 'completion' }), 10 + 6 + 6);
+  assert.equal(sampleSum(text, 'mediaplane_llm_time_to_first_token_seconds_count', { model: TINY }), 5, 'every request that got a first token');
+  assert.ok(sampleSum(text, 'mediaplane_llm_failovers_total', { model: TINY }) >= 4, 'each of the last two requests tried both orchestrators');
+  assert.equal(sampleSum(text, 'mediaplane_llm_orchestrators', { state: 'up' }), 0);
+  assert.ok(!text.includes(SECRET));
 });
 
 function freePort(): Promise<number> {

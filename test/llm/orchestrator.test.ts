@@ -17,7 +17,7 @@ import { chunk, chunkEncoder } from '../../src/llm/protocol.ts';
 import { formatSse } from '../../src/lib/sse.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { downloadFromHub } from '../../src/llm/orchestrator/models.ts';
-import { MODELS_DIR, orchestratorFailure, quietLog, readSse, STORIES, testConfig, TINY } from '../helpers/llm.ts';
+import { MODELS_DIR, orchestratorFailure, quietLog, readSse, sampleSum, STORIES, testConfig, TINY } from '../helpers/llm.ts';
 
 const body = (extra: object = {}): string => JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, ...extra });
 
@@ -80,10 +80,19 @@ test('beyond MAX_NUM_SEQS a request waits briefly, then 503; a prompt over the c
     const busy = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body() });
     assert.equal(busy.status, 503);
     assert.match(((await busy.json()) as any).error.message, /busy/);
+    // Its own GET /metrics (no secret needed, as the API's): the sequence is taken.
+    const during = await (await fetch(`${o.url}/metrics`)).text();
+    assert.equal(sampleSum(during, 'mediaplane_orchestrator_sequences_free', { model: TINY }), 0);
+    assert.equal(sampleSum(during, 'mediaplane_orchestrator_requests_active'), 1);
+    assert.equal(sampleSum(during, 'mediaplane_orchestrator_model_warm', { model: STORIES }), 0);
+    assert.ok(sampleSum(during, 'mediaplane_process_resident_memory_bytes') > 50e6, 'RSS with the model loaded');
     const events = await readSse(first);
     assert.equal(events.at(-1)?.data, '[DONE]');
     const usage = JSON.parse(events.at(-2)?.data ?? '{}').usage;
     assert.equal(usage.total_tokens <= 2048, true, 'capped by the context');
+    const done = await (await fetch(`${o.url}/metrics`)).text();
+    assert.equal(sampleSum(done, 'mediaplane_orchestrator_tokens_computed_total'), usage.completion_tokens);
+    assert.equal(sampleSum(done, 'mediaplane_orchestrator_sequences_free', { model: TINY }), 1);
     const huge = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'word '.repeat(2100) }] }) });
     assert.equal(huge.status, 400);
     assert.match(((await huge.json()) as any).error.message, /prompt is \d+ tokens/);

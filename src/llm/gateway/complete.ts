@@ -11,6 +11,7 @@ import { MediaplaneError, NotFoundError, PaymentRequiredError, TimeoutError, Ups
 import { drained, formatSse, type SseBatch } from '../../lib/sse.ts';
 import type { Ledger } from '../ledger.ts';
 import type { ChatRequest, FinishReason, Usage } from '../protocol.ts';
+import type { GatewayMetrics } from './metrics.ts';
 import type { Candidate, Registry } from './registry.ts';
 import { openCompletion, type SseReader } from './upstream.ts';
 
@@ -18,6 +19,7 @@ export interface CompleteDeps {
   registry: Registry;
   ledger: Ledger;
   log: Logger;
+  metrics: GatewayMetrics;
   secret?: string | undefined;
   maxPricePerToken: number;
   usageBased: boolean;
@@ -97,8 +99,9 @@ type Outcome =
   | { kind: 'rejected'; error: ValidationError };
 
 export async function complete(deps: CompleteDeps, opts: { owner: string; body: ChatRequest; res: ServerResponse; clientGone: AbortSignal }): Promise<{ json?: unknown }> {
-  const { registry, ledger, log } = deps;
+  const { registry, ledger, log, metrics } = deps;
   const { body, owner } = opts;
+  const arrived = performance.now();
   if (!registry.offers(body.model)) await registry.refresh();
   if (registry.candidates(body.model, 0).length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model}`);
   const ceiling = ceilingOf(deps.maxPricePerToken, body.max_price_per_token);
@@ -110,7 +113,10 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
   const forward = JSON.stringify({ ...rest, stream: true });
   const failures: MediaplaneError[] = [];
   for (const c of candidates) {
-    if (opts.clientGone.aborted) return {};
+    if (opts.clientGone.aborted) {
+      metrics.finished(body.model, 'cancelled');
+      return {};
+    }
     const charge = { owner, maxTokens: body.max_tokens, pricePerToken: c.pricePerToken, model: body.model, orchestrator: c.orchestrator.url, requestId };
     // A priced request is reserved before forwarding (API.md, Pricing). A free one (price 0)
     // needs no balance: its zero charge is written in one statement once the answer is out,
@@ -119,6 +125,7 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
     const priced = c.pricePerToken > 0;
     const reservation = priced ? await ledger.reserve(charge) : undefined;
     if (priced && !reservation) {
+      metrics.finished(body.model, 'refused');
       throw new PaymentRequiredError(`balance too low for max_tokens ${body.max_tokens} at ${c.pricePerToken} USD per token (${(body.max_tokens * c.pricePerToken).toFixed(12).replace(/0+$/, '')} USD); add credits or lower max_tokens`);
     }
     const keep = async (completionTokens: number): Promise<void> => {
@@ -131,16 +138,25 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
       const outcome = await attempt(deps, c, { forward, requestId, stream: body.stream, clientGone: opts.clientGone });
       if (outcome.kind === 'failed' || outcome.kind === 'rejected') {
         if (reservation) await ledger.release(reservation.id);
-        if (outcome.kind === 'rejected') throw outcome.error;
-        if (opts.clientGone.aborted) return {};
+        if (outcome.kind === 'rejected') {
+          metrics.finished(body.model, 'refused');
+          throw outcome.error;
+        }
+        if (opts.clientGone.aborted) {
+          metrics.finished(body.model, 'cancelled');
+          return {};
+        }
+        metrics.failedBeforeFirstToken(body.model, c.orchestrator.url);
         log.warn({ orchestrator: c.orchestrator.url, model: body.model, err: outcome.error.message, requestId }, 'orchestrator failed before the first token; trying the next');
         registry.markDown(c.orchestrator);
         failures.push(outcome.error);
         continue;
       }
+      metrics.firstToken(body.model, (outcome.firstAt - arrived) / 1000);
       if (outcome.kind === 'complete') {
         await keep(outcome.usage.completion_tokens);
         measure(registry, c, { firstAt: outcome.firstAt, tokens: outcome.usage.completion_tokens });
+        metrics.finished(body.model, 'completed', outcome.usage);
         return {
           json: {
             id: requestId, object: 'chat.completion', created: outcome.created, model: body.model,
@@ -152,12 +168,14 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
       const r = await relay(deps, outcome, opts.res);
       await keep(r.usage?.completion_tokens ?? r.delivered);
       if (r.usage) measure(registry, c, { firstAt: outcome.firstAt, tokens: r.usage.completion_tokens });
+      metrics.finished(body.model, r.usage ? 'completed' : opts.clientGone.aborted || opts.res.destroyed ? 'cancelled' : 'failed', r.usage);
       log.debug({ requestId, orchestrator: c.orchestrator.url, ms: Math.round(performance.now() - started) }, 'completion relayed');
       return {};
     } finally {
       c.orchestrator.inflight--;
     }
   }
+  metrics.finished(body.model, 'failed');
   throw summarize(body.model, failures);
 }
 

@@ -5,6 +5,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../../accounts/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Db } from '../../db/index.ts';
@@ -13,6 +14,7 @@ import { Ledger } from '../ledger.ts';
 import { secretMatches, validateChatRequest } from '../protocol.ts';
 import { complete, type CompleteDeps } from './complete.ts';
 import { llmErrorBody } from './errors.ts';
+import { gatewayMetrics } from './metrics.ts';
 import { Registry } from './registry.ts';
 
 export { llmErrorBody } from './errors.ts';
@@ -25,6 +27,8 @@ export interface GatewayDeps {
   /** Orchestrator base URLs in addition to MEDIAPLANE_GATEWAY_ORCHESTRATORS; a path such as
    * `/orchestrator` means this same server (the local orchestrator of `mediaplane start`). */
   orchestrators?: string[];
+  /** Where its metrics go (the registry GET /metrics serves); a private one when absent. */
+  metrics?: MetricsRegistry;
 }
 
 /** For orchestrators given as a path: this server's own address once it listens. */
@@ -50,7 +54,7 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
   });
   const ledger = new Ledger(deps.db);
   const completeDeps: CompleteDeps = {
-    registry, ledger, log, secret: config.orchestratorSecret, maxPricePerToken: config.gatewayMaxPricePerToken,
+    registry, ledger, log, metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), registry), secret: config.orchestratorSecret, maxPricePerToken: config.gatewayMaxPricePerToken,
     usageBased: config.gatewayUsageBased, firstTokenTimeoutMs: config.gatewayFirstTokenTimeoutMs, idleTimeoutMs: config.gatewayIdleTimeoutMs,
   };
 
