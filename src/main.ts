@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Registry as MetricsRegistry } from 'prom-client';
 import { Accounts } from './accounts/index.ts';
 import { buildApp } from './api/index.ts';
 import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
+import { processMetrics } from './lib/metrics.ts';
 import { readOrCreate } from './lib/state-file.ts';
 import { anyHandler, Queue, TaskStore, Worker } from './tasks/index.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
@@ -106,7 +106,7 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
   try {
     if (roles.api || roles.gateway) {
       // One registry for the process: GET /metrics shows every role that runs in it.
-      const metrics = new MetricsRegistry();
+      const metrics = processMetrics();
       const app = await buildApp({
         transcodeApi: roles.api,
         ...core,

@@ -7,6 +7,7 @@ import type { Accounts } from '../accounts/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { transcodeApiErrorHandler, transcodeApiNotFound } from './errors.ts';
+import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
 import { taskRoutes } from './routes.ts';
@@ -25,7 +26,7 @@ export interface ApiDeps {
   maxQueuedPerOwner: number;
   requesterSalt: string;
   version: string;
-  /** The registry GET /metrics serves, shared with the other roles of the process. */
+  /** The registry GET /metrics serves, shared with the other roles of the process (lib/metrics processMetrics). */
   metrics?: MetricsRegistry;
 }
 
@@ -65,7 +66,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       return reply.status(503).send({ status: 'database unreachable' });
     }
   });
-  app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  serveMetrics(app, metrics.registry);
   app.get('/api/openapi.json', async () => openapi());
 
   if (!deps.transcodeApi) return app;

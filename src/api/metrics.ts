@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { processMetrics } from '../lib/metrics.ts';
 import { PHASES, type Queue, type TaskStore } from '../tasks/index.ts';
 
 /**
@@ -7,8 +8,7 @@ import { PHASES, type Queue, type TaskStore } from '../tasks/index.ts';
  * other roles of the process (LLM gateway, local orchestrator) add to the same registry.
  */
 export function createMetrics(deps: { tasks: TaskStore; queue: Queue; registry?: Registry | undefined }): { registry: Registry; instrument(app: FastifyInstance): void } {
-  const registry = deps.registry ?? new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'mediaplane_' });
+  const registry = deps.registry ?? processMetrics();
   const latency = new Histogram({
     name: 'mediaplane_http_request_duration_seconds',
     help: 'HTTP request latency by route and status',

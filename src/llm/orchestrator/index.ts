@@ -5,9 +5,10 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { collectDefaultMetrics, Registry as MetricsRegistry } from 'prom-client';
+import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Config } from '../../config/index.ts';
 import { settingsHelp } from '../../config/index.ts';
+import { processMetrics, serveMetrics } from '../../lib/metrics.ts';
 import { createEngine } from './engines/index.ts';
 import { orchestratorMetrics } from './metrics.ts';
 import { orchestratorRoutes, type OrchestratorState } from './routes.ts';
@@ -25,7 +26,8 @@ export interface OrchestratorDeps {
   log: Logger;
   /** Mount on this app (call before it listens) instead of listening on config.host:config.port. */
   app?: FastifyInstance;
-  /** The registry the shared app's GET /metrics serves; on its own it serves one at /metrics. */
+  /** The registry the shared app's GET /metrics serves; on its own it serves this one (or its own
+   * processMetrics) at /metrics. */
   metrics?: MetricsRegistry;
 }
 
@@ -58,15 +60,16 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
   let url: string;
   try {
     if (deps.app) {
-      orchestratorMetrics(deps.metrics ?? new MetricsRegistry(), state);
+      if (deps.metrics) orchestratorMetrics(deps.metrics, state);
       await deps.app.register(async (scope) => orchestratorRoutes(scope, state), { prefix: ORCHESTRATOR_PREFIX });
       url = ORCHESTRATOR_PREFIX;
     } else {
       const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({ loggerInstance: log, bodyLimit: config.bodyLimitBytes });
       own = app;
-      const metrics = ownMetrics(state, deps.metrics);
-      // Outside the routes' scope: like the API's, it needs no secret.
-      app.get('/metrics', async (_req, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
+      const metrics = deps.metrics ?? processMetrics();
+      orchestratorMetrics(metrics, state);
+      // Outside the routes' scope, so the secret is not asked for it.
+      serveMetrics(app, metrics);
       await app.register(async (scope) => orchestratorRoutes(scope, state));
       url = await app.listen({ host: config.host, port: config.port });
       log.info({ url, engine: engine.name }, 'orchestrator listening');
@@ -84,14 +87,6 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
       await engine.close();
     },
   };
-}
-
-/** The registry of an orchestrator on its own: process figures (RSS with the models loaded) and its own. */
-function ownMetrics(state: OrchestratorState, given: MetricsRegistry | undefined): MetricsRegistry {
-  const metrics = given ?? new MetricsRegistry();
-  if (!given) collectDefaultMetrics({ register: metrics, prefix: 'mediaplane_' });
-  orchestratorMetrics(metrics, state);
-  return metrics;
 }
 
 /** Text for `mediaplane orchestrator --help`. */
