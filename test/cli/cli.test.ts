@@ -118,11 +118,12 @@ describe('mediaplane start: every role on one port', () => {
 
       const openai = new OpenAI({ apiKey: key, baseURL: `${url}/v1` });
       // The gateway finds the local orchestrator on its first poll once the server is ready.
-      const chat = await waitForOk(() => openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8 }));
+      // Seeded: unseeded, the random test model now and then ends (EOS) before max_tokens.
+      const chat = await waitForOk(() => openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, seed: 1 }));
       assert.equal(chat.object, 'chat.completion');
       assert.equal(chat.usage?.completion_tokens, 8);
       assert.equal(chat.choices[0]?.finish_reason, 'length');
-      const stream = await openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, stream: true, stream_options: { include_usage: true } });
+      const stream = await openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, seed: 1, stream: true, stream_options: { include_usage: true } });
       let text = '';
       let usage: OpenAI.CompletionUsage | undefined | null;
       for await (const chunk of stream) {
