@@ -51,7 +51,9 @@ test('POST /llm answers a chat.completion with usage counted by the tokenizer; f
 });
 
 test('streaming: SSE chunks, finish_reason, a usage chunk, then data: [DONE]', async () => {
-  const res = await post('/llm', { model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, stream: true });
+  // Seeded: the same answer every run, one that reaches max_tokens (unseeded, the random test
+  // model now and then ends with EOS before it).
+  const res = await post('/llm', { model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, seed: 1, stream: true });
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
   const events = await readSse(res);
