@@ -58,6 +58,15 @@ async function requesterSalt(config: Config): Promise<string> {
   return config.requesterSalt ?? readOrCreate(join(config.dataDir, 'requester-salt'), () => randomBytes(16).toString('hex'));
 }
 
+/**
+ * The secret the local orchestrator of `mediaplane start` asks of its gateway: the setting,
+ * else one generated on first start and kept in the data dir. Its routes are on the public
+ * port, and without it anyone could generate text there with no key and no charge (issue #15).
+ */
+async function localOrchestratorSecret(config: Config): Promise<string> {
+  return config.orchestratorSecret ?? readOrCreate(join(config.dataDir, 'orchestrator-secret'), () => randomBytes(32).toString('base64url'));
+}
+
 export function createWorker(core: Core): Worker {
   const dweb = dwebStoreFactory(core.config, core.agent);
   const transcode = createTranscodeHandler({
@@ -117,6 +126,8 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
           validateDwebProof: async (proof) => void (await validateDwebProof(proof, { agentDid: core.agent.did() })),
         },
         bodyLimitBytes: config.bodyLimitBytes,
+        timeouts: config,
+        publicUrl: config.publicUrl,
         maxQueuedPerOwner: config.maxQueuedPerOwner,
         requesterSalt: await requesterSalt(config),
         version: VERSION,
@@ -124,13 +135,14 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
       // Routes are added before listen; the local orchestrator first, so the gateway's
       // first poll (once the server is ready) finds it.
       const orchestrators = [...config.gatewayOrchestrators];
+      const localSecret = roles.orchestrator ? await localOrchestratorSecret(config) : undefined;
       if (roles.orchestrator) {
-        const orch = await startOrchestrator({ config, log, app, metrics });
+        const orch = await startOrchestrator({ config, log, app, metrics, secret: localSecret });
         if (orch.url) orchestrators.unshift(orch.url);
         closers.push(() => orch.close());
       }
       if (roles.gateway) {
-        const gateway = await registerGateway(app, { config, db: core.db, accounts: core.accounts, log, orchestrators, metrics });
+        const gateway = await registerGateway(app, { config, db: core.db, accounts: core.accounts, log, orchestrators, metrics, localOrchestratorSecret: localSecret });
         closers.unshift(() => gateway.close());
       }
       closers.unshift(() => app.close());

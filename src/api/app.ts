@@ -1,15 +1,18 @@
 import { Ajv } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../accounts/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
-import { transcodeApiErrorHandler, transcodeApiNotFound } from './errors.ts';
+import { clientErrorHandler, transcodeApiErrorHandler, transcodeApiNotFound } from './errors.ts';
+import { serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
 import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
+import { plainTextKeyword, withPlainText } from './plain-text.ts';
 import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
 
@@ -23,6 +26,9 @@ export interface ApiDeps {
   log: Logger;
   rules: TranscodeRules;
   bodyLimitBytes: number;
+  timeouts: ServerTimeouts;
+  /** The base URL clients reach the API at (MEDIAPLANE_PUBLIC_URL); links are relative without it. */
+  publicUrl?: string | undefined;
   maxQueuedPerOwner: number;
   requesterSalt: string;
   version: string;
@@ -35,10 +41,18 @@ export interface ApiDeps {
  * roles (the LLM gateway, a local orchestrator) register their routes on the same instance.
  */
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
+  // The request in flight on each socket, so an error Node's parser raises mid-request is
+  // answered in that request's API shape.
+  const inFlight = new WeakMap<Socket, string>();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: deps.log,
     bodyLimit: deps.bodyLimitBytes,
     trustProxy: false,
+    ...serverTimeoutOptions(deps.timeouts),
+    clientErrorHandler: clientErrorHandler({ pathOf: (socket) => inFlight.get(socket), requestTimeoutMs: deps.timeouts.requestTimeoutMs }),
+  });
+  app.addHook('onRequest', async (req) => {
+    inFlight.set(req.raw.socket, req.url);
   });
   app.setValidatorCompiler(validatorCompiler());
   // An empty body with a JSON content type is what several clients send to POST routes
@@ -83,10 +97,11 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
 // Bodies: unknown properties are errors (spec: "no unknown top-level keys"), never stripped;
 // types are never coerced; every problem is reported, not just the first. Query strings and
-// path parameters are text, so only they are coerced (limit=20).
+// path parameters are text, so only they are coerced (limit=20). Every string of every part
+// must be plain text (api/plain-text.ts, issue #15): one rule at each schema's root.
 function validatorCompiler() {
-  const strict = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true, strict: false });
-  const coercing = new Ajv({ removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: true, strict: false });
+  const strict = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true, strict: false, keywords: [plainTextKeyword] });
+  const coercing = new Ajv({ removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: true, strict: false, keywords: [plainTextKeyword] });
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'querystring' || httpPart === 'params' ? coercing : strict).compile(schema);
+    (httpPart === 'querystring' || httpPart === 'params' ? coercing : strict).compile(withPlainText(schema));
 }

@@ -13,6 +13,8 @@ export interface TaskRoutesDeps {
   rules: TranscodeRules;
   maxQueuedPerOwner: number;
   requesterSalt: string;
+  /** MEDIAPLANE_PUBLIC_URL: absolute links start with it; without it links are relative. */
+  publicUrl?: string | undefined;
 }
 
 declare module 'fastify' {
@@ -71,10 +73,9 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.tasks.list(principal(req).owner, { limit, cursor: req.query.cursor });
-      if (page.next) {
-        const base = `${req.protocol}://${req.host}${req.url.split('?')[0]}`;
-        reply.header('link', `<${base}?limit=${limit}&cursor=${page.next}>; rel="next"`);
-      }
+      // Never built from the Host header, which the client chooses (issue #15): relative to
+      // the request (RFC 8288 resolves it against the request URL) or under MEDIAPLANE_PUBLIC_URL.
+      if (page.next) reply.header('link', `<${deps.publicUrl?.replace(/\/+$/, '') ?? ''}${req.routeOptions.url}?limit=${limit}&cursor=${page.next}>; rel="next"`);
       return page.tasks.map(toWireTask);
     },
   );

@@ -104,7 +104,19 @@ function crossChecks(c: Record<string, unknown>): string[] {
   if (typeof c.heartbeatMs === 'number' && typeof c.leaseMs === 'number' && c.heartbeatMs >= c.leaseMs) {
     problems.push(`MEDIAPLANE_HEARTBEAT_MS: must be less than MEDIAPLANE_LEASE_MS (${c.leaseMs})`);
   }
+  if (typeof c.publicUrl === 'string' && !isBaseUrl(c.publicUrl)) {
+    problems.push(`MEDIAPLANE_PUBLIC_URL=${JSON.stringify(c.publicUrl)}: must be an http(s) URL with no query or fragment (https://media.example.com)`);
+  }
   return problems;
+}
+
+function isBaseUrl(raw: string): boolean {
+  try {
+    const u = new URL(raw);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && !u.search && !u.hash && !u.username && !u.password;
+  } catch {
+    return false;
+  }
 }
 
 /** The settings table as Markdown, for the README and `--help`. */

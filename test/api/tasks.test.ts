@@ -126,7 +126,9 @@ for (const { kind, skip } of await databaseKinds()) {
         assert.equal(res.status, 200);
         pages.push(res.body.map((t: { id: string }) => t.id));
         const link = res.headers.get('link');
-        path = link ? new URL(/<([^>]+)>; rel="next"/.exec(link)?.[1] ?? '').pathname + new URL(/<([^>]+)>/.exec(link)?.[1] ?? '').search : null;
+        // The link is relative (RFC 8288: resolved against the request's URL).
+        const next = link ? new URL(/<([^>]+)>; rel="next"/.exec(link)?.[1] ?? '', server.url + path) : null;
+        path = next ? next.pathname + next.search : null;
       }
       assert.deepEqual(pages.map((p) => p.length), [2, 2, 1]);
       assert.deepEqual(pages.flat(), [...ids].reverse());

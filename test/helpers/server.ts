@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { after } from 'node:test';
 import { loadConfig, type SettingKey } from '../../src/config/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
-import { startRoles, type Running } from '../../src/main.ts';
+import { startRoles, type RoleSet, type Running } from '../../src/main.ts';
 import { stopTestPostgres, testPostgres } from './postgres.ts';
 
 export type DatabaseKind = 'embedded' | 'postgres';
@@ -58,7 +58,7 @@ export async function startTestServer(opts: {
   database?: DatabaseKind;
   databaseUrl?: string | undefined;
   settings?: Partial<Record<SettingKey, unknown>>;
-  roles?: { api: boolean; worker: boolean };
+  roles?: RoleSet;
   dataDir?: string;
 }): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'mediaplane-test-'));
