@@ -127,7 +127,7 @@ for (const { kind, skip } of await databaseKinds()) {
         pages.push(res.body.map((t: { id: string }) => t.id));
         const link = res.headers.get('link');
         // The link is relative (RFC 8288: resolved against the request's URL).
-        const next = link ? new URL(/<([^>]+)>; rel="next"/.exec(link)?.[1] ?? '', server.url + path) : null;
+        const next: URL | null = link ? new URL(/<([^>]+)>; rel="next"/.exec(link)?.[1] ?? '', server.url + path) : null;
         path = next ? next.pathname + next.search : null;
       }
       assert.deepEqual(pages.map((p) => p.length), [2, 2, 1]);
