@@ -7,8 +7,8 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../accounts/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
-import { clientErrorHandler, transcodeApiErrorHandler, transcodeApiNotFound } from './errors.ts';
-import { serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
+import { parserErrorBody, transcodeApiErrorHandler, transcodeApiNotFound } from './errors.ts';
+import { clientErrorHandler, serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
 import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
@@ -49,7 +49,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     bodyLimit: deps.bodyLimitBytes,
     trustProxy: false,
     ...serverTimeoutOptions(deps.timeouts),
-    clientErrorHandler: clientErrorHandler({ pathOf: (socket) => inFlight.get(socket), requestTimeoutMs: deps.timeouts.requestTimeoutMs }),
+    clientErrorHandler: clientErrorHandler({ requestTimeoutMs: deps.timeouts.requestTimeoutMs, body: (e, socket) => parserErrorBody(e, inFlight.get(socket)) }),
   });
   app.addHook('onRequest', async (req) => {
     inFlight.set(req.raw.socket, req.url);

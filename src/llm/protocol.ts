@@ -2,7 +2,7 @@
 // orchestrator talk over HTTP only (STYLE.md: separate processes at scale); this module holds
 // the shapes and the one validation function they share, no state.
 
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { ValidationError } from '../lib/errors.ts';
 
 export type Role = 'system' | 'user' | 'assistant';
@@ -101,6 +101,8 @@ export function validateChatRequest(body: unknown, opts: { defaultMaxTokens: num
   if (body.stream_options !== undefined && body.stream_options !== null && !isObject(body.stream_options)) problems.push('stream_options: must be an object');
   if (body.user !== undefined && typeof body.user !== 'string') problems.push('user: must be a string');
 
+  // The bounds below are what any model could take; max_tokens is bounded again by the model's
+  // context (maxTokensProblem) where that is known: by the gateway and the orchestrator.
   const maxTokensKey = body.max_tokens !== undefined && body.max_tokens !== null ? 'max_tokens' : 'max_completion_tokens';
   const maxTokens = num(body, maxTokensKey, problems, { min: 1, max: 1_000_000, int: true });
   const req: ChatRequest = {
@@ -161,12 +163,43 @@ export function usageChunk(opts: { id: string; created: number; model: string; u
 export const REQUEST_ID_HEADER = 'x-mediaplane-request-id';
 
 /**
- * Whether `Authorization: Bearer <token>` carries the shared orchestrator secret (the gateway's
- * registration route, every orchestrator route). Compared in constant time.
+ * Whether `Authorization: Bearer <token>` carries the orchestrator secret (the gateway's
+ * registration route, every orchestrator route but /healthz and /metrics). The token and the
+ * secret are compared as SHA-256 digests, fixed-size, in constant time: comparing the raw
+ * bytes had to return early on a length mismatch, which told a prober the secret's length
+ * (issue #15). An empty secret matches nothing.
  */
 export function secretMatches(header: string | undefined, secret: string): boolean {
-  const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  const a = Buffer.from(m?.[1] ?? '');
-  const b = Buffer.from(secret);
-  return a.length === b.length && timingSafeEqual(a, b);
+  const token = /^bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+  if (!token || !secret) return false;
+  return timingSafeEqual(sha256(token), sha256(secret));
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/**
+ * The most a gateway's forwarded chat body may exceed the body it accepted. The gateway sends
+ * its validated request, re-serialised: `stream` and `max_tokens` are always written, a `stop`
+ * string becomes an array, and a number may be written out longer (`9e15` as 16 digits, at
+ * most 24 characters for each of the seven numeric fields); strings of valid UTF-8 never grow.
+ * An orchestrator accepts this much over its MEDIAPLANE_BODY_LIMIT_BYTES, so a body a gateway
+ * with the same limit accepted is not refused as too large on its way (issue #15).
+ */
+export const FORWARD_OVERHEAD_BYTES = 1024;
+
+/** The chat body an orchestrator accepts from a gateway whose clients may send `bodyLimitBytes`. */
+export function forwardedBodyLimit(bodyLimitBytes: number): number {
+  return bodyLimitBytes + FORWARD_OVERHEAD_BYTES;
+}
+
+/**
+ * Why `maxTokens` cannot be generated with `contextLength` tokens per request (the whole
+ * context, so even an empty prompt leaves no room for that many), or undefined when it can.
+ * Answered 400 `context_length_exceeded` by the gateway and the orchestrator (issue #15).
+ */
+export function maxTokensProblem(maxTokens: number, contextLength: number | undefined): string | undefined {
+  if (contextLength === undefined || maxTokens <= contextLength) return undefined;
+  return `max_tokens: must be at most ${contextLength}, the model's context per request (MAX_MODEL_LEN), prompt included (got ${maxTokens})`;
 }

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { MODELS_DIR, readSse, TINY } from '../helpers/llm.ts';
+import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
+import { MODELS_DIR, quietLog, readSse, testConfig, TINY } from '../helpers/llm.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const TIMEOUT_MS = 400;
@@ -136,5 +137,19 @@ describe('links under MEDIAPLANE_PUBLIC_URL', () => {
     for (let i = 0; i < 2; i++) await server.call('POST', '/api/transcode', { key, body: { input: { url: 'https://example.com/a.mp4' }, storage: { type: 's3', endpoint: 'https://s3.example.com', bucket: 'b', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }, outputs: { hls: { path: '/h' } } } });
     const res = await server.call('GET', '/api/task?limit=1', { key, headers: { 'x-forwarded-host': 'evil.example' } });
     assert.match(res.headers.get('link') ?? '', /^<https:\/\/media\.example\.com\/api\/task\?limit=1&cursor=[0-9a-f-]{36}>; rel="next"$/);
+  });
+});
+
+describe('a standalone orchestrator', () => {
+  it('closes a slow request with 408 in the OpenAI shape', async () => {
+    const orch = await startOrchestrator({ config: testConfig({ host: '127.0.0.1', port: 0, requestTimeoutMs: TIMEOUT_MS, orchestratorModels: [] }), log: quietLog });
+    try {
+      const head = 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n';
+      const a = await rawRequest(orch.url ?? '', head, { drip: '{"model": ', everyMs: 50 });
+      assert.match(a.text, /^HTTP\/1\.1 408 /);
+      assert.deepEqual(jsonBodyOf(a.text), { error: { message: `the request did not arrive in full within ${TIMEOUT_MS} ms`, type: 'timeout_error', code: 'request_timeout' } });
+    } finally {
+      await orch.close();
+    }
   });
 });

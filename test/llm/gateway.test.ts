@@ -12,13 +12,16 @@ import { quietLog, readSse, startGateway, testConfig, STORIES, TINY, type TestGa
 let gw: TestGateway;
 let orch: { close(): Promise<void> };
 let key: string;
+// A mounted orchestrator always asks its gateway for a secret (issue #15).
+const SECRET = 'gateway-test-orchestrator-secret';
 
 before(async () => {
   let url = '';
   gw = await startGateway({
     orchestrators: ['/orchestrator'],
+    config: { orchestratorSecret: SECRET },
     mount: async (app) => {
-      const o = await startOrchestrator({ config: testConfig({ orchestratorModels: [TINY] }), log: quietLog, app });
+      const o = await startOrchestrator({ config: testConfig({ orchestratorModels: [TINY], orchestratorSecret: SECRET }), log: quietLog, app });
       orch = o;
       url = o.url ?? '';
     },

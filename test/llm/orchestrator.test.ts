@@ -66,15 +66,16 @@ test('bad tuning variables stop a real orchestrator process with the message', a
 
 test('beyond MAX_NUM_SEQS a request waits briefly, then 503; a prompt over the context is 400', async () => {
   // The first request must still hold the only sequence when the second has waited its
-  // 150 ms: it asks for more tokens than the context holds (~2000, about 1 s at the fastest
-  // measured speed), so the check does not depend on how slow generation happens to be.
+  // 150 ms: it asks for more tokens than the context holds with its prompt (~2000, about 1 s
+  // at the fastest measured speed), so the check does not depend on how slow generation
+  // happens to be. (Not more than the whole context: that is refused, issue #15.)
   const o = await startOrchestrator({ config: testConfig({ orchestratorModels: [TINY], maxNumSeqs: 1, orchestratorQueueMs: 150, maxModelLen: 2048, maxNumBatchedTokens: 2048 }), log: quietLog });
   try {
     const caps = (await (await fetch(`${o.url}/capabilities`)).json()) as any;
     assert.deepEqual(caps.models.find((m: any) => m.id === TINY), { id: TINY, warm: true, contextLength: 2048, free: 1, total: 1, queued: 0 });
     const cold = caps.models.find((m: any) => m.id === STORIES);
     assert.equal(cold.warm, false);
-    const long = fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 4000 }) });
+    const long = fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body({ max_tokens: 2048 }) });
     const first = await long;
     assert.equal(first.status, 200);
     const busy = await fetch(`${o.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body() });

@@ -7,10 +7,11 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { MediaplaneError, NotFoundError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
+import { MediaplaneError, NotFoundError, PayloadTooLargeError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError } from '../../lib/errors.ts';
 import { drained, formatSse, type SseBatch } from '../../lib/sse.ts';
 import type { Ledger } from '../ledger.ts';
-import type { ChatRequest, FinishReason, Usage } from '../protocol.ts';
+import { maxTokensProblem, type ChatRequest, type FinishReason, type Usage } from '../protocol.ts';
+import { RequestRefusedError } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { Candidate, Registry } from './registry.ts';
 import { openCompletion, type SseReader } from './upstream.ts';
@@ -20,7 +21,8 @@ export interface CompleteDeps {
   ledger: Ledger;
   log: Logger;
   metrics: GatewayMetrics;
-  secret?: string | undefined;
+  /** The longest body it forwards (protocol.ts forwardedBodyLimit of its own body limit). */
+  maxForwardBytes: number;
   maxPricePerToken: number;
   usageBased: boolean;
   firstTokenTimeoutMs: number;
@@ -96,7 +98,7 @@ type Outcome =
   | { kind: 'committed'; events: SseReader; first: SseBatch; attempt: Attempt; firstAt: number }
   | { kind: 'complete'; content: string; finish: FinishReason; usage: Usage; created: number; firstAt: number }
   | { kind: 'failed'; error: MediaplaneError }
-  | { kind: 'rejected'; error: ValidationError };
+  | { kind: 'rejected'; error: RequestRefusedError };
 
 export async function complete(deps: CompleteDeps, opts: { owner: string; body: ChatRequest; res: ServerResponse; clientGone: AbortSignal }): Promise<{ json?: unknown }> {
   const { registry, ledger, log, metrics } = deps;
@@ -105,12 +107,15 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
   if (!registry.offers(body.model)) await registry.refresh();
   if (registry.candidates(body.model, 0).length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model}`);
   const ceiling = ceilingOf(deps.maxPricePerToken, body.max_price_per_token);
-  const candidates = registry.candidates(body.model, ceiling);
-  if (candidates.length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model} at or under ${ceiling} USD per token`);
+  const affordable = registry.candidates(body.model, ceiling);
+  if (affordable.length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model} at or under ${ceiling} USD per token`);
+  // Refused here, before anything is reserved, when no orchestrator's context can hold max_tokens.
+  const candidates = affordable.filter((c) => maxTokensProblem(body.max_tokens, c.contextLength) === undefined);
+  const largest = Math.max(...affordable.map((c) => c.contextLength ?? 0));
+  if (candidates.length === 0) throw new RequestRefusedError(maxTokensProblem(body.max_tokens, largest) ?? 'max_tokens: too large', 'context_length_exceeded');
 
   const requestId = `chatcmpl-${randomBytes(12).toString('hex')}`;
-  const { max_price_per_token: _ceiling, ...rest } = body;
-  const forward = JSON.stringify({ ...rest, stream: true });
+  const forward = forwardBody(body, deps.maxForwardBytes);
   const failures: MediaplaneError[] = [];
   for (const c of candidates) {
     if (opts.clientGone.aborted) {
@@ -179,6 +184,21 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
   throw summarize(body.model, failures);
 }
 
+/**
+ * The body sent to orchestrators: the validated request, always streamed, without the
+ * caller's price ceiling. Re-serialised, it may be longer than the body that came (see
+ * protocol.ts FORWARD_OVERHEAD_BYTES); only invalid UTF-8, each byte of it decoded to a
+ * 3-byte U+FFFD, can take it past what an orchestrator with the same body limit accepts,
+ * and that is refused here as too large, not there as a misleading 400 (issue #15).
+ */
+function forwardBody(body: ChatRequest, maxBytes: number): string {
+  const { max_price_per_token: _ceiling, ...rest } = body;
+  const forward = JSON.stringify({ ...rest, stream: true });
+  const bytes = Buffer.byteLength(forward);
+  if (bytes > maxBytes) throw new PayloadTooLargeError(`request body is too large: ${bytes} bytes once re-encoded as UTF-8 (invalid UTF-8 counts 3 bytes a byte), ${maxBytes} at most`);
+  return forward;
+}
+
 function measure(registry: Registry, c: Candidate, m: { firstAt: number; tokens: number }): void {
   if (m.tokens > 1) registry.recordLatency(c.orchestrator, (performance.now() - m.firstAt) / (m.tokens - 1));
 }
@@ -198,11 +218,11 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
     a.controller.abort();
   }, deps.firstTokenTimeoutMs);
   try {
-    const opened = await openCompletion(c.base, o.forward, { secret: deps.secret, requestId: o.requestId, signal: a.controller.signal });
+    const opened = await openCompletion(c.base, o.forward, { secret: c.secret, requestId: o.requestId, signal: a.controller.signal });
     // From here `a.next` times each wait itself (first token, then idle gaps).
     clearTimeout(timer);
     if (!opened.ok) {
-      if (opened.status === 400) return { kind: 'rejected', error: new ValidationError(opened.message) };
+      if (opened.status === 400) return { kind: 'rejected', error: new RequestRefusedError(opened.message, opened.code === 'context_length_exceeded' ? opened.code : 'invalid_request') };
       if (opened.status === 503 || opened.status === 404 || opened.status === 401) return { kind: 'failed', error: new UpstreamUnavailableError(`${opened.status}: ${opened.message}`) };
       return { kind: 'failed', error: new UpstreamFailedError(`${opened.status}: ${opened.message}`) };
     }
@@ -222,7 +242,7 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
   } catch (err) {
     clearTimeout(timer);
     a.controller.abort();
-    if (err instanceof MediaplaneError && !(err instanceof ValidationError)) return { kind: 'failed', error: err };
+    if (err instanceof MediaplaneError) return { kind: 'failed', error: err };
     if (a.timedOut) return { kind: 'failed', error: new TimeoutError(`no first token within ${deps.firstTokenTimeoutMs} ms`) };
     return { kind: 'failed', error: new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err }) };
   }

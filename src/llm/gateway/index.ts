@@ -11,7 +11,7 @@ import type { Config } from '../../config/index.ts';
 import type { Db } from '../../db/index.ts';
 import { AuthError, BadRequestError, NotFoundError, ValidationError } from '../../lib/errors.ts';
 import { Ledger } from '../ledger.ts';
-import { secretMatches, validateChatRequest } from '../protocol.ts';
+import { forwardedBodyLimit, secretMatches, validateChatRequest } from '../protocol.ts';
 import { complete, type CompleteDeps } from './complete.ts';
 import { llmErrorBody } from './errors.ts';
 import { gatewayMetrics } from './metrics.ts';
@@ -29,6 +29,9 @@ export interface GatewayDeps {
   orchestrators?: string[];
   /** Where its metrics go (the registry GET /metrics serves); a private one when absent. */
   metrics?: MetricsRegistry;
+  /** The secret of the orchestrators given as a path (the local one of `mediaplane start`,
+   * kept in the data dir); MEDIAPLANE_ORCHESTRATOR_SECRET when absent. Sent to those only. */
+  localOrchestratorSecret?: string | undefined;
 }
 
 /** For orchestrators given as a path: this server's own address once it listens. */
@@ -49,12 +52,13 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     urls: [...config.gatewayOrchestrators, ...(deps.orchestrators ?? [])],
     resolveBase: selfBase(app),
     secret: config.orchestratorSecret,
+    localSecret: deps.localOrchestratorSecret,
     pollMs: config.gatewayPollMs,
     log,
   });
   const ledger = new Ledger(deps.db);
   const completeDeps: CompleteDeps = {
-    registry, ledger, log, metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), registry), secret: config.orchestratorSecret, maxPricePerToken: config.gatewayMaxPricePerToken,
+    registry, ledger, log, metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), registry), maxForwardBytes: forwardedBodyLimit(config.bodyLimitBytes), maxPricePerToken: config.gatewayMaxPricePerToken,
     usageBased: config.gatewayUsageBased, firstTokenTimeoutMs: config.gatewayFirstTokenTimeoutMs, idleTimeoutMs: config.gatewayIdleTimeoutMs,
   };
 
@@ -89,6 +93,9 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
   };
 
   await app.register(async (scope) => {
+    // JSON only: a text/plain body (which Fastify parses by default) is answered 415 as any
+    // other wrong content type, not as a JSON object that is "not an object" (issue #15).
+    scope.removeContentTypeParser('text/plain');
     scope.setErrorHandler((err, _req, reply) => {
       const { status, body } = llmErrorBody(err, log);
       return reply.status(status).send(body);

@@ -25,20 +25,31 @@ export interface Candidate {
   orchestrator: Orchestrator;
   base: string;
   pricePerToken: number;
+  /** Tokens per request (prompt + output) of the model there, when it says. */
+  contextLength?: number | undefined;
+  /** What to send it in `Authorization: Bearer` (Registry: secretFor). */
+  secret?: string | undefined;
 }
 
 export class Registry {
   readonly #list = new Map<string, Orchestrator>();
   readonly #resolveBase: (url: string) => string | undefined;
   readonly #secret: string | undefined;
+  readonly #localSecret: string | undefined;
   readonly #pollMs: number;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
   #refreshing: Promise<void> | undefined;
 
-  constructor(opts: { urls: readonly string[]; resolveBase: (url: string) => string | undefined; secret?: string | undefined; pollMs: number; log: Logger }) {
+  /**
+   * `secret` goes to every orchestrator given as an absolute URL (MEDIAPLANE_ORCHESTRATOR_SECRET);
+   * `localSecret`, when set, to those given as a path on this same server instead: the local
+   * orchestrator of `mediaplane start` has its own, which must not travel to the others.
+   */
+  constructor(opts: { urls: readonly string[]; resolveBase: (url: string) => string | undefined; secret?: string | undefined; localSecret?: string | undefined; pollMs: number; log: Logger }) {
     this.#resolveBase = opts.resolveBase;
     this.#secret = opts.secret;
+    this.#localSecret = opts.localSecret;
     this.#pollMs = opts.pollMs;
     this.#log = opts.log;
     for (const url of opts.urls) this.add(url, false);
@@ -80,7 +91,7 @@ export class Registry {
     const base = this.#resolveBase(o.url);
     if (!base) return;
     try {
-      const caps = await getJson<Capabilities>(`${base}/capabilities`, { secret: this.#secret, timeoutMs: Math.min(2000, this.#pollMs * 2) });
+      const caps = await getJson<Capabilities>(`${base}/capabilities`, { secret: this.#secretFor(o), timeoutMs: Math.min(2000, this.#pollMs * 2) });
       if (!Array.isArray(caps.models) || typeof caps.pricePerToken !== 'number') throw new Error('malformed capabilities');
       if (!o.reachable) this.#log.info({ orchestrator: o.url, models: caps.models.map((m) => m.id) }, 'orchestrator reachable');
       o.caps = caps;
@@ -90,6 +101,10 @@ export class Registry {
       o.reachable = false;
     }
     o.lastPoll = Date.now();
+  }
+
+  #secretFor(o: Orchestrator): string | undefined {
+    return o.url.startsWith('/') ? (this.#localSecret ?? this.#secret) : this.#secret;
   }
 
   /** Whether any known orchestrator has been polled recently (else a request re-polls first). */
@@ -112,14 +127,14 @@ export class Registry {
       if (!o.caps || !m || !base) continue;
       if (ceiling > 0 && o.caps.pricePerToken > ceiling) continue;
       out.push({
-        orchestrator: o, base, pricePerToken: o.caps.pricePerToken,
+        orchestrator: o, base, pricePerToken: o.caps.pricePerToken, contextLength: typeof m.contextLength === 'number' ? m.contextLength : undefined, secret: this.#secretFor(o),
         warm: m.warm, free: Math.min(m.free, m.total - o.inflight) > 0, down: !o.reachable || o.downUntil > now,
       });
     }
     // Down ones stay at the end: a last resort when the others fail too.
     out.sort((a, b) => Number(a.down) - Number(b.down) || Number(b.warm) - Number(a.warm) || Number(b.free) - Number(a.free) ||
       (a.orchestrator.msPerToken ?? 0) - (b.orchestrator.msPerToken ?? 0) || a.pricePerToken - b.pricePerToken);
-    return out.map(({ orchestrator, base, pricePerToken }) => ({ orchestrator, base, pricePerToken }));
+    return out.map(({ orchestrator, base, pricePerToken, contextLength, secret }) => ({ orchestrator, base, pricePerToken, contextLength, secret }));
   }
 
   markDown(o: Orchestrator): void {

@@ -6,9 +6,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDe
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry as MetricsRegistry } from 'prom-client';
+import ipaddr from 'ipaddr.js';
 import type { Config } from '../../config/index.ts';
-import { settingsHelp } from '../../config/index.ts';
+import { ConfigError, settingsHelp } from '../../config/index.ts';
 import { processMetrics, serveMetrics } from '../../lib/metrics.ts';
+import { clientErrorHandler, openAiParserErrorBody, serverTimeoutOptions } from '../../lib/http-server.ts';
 import { createEngine } from './engines/index.ts';
 import { orchestratorMetrics } from './metrics.ts';
 import { orchestratorRoutes, type OrchestratorState } from './routes.ts';
@@ -29,6 +31,32 @@ export interface OrchestratorDeps {
   /** The registry the shared app's GET /metrics serves; on its own it serves this one (or its own
    * processMetrics) at /metrics. */
   metrics?: MetricsRegistry;
+  /** The secret gateways must send; config.orchestratorSecret when absent (`mediaplane start`
+   * passes the one it keeps in the data dir). */
+  secret?: string | undefined;
+}
+
+/**
+ * The secret this orchestrator asks of every caller but /healthz and /metrics. Generation
+ * costs compute and bypasses the gateway's keys and ledger, so an orchestrator that anyone
+ * but its gateways can reach must have one (issue #15): always when mounted on a shared app
+ * (the public port of `mediaplane start`), and on its own port unless it listens on a
+ * loopback address only. Checked before the engine loads anything.
+ */
+function requiredSecret(deps: OrchestratorDeps): string | undefined {
+  const secret = deps.secret ?? deps.config.orchestratorSecret;
+  if (secret) return secret;
+  if (deps.app) throw new ConfigError(['MEDIAPLANE_ORCHESTRATOR_SECRET: required by an orchestrator mounted on a shared server (mediaplane start keeps a generated one in MEDIAPLANE_DATA_DIR)']);
+  const host = deps.config.host;
+  if (!isLoopback(host)) {
+    throw new ConfigError([`MEDIAPLANE_ORCHESTRATOR_SECRET: required when the orchestrator listens on ${JSON.stringify(host)} (MEDIAPLANE_HOST), which is not a loopback address; set the same secret on its gateways, or listen on 127.0.0.1`]);
+  }
+  return undefined;
+}
+
+function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback';
 }
 
 /**
@@ -40,6 +68,7 @@ export interface OrchestratorDeps {
 export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?: string; close(): Promise<void> }> {
   const { config } = deps;
   const log = deps.log.child({ role: 'orchestrator' });
+  const secret = requiredSecret(deps);
   const engine = createEngine(config, log);
   await engine.start();
   const slots = new Map<string, Slots>();
@@ -47,7 +76,8 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
     engine,
     pricePerToken: config.orchestratorPricePerToken,
     streamIntervalMs: config.orchestratorStreamIntervalMs,
-    secret: config.orchestratorSecret,
+    secret,
+    bodyLimitBytes: config.bodyLimitBytes,
     log,
     stats: { active: 0 },
     slots: (model) => {
@@ -64,7 +94,12 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
       await deps.app.register(async (scope) => orchestratorRoutes(scope, state), { prefix: ORCHESTRATOR_PREFIX });
       url = ORCHESTRATOR_PREFIX;
     } else {
-      const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({ loggerInstance: log, bodyLimit: config.bodyLimitBytes });
+      const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
+        loggerInstance: log,
+        bodyLimit: config.bodyLimitBytes,
+        ...serverTimeoutOptions(config),
+        clientErrorHandler: clientErrorHandler({ requestTimeoutMs: config.requestTimeoutMs, body: openAiParserErrorBody }),
+      });
       own = app;
       const metrics = deps.metrics ?? processMetrics();
       orchestratorMetrics(metrics, state);

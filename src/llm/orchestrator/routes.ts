@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { drained, formatSse } from '../../lib/sse.ts';
 import { isMediaplaneError, NotFoundError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
-import { chunkEncoder, REQUEST_ID_HEADER, type FinishReason, secretMatches, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
+import { chunkEncoder, forwardedBodyLimit, maxTokensProblem, REQUEST_ID_HEADER, type FinishReason, secretMatches, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
 import { PromptTooLongError, type Engine, type GenerateEvent } from './engine.ts';
 import { Slots } from './slots.ts';
 import type { Logger } from 'pino';
@@ -19,6 +19,8 @@ export interface OrchestratorState {
   /** Least ms between two SSE writes of a stream (StreamPacer). */
   streamIntervalMs: number;
   secret?: string | undefined;
+  /** MEDIAPLANE_BODY_LIMIT_BYTES: the chat route takes a gateway's re-serialised body of a request that size. */
+  bodyLimitBytes: number;
   slots: (model: string) => Slots;
   log: Logger;
   stats: { active: number };
@@ -42,21 +44,26 @@ export function capabilities(s: OrchestratorState): Capabilities & { stats: { ac
 }
 
 export async function orchestratorRoutes(app: FastifyInstance, s: OrchestratorState): Promise<void> {
-  if (s.secret) {
-    const secret = s.secret;
-    app.addHook('onRequest', async (req, reply) => {
-      if (!secretMatches(req.headers.authorization, secret)) return sendError(reply, 401, 'orchestrator secret missing or wrong', 'authentication_error', 'unauthorized');
-      return undefined;
-    });
-  }
+  // Gateways send JSON only (see the gateway's routes).
+  app.removeContentTypeParser('text/plain');
   app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
     const status = err.statusCode && err.statusCode < 500 ? 400 : 500;
     if (status === 500) s.log.error({ err }, 'orchestrator error');
     return sendError(reply, status, status === 400 ? err.message : 'internal error', status === 400 ? 'invalid_request_error' : 'server_error', status === 400 ? 'invalid_request' : 'internal');
   });
+  // Liveness tells nothing and generates nothing: open to probes, as /metrics is.
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/capabilities', async () => capabilities(s));
-  app.post('/v1/chat/completions', async (req, reply) => generate(req, reply, s));
+  await app.register(async (gateways) => {
+    const secret = s.secret;
+    if (secret) {
+      gateways.addHook('onRequest', async (req, reply) => {
+        if (!secretMatches(req.headers.authorization, secret)) return sendError(reply, 401, 'orchestrator secret missing or wrong', 'authentication_error', 'unauthorized');
+        return undefined;
+      });
+    }
+    gateways.get('/capabilities', async () => capabilities(s));
+    gateways.post('/v1/chat/completions', { bodyLimit: forwardedBodyLimit(s.bodyLimitBytes) }, async (req, reply) => generate(req, reply, s));
+  });
 }
 
 async function generate(req: FastifyRequest, reply: FastifyReply, s: OrchestratorState): Promise<FastifyReply | undefined> {
@@ -67,7 +74,12 @@ async function generate(req: FastifyRequest, reply: FastifyReply, s: Orchestrato
     if (err instanceof ValidationError) return sendError(reply, 400, err.message, 'invalid_request_error', 'invalid_request');
     throw err;
   }
-  if (!s.engine.models().some((m) => m.id === body.model)) return sendError(reply, 404, `model ${body.model} is not served here`, 'invalid_request_error', 'model_not_found');
+  const model = s.engine.models().find((m) => m.id === body.model);
+  if (!model) return sendError(reply, 404, `model ${body.model} is not served here`, 'invalid_request_error', 'model_not_found');
+  // More tokens than the whole context can never be generated: refused rather than silently
+  // cut to the room left (issue #15: max_tokens up to 1e6 was accepted).
+  const tooMany = maxTokensProblem(body.max_tokens, model.contextLength);
+  if (tooMany) return sendError(reply, 400, tooMany, 'invalid_request_error', 'context_length_exceeded');
 
   // A client (the gateway) that goes away aborts the generation: no tokens for nobody.
   const res = reply.raw;
