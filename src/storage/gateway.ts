@@ -7,13 +7,50 @@ export interface GatewayConfig {
   arweaveGateways: readonly string[];
 }
 
+// A CID label is long (v0: 46, v1 base32: 59 characters), so short labels such as
+// `my.ipfs.example.com` are ordinary hosts.
+const CID_LABEL = /^[a-z0-9]{20,}$/i;
+// A CIDv0 (base58btc, `Qm` and 44 more) as it reads once URL has lowercased the host name.
+const LOWERCASED_CIDV0 = /^qm[a-z0-9]{44}$/;
+
+interface SubdomainGateway {
+  cid: string;
+  namespace: 'ipfs' | 'ipns';
+  gateway: string;
+}
+
 /**
- * Whether a host is a subdomain-style gateway (`CID.ipfs.GATEWAY`). The spec accepts only
- * path-style gateway URLs; a CID label is long (v0: 46, v1 base32: 59 characters), so short
- * labels such as `my.ipfs.example.com` are ordinary hosts.
+ * A subdomain-style gateway host (`CID.ipfs.GATEWAY`) in its parts, or null. The CID label
+ * may stand anywhere before `.ipfs.`/`.ipns.`: `x.CID.ipfs.dweb.link` is one too (issue #15).
  */
+function subdomainGateway(hostname: string): SubdomainGateway | null {
+  const labels = hostname.toLowerCase().split('.');
+  for (let i = 0; i + 2 < labels.length; i++) {
+    const [cid, namespace] = [labels[i] ?? '', labels[i + 1]];
+    if ((namespace === 'ipfs' || namespace === 'ipns') && CID_LABEL.test(cid)) {
+      return { cid, namespace, gateway: labels.slice(i + 2).join('.') };
+    }
+  }
+  return null;
+}
+
+/** Whether a host is a subdomain-style gateway. The spec accepts only path-style gateway URLs. */
 export function isSubdomainGatewayHost(hostname: string): boolean {
-  return /^[a-z0-9]{20,}\.(ipfs|ipns)\./i.test(hostname);
+  return subdomainGateway(hostname) !== null;
+}
+
+/**
+ * The path-style URL for a subdomain-style gateway URL, to show in the message that refuses
+ * it; null for any other URL. The port is kept. URL lowercases host names, so a CIDv0
+ * (`Qm...`, case-sensitive) cannot be read back: the hint then shows `<CID>` and says why.
+ */
+export function pathStyleHint(url: URL): string | null {
+  const sub = subdomainGateway(url.hostname);
+  if (!sub) return null;
+  const host = url.port ? `${sub.gateway}:${url.port}` : sub.gateway;
+  const lostCase = LOWERCASED_CIDV0.test(sub.cid);
+  const hint = `${url.protocol}//${host}/${sub.namespace}/${lostCase ? '<CID>' : sub.cid}${url.pathname === '/' ? '' : url.pathname}`;
+  return lostCase ? `${hint}, with the CIDv0 written in its original letter case (host names are lowercase, so it cannot be read back from this URL)` : hint;
 }
 
 /**
@@ -33,8 +70,9 @@ export function gatewayCandidates(raw: string, cfg: GatewayConfig): string[] | n
     const rest = `${url.host}${url.pathname === '/' ? '' : url.pathname}`;
     return cfg.arweaveGateways.map((g) => `${trim(g)}/${rest}`);
   }
-  if (isSubdomainGatewayHost(url.hostname)) {
-    throw new InputUnreadableError('subdomain-style gateway URLs (https://CID.ipfs.GATEWAY/...) are not supported: use the path style https://GATEWAY/ipfs/CID/file');
+  const hint = pathStyleHint(url);
+  if (hint) {
+    throw new InputUnreadableError(`subdomain-style gateway URLs (https://CID.ipfs.GATEWAY/...) are not supported: use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`);
   }
   const path = `${url.pathname}${url.search}`;
   if (/^\/(ipfs|ipns)\/[^/]+/.test(url.pathname)) {

@@ -1,8 +1,6 @@
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import { assertHostAllowed, isPrivateAddress } from '../lib/net-guard.ts';
+import { assertHostAllowed, guardedLookup, hostNotAllowed, privateAddressError, type Resolve } from '../lib/net-guard.ts';
 import { InputUnreadableError, UpstreamUnavailableError } from '../lib/errors.ts';
 import { DownloadGuard, type DownloadLimits } from './download.ts';
 import type { FetchedInput, FetchOptions, InputSource } from './types.ts';
@@ -18,6 +16,8 @@ export interface HttpInputOptions {
    * so a test injects the allow-decision and checks that each hop is asked.
    */
   checkHost?: (url: URL) => Promise<void>;
+  /** How host names are resolved, by the default check and by the socket; a seam for tests (DNS rebinding, issue #15). */
+  resolve?: Resolve;
 }
 
 /** A URL as it may be shown in logs and messages: no user info, no query (signed URLs carry secrets there). */
@@ -57,11 +57,12 @@ export class HttpInput implements InputSource {
 
   /** GETs the URL, following up to maxRedirects redirects; answers the first 2xx response. */
   async #follow(signal: AbortSignal): Promise<IncomingMessage> {
-    const checkHost = this.#opts.checkHost ?? ((u: URL) => assertHostAllowed(u, { allowPrivate: this.#opts.allowPrivate }));
+    const { allowPrivate, resolve } = this.#opts;
+    const checkHost = this.#opts.checkHost ?? ((u: URL) => assertHostAllowed(u, { allowPrivate, resolve }));
     let url = this.#url;
     for (let hop = 0; ; hop++) {
       await checkHost(url);
-      const res = await get(url, { signal, allowPrivate: this.#opts.allowPrivate });
+      const res = await get(url, { signal, allowPrivate, resolve });
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return res;
       res.resume();
@@ -91,22 +92,17 @@ export function statusError(status: number, shown: string): InputUnreadableError
 /**
  * One GET. The socket's own DNS lookup refuses private addresses too: assertHostAllowed
  * checks a name once, and a name that answers differently the second time (DNS
- * rebinding) must not get through.
+ * rebinding) must not get through. Refused there, it is refused for good (issue #15), not
+ * a network error worth another try.
  */
-function get(url: URL, opts: { signal: AbortSignal; allowPrivate: boolean }): Promise<IncomingMessage> {
+function get(url: URL, opts: { signal: AbortSignal; allowPrivate: boolean; resolve?: Resolve | undefined }): Promise<IncomingMessage> {
   const mod = url.protocol === 'https:' ? https : http;
+  const lookup = opts.allowPrivate ? undefined : guardedLookup(opts.resolve);
   return new Promise((resolve, reject) => {
-    const req = mod.get(url, { signal: opts.signal, lookup: opts.allowPrivate ? undefined : guardedLookup, headers: { 'user-agent': 'mediaplane' } }, resolve);
-    req.on('error', reject);
+    const req = mod.get(url, { signal: opts.signal, lookup, headers: { 'user-agent': 'mediaplane' } }, resolve);
+    req.on('error', (err) => {
+      const refused = privateAddressError(err);
+      reject(refused ? new InputUnreadableError(hostNotAllowed(url, refused.problem), { cause: err }) : err);
+    });
   });
 }
-
-const guardedLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, options as LookupOptions, (err, address: string | LookupAddress[], family?: number) => {
-    if (err) return callback(err, '', 0);
-    const list = Array.isArray(address) ? address.map((a) => a.address) : [address];
-    const bad = list.find((a) => isPrivateAddress(a));
-    if (bad) return callback(Object.assign(new Error(`${hostname} resolves to ${bad}, a private address`), { code: 'EPRIVATE' }), '', 0);
-    (callback as (e: null, a: string | LookupAddress[], f?: number) => void)(null, address, family);
-  });
-};

@@ -13,7 +13,7 @@ export { FileInput, LocalDirStore } from './local.ts';
 export { S3ObjectStore } from './s3-store.ts';
 export { S3Input } from './s3-input.ts';
 export { HttpInput, showUrl } from './http.ts';
-export { GatewayInput, gatewayCandidates, isSubdomainGatewayHost } from './gateway.ts';
+export { GatewayInput, gatewayCandidates, isSubdomainGatewayHost, pathStyleHint } from './gateway.ts';
 export { DownloadGuard, type DownloadLimits } from './download.ts';
 
 type StorageConfig = Pick<Config, 'inputMaxBytes' | 'inputTimeoutMs' | 'inputIdleTimeoutMs' | 'maxRedirects' | 'ipfsGateways'

@@ -1,6 +1,9 @@
 import { webcrypto } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
-import { hostProblem } from '../lib/net-guard.ts';
+import { guardedLookup, hostProblem, privateAddressError, type Resolve } from '../lib/net-guard.ts';
 
 export interface S3Location {
   endpoint: string;
@@ -11,12 +14,17 @@ export interface S3Location {
 
 export interface S3ClientOptions {
   maxAttempts: number;
+  /** Whether the endpoint may be a loopback or private address (MEDIAPLANE_ALLOW_PRIVATE_URLS). */
+  allowPrivate: boolean;
+  /** How the endpoint's host name is resolved; a seam for tests (DNS rebinding, issue #15). */
+  resolve?: Resolve | undefined;
 }
 
 /**
  * A client for one caller's bucket. Path-style addressing because self-hosted S3 servers
  * (MinIO, Ceph, s3rver) rarely have wildcard DNS for virtual-host buckets. The SDK retries
- * 5xx, throttling and network errors itself, up to maxAttempts, with backoff.
+ * 5xx, throttling and network errors itself, up to maxAttempts, with backoff; an address
+ * refused at connect time (PrivateAddressError) is none of those, so it is not retried.
  */
 export function s3Client(loc: S3Location, opts: S3ClientOptions): S3Client {
   const client = new S3Client({
@@ -25,7 +33,12 @@ export function s3Client(loc: S3Location, opts: S3ClientOptions): S3Client {
     forcePathStyle: true,
     credentials: { accessKeyId: loc.credentials.accessKeyId, secretAccessKey: loc.credentials.secretAccessKey },
     maxAttempts: opts.maxAttempts,
-    requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000 },
+    requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000, ...guardedAgents(opts) },
+    // Bodies of 2 MiB and more get `Expect: 100-continue`. Given Agent options, the handler
+    // sends those through fresh Agents that skip the guarded lookup; given our Agent
+    // instances, it shares them, which the SDK avoids for 100-continue (crossed streams with
+    // Buffer bodies, smithy-typescript#1754). Without the header neither can happen.
+    expectContinueHeader: false,
     // Checksums the SDK adds by default since 2025 are not understood by every S3 server.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
@@ -38,6 +51,19 @@ export function s3Client(loc: S3Location, opts: S3ClientOptions): S3Client {
     { step: 'build', name: 'mediaplaneHashPayloadOffLoop' },
   );
   return client;
+}
+
+/**
+ * The connections of a client, every one of them through the guarded lookup (issue #15):
+ * the endpoint's host was checked before the client was built, but the SDK resolves it
+ * again when it connects, and a name that answers a public address first and 127.0.0.1 next
+ * (DNS rebinding) would reach a loopback server. Agent instances, not options: the handler
+ * uses them for every request (keep-alive and 50 sockets, as the SDK's own).
+ */
+function guardedAgents(opts: S3ClientOptions): { httpAgent: http.Agent; httpsAgent: https.Agent } {
+  const lookup: { lookup?: LookupFunction } = opts.allowPrivate ? {} : { lookup: guardedLookup(opts.resolve) };
+  const agent = { keepAlive: true, maxSockets: 50, ...lookup };
+  return { httpAgent: new http.Agent(agent), httpsAgent: new https.Agent(agent) };
 }
 
 const SHA256_HEADER = 'x-amz-content-sha256';
@@ -60,7 +86,7 @@ async function hashPayloadOffLoop(request: unknown): Promise<void> {
 }
 
 /** Says why an endpoint may not be used, or null; endpoints are user input like URLs are. */
-export async function endpointProblem(endpoint: string, allowPrivate: boolean): Promise<string | null> {
+export async function endpointProblem(endpoint: string, opts: { allowPrivate: boolean; resolve?: Resolve | undefined }): Promise<string | null> {
   let url: URL;
   try {
     url = new URL(endpoint);
@@ -68,13 +94,15 @@ export async function endpointProblem(endpoint: string, allowPrivate: boolean): 
     return `${JSON.stringify(endpoint)} is not a URL`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `${url.protocol} is not an http(s) endpoint`;
-  return hostProblem(url, { allowPrivate });
+  return hostProblem(url, opts);
 }
 
-export type S3Failure = 'denied' | 'no-bucket' | 'no-key' | 'unavailable';
+/** `refused-address`: the endpoint resolved to a private address when the client connected. */
+export type S3Failure = 'denied' | 'no-bucket' | 'no-key' | 'refused-address' | 'unavailable';
 
 /** Classifies an SDK error by its HTTP status and code (never by message text). */
 export function s3Failure(err: unknown): S3Failure {
+  if (privateAddressError(err)) return 'refused-address';
   const e = err as { name?: string; Code?: string; $metadata?: { httpStatusCode?: number } } | null;
   const status = e?.$metadata?.httpStatusCode;
   const code = e?.Code ?? e?.name ?? '';

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { InputUnreadableError, isRetryable } from '../../src/lib/errors.ts';
-import { assertHostAllowed } from '../../src/lib/net-guard.ts';
+import { assertHostAllowed, type Resolve } from '../../src/lib/net-guard.ts';
 import { HttpInput } from '../../src/storage/http.ts';
 import { redirect, serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
 
@@ -95,5 +95,25 @@ describe('HTTP input: the private-address guard on every redirect hop', () => {
     assert.ok(err instanceof InputUnreadableError);
     assert.match(err.message, /not allowed.*loopback/);
     assert.equal(outside.hits.length, before);
+  });
+});
+
+describe('HTTP input: the private-address guard when the socket connects (DNS rebinding, issue #15)', () => {
+  it('refuses a name that answered a public address when checked and 127.0.0.1 when the socket resolved it, for good', async () => {
+    const before = inside.hits.length;
+    const asked: string[] = [];
+    const answers = ['93.184.216.34', '127.0.0.1'];
+    const resolve: Resolve = async (name) => {
+      const address = answers[Math.min(asked.push(name) - 1, answers.length - 1)] ?? '';
+      return [{ address, family: 4 }];
+    };
+    const url = `http://media.rebind.test:${new URL(inside.url('/')).port}/latest/meta-data`;
+    const rebound = new HttpInput(new URL(url), { limits: { maxBytes: 1 << 20, timeoutMs: 10_000, idleTimeoutMs: 5_000 }, maxRedirects: 5, allowPrivate: false, resolve });
+    const err = await rebound.fetch({ dest: dest(), signal: new AbortController().signal }).then(() => assert.fail('the rebound name was fetched'), (e: unknown) => e);
+    assert.ok(err instanceof InputUnreadableError, String(err));
+    assert.ok(!isRetryable(err), 'a refused address is not worth another try');
+    assert.match(err.message, /http:\/\/media\.rebind\.test:\d+ is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
+    assert.deepEqual(asked, ['media.rebind.test', 'media.rebind.test'], 'asked by the check, then by the socket');
+    assert.equal(inside.hits.length, before, 'the internal server was never asked');
   });
 });
