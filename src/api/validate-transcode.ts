@@ -1,6 +1,7 @@
 import { hostProblem } from '../lib/net-guard.ts';
-import { isSubdomainGatewayHost } from '../storage/index.ts';
+import { pathStyleHint } from '../storage/index.ts';
 import { ValidationError } from '../lib/errors.ts';
+import { objectPathProblem } from '../lib/object-path.ts';
 import type { TranscodeParams } from '../transcode/index.ts';
 
 // The rules of POST /api/transcode that JSON Schema cannot say well. Each message names the
@@ -48,9 +49,8 @@ async function checkInput(p: TranscodeParams, rules: TranscodeRules, problems: s
   }
   const url = await checkHttpUrl('input.url', raw, rules, problems);
   // Subdomain-style gateway URLs cannot be mapped back to a CID reliably: path style only.
-  if (url && isSubdomainGatewayHost(url.hostname)) {
-    problems.push(`input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${url.protocol}//${url.hostname.split('.').slice(2).join('.')}/${url.hostname.split('.')[1]}/${url.hostname.split('.')[0]}${url.pathname})`);
-  }
+  const hint = url && pathStyleHint(url);
+  if (hint) problems.push(`input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`);
 }
 
 async function checkStorage(p: TranscodeParams, rules: TranscodeRules, problems: string[]): Promise<void> {
@@ -71,13 +71,61 @@ async function checkStorage(p: TranscodeParams, rules: TranscodeRules, problems:
   }
 }
 
+/** The path rule (lib/object-path.ts) on every path a request names (issue #15). */
+function checkPaths(p: TranscodeParams, problems: string[]): void {
+  for (const kind of ['hls', 'mp4', 'fmp4'] as const) {
+    const path = p.outputs[kind]?.path;
+    const problem = path === undefined ? null : objectPathProblem(path, { folder: true });
+    if (problem) problems.push(`outputs.${kind}.path: ${problem}`);
+  }
+  if ('type' in p.input) {
+    const problem = objectPathProblem(p.input.path);
+    if (problem) problems.push(`input.path: ${problem}`);
+  }
+}
+
+// H.264 level 6.2's largest frame (139,264 macroblocks of 16x16), the most any of our
+// encoders' highest levels decode; a ladder may hold two such frames' worth of pixels.
+const MAX_FRAME_PIXELS = 8192 * 4352;
+const MAX_LADDER_PIXELS = 2 * MAX_FRAME_PIXELS;
+const FPS_RANGE = { min: 1, max: 240 };
+// A keyframe interval in seconds, as Livepeer sends it ("2", "0.5"): no exponent, no sign.
+const GOP_SECONDS = /^\d{1,2}(\.\d{1,3})?$/;
+const GOP_MAX_SECS = 60;
+
+type Profile = NonNullable<TranscodeParams['profiles']>[number];
+
+/** Bounds JSON Schema cannot say alone: products, ratios and number strings (issue #15). */
+function profileBoundsProblems(prof: Profile, field: string): string[] {
+  const problems: string[] = [];
+  const pixels = prof.width * prof.height;
+  if (pixels > MAX_FRAME_PIXELS) problems.push(`${field}: width x height must be at most ${MAX_FRAME_PIXELS} pixels (8192x4352; this one is ${pixels})`);
+  if (prof.fps !== undefined) {
+    const rate = prof.fps / (prof.fpsDen ?? 1);
+    if (rate < FPS_RANGE.min || rate > FPS_RANGE.max) problems.push(`${field}.fps: the frame rate fps/fpsDen must be from ${FPS_RANGE.min} to ${FPS_RANGE.max} (this one is ${rate.toPrecision(4)})`);
+  }
+  if (prof.gop !== undefined && prof.gop !== 'intra') {
+    const secs = GOP_SECONDS.test(prof.gop) ? Number(prof.gop) : NaN;
+    if (!(secs > 0 && secs <= GOP_MAX_SECS)) problems.push(`${field}.gop: must be a number of seconds from 0.001 to ${GOP_MAX_SECS} written as a string, e.g. "2" or "0.5", or "intra" (every frame a keyframe)`);
+  }
+  return problems;
+}
+
 function checkProfiles(p: TranscodeParams, problems: string[]): void {
   const seen = new Set<string>();
+  let ladderPixels = 0;
   p.profiles?.forEach((prof, i) => {
     if (seen.has(prof.name)) problems.push(`profiles[${i}].name: must be unique (${prof.name} is used twice)`);
     seen.add(prof.name);
+    // The name is a folder of the HLS outputs (`<hls.path>/<name>/index.m3u8`): `..` would
+    // climb out of it (issue #15).
+    const nameProblem = objectPathProblem(prof.name);
+    if (nameProblem) problems.push(`profiles[${i}].name: ${nameProblem}`);
     if (prof.width % 2 !== 0 || prof.height % 2 !== 0) problems.push(`profiles[${i}]: width and height must be even numbers (H.264/HEVC 4:2:0)`);
+    problems.push(...profileBoundsProblems(prof, `profiles[${i}]`));
+    ladderPixels += prof.width * prof.height;
   });
+  if (ladderPixels > MAX_LADDER_PIXELS) problems.push(`profiles: the ladder's width x height summed over all profiles must be at most ${MAX_LADDER_PIXELS} pixels (this one is ${ladderPixels})`);
 }
 
 const withSlash = (path: string) => (path.startsWith('/') ? path : `/${path}`);
@@ -87,6 +135,7 @@ export async function checkTranscodeRequest(p: TranscodeParams, rules: Transcode
   const problems: string[] = [];
   await checkInput(p, rules, problems);
   await checkStorage(p, rules, problems);
+  checkPaths(p, problems);
   checkProfiles(p, problems);
   if (p.c2pa === true && !rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
   if (p.c2pa === true && !p.outputs.mp4 && !p.outputs.fmp4) problems.push('c2pa: signing applies to MP4 outputs; add outputs.mp4');

@@ -18,7 +18,7 @@ the same probe, ladder, single ffmpeg run and playlists, written to a local fold
   --hls           write HLS (TS segments)        (default when no output kind is given: --hls --mp4)
   --mp4           write one faststart MP4 per rendition
   --fmp4          write HLS with fMP4/CMAF segments
-  --segment <s>   HLS segment duration in seconds (default 6)
+  --segment <s>   HLS segment duration in seconds, 1 to 60 (default 6)
   -h, --help      this text
 
 Settings (ffmpeg path, preset, gateways, size limit...) are read from MEDIAPLANE_* variables;
@@ -70,7 +70,8 @@ function parse(argv: string[]): CliArgs | 'help' {
   if (positionals.length !== 1 || !positionals[0]) throw new Error('give exactly one input file or URL');
   if (!values.out) throw new Error('--out <dir> is required');
   const segment = values.segment === undefined ? undefined : Number(values.segment);
-  if (segment !== undefined && !(segment > 0 && segment <= 60)) throw new Error('--segment must be a number of seconds, above 0 and at most 60');
+  // The API's bound of targetSegmentSizeSecs (issue #15): 0.001 would cut one-frame segments.
+  if (segment !== undefined && !(segment >= 1 && segment <= 60)) throw new Error('--segment must be a number of seconds from 1 to 60');
   const none = !values.hls && !values.mp4 && !values.fmp4;
   const outputs: TranscodeParams['outputs'] = {
     ...(values.hls || none ? { hls: { path: '/hls' } } : {}),

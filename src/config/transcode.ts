@@ -7,6 +7,6 @@ export const transcodeSettings = defineSettings({
   x264Preset: { env: 'MEDIAPLANE_X264_PRESET', type: 'enum', group: 'transcode', default: 'veryfast', values: ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium', 'slow', 'slower', 'veryslow'] as const, description: 'x264/x265 speed preset: faster presets cost quality per bit.' },
   ffmpegThreads: { env: 'MEDIAPLANE_FFMPEG_THREADS', type: 'int', group: 'transcode', default: 0, min: 0, max: 256, description: 'Threads per ffmpeg encoder; 0 lets ffmpeg pick from the CPU count.' },
   transcodeTimeoutMs: { env: 'MEDIAPLANE_TRANSCODE_TIMEOUT_MS', type: 'int', group: 'transcode', default: 4 * 3600_000, min: 1000, description: 'Longest one ffmpeg run may take before the job fails with a timeout.' },
-  defaultSegmentSecs: { env: 'MEDIAPLANE_DEFAULT_SEGMENT_SECS', type: 'number', group: 'transcode', default: 6, exclusiveMin: 0, max: 60, description: 'HLS segment duration when a request gives no targetSegmentSizeSecs.' },
+  defaultSegmentSecs: { env: 'MEDIAPLANE_DEFAULT_SEGMENT_SECS', type: 'number', group: 'transcode', default: 6, min: 1, max: 60, description: 'HLS segment duration in seconds, 1 to 60 (the bound of targetSegmentSizeSecs), when a request gives none.' },
   maxOutputFps: { env: 'MEDIAPLANE_MAX_OUTPUT_FPS', type: 'number', group: 'transcode', default: 60, exclusiveMin: 0, max: 240, description: 'Frame rate ceiling of the default ladder (a 120 fps phone clip comes out at this rate).' },
 });

@@ -3,6 +3,7 @@ import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { InputUnreadableError, StorageDeniedError } from '../lib/errors.ts';
+import { checkedObjectKey } from '../lib/object-path.ts';
 import type { FetchedInput, InputSource, ObjectStore, PutBody, PutOptions } from './types.ts';
 
 /** Outputs in a local folder: `mediaplane transcode --out DIR` (and tests). */
@@ -24,7 +25,8 @@ export class LocalDirStore implements ObjectStore {
   }
 
   async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
-    const dest = path.resolve(this.#root, key);
+    // The path rule first (issue #15), then the folder check as a second line of defence.
+    const dest = path.resolve(this.#root, checkedObjectKey(key));
     if (!dest.startsWith(this.#root + path.sep)) throw new StorageDeniedError(`output key ${key} leaves the output folder`);
     await mkdir(path.dirname(dest), { recursive: true });
     if ('file' in body) await copyFile(body.file, dest);

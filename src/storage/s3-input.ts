@@ -1,6 +1,8 @@
 import { Readable } from 'node:stream';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { InputUnreadableError, UpstreamUnavailableError } from '../lib/errors.ts';
+import { objectPathProblem } from '../lib/object-path.ts';
+import { privateAddressError, type Resolve } from '../lib/net-guard.ts';
 import { DownloadGuard, type DownloadLimits } from './download.ts';
 import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
 import type { FetchedInput, FetchOptions, InputSource } from './types.ts';
@@ -9,6 +11,8 @@ export interface S3InputOptions {
   limits: DownloadLimits;
   maxAttempts: number;
   allowPrivate: boolean;
+  /** How the endpoint's host name is resolved, checked and connected; a seam for tests (DNS rebinding, issue #15). */
+  resolve?: Resolve;
 }
 
 /** An input object in an S3-compatible bucket, streamed with GetObject. */
@@ -16,19 +20,24 @@ export class S3Input implements InputSource {
   readonly description: string;
   readonly #loc: S3Location;
   readonly #key: string;
+  /** What the path rule says of `input.path` (issue #15), asserted again before any request. */
+  readonly #keyProblem: string | null;
   readonly #opts: S3InputOptions;
 
   constructor(loc: S3Location & { path: string }, opts: S3InputOptions) {
     this.#loc = loc;
-    this.#key = loc.path.replace(/^\/+/, '');
+    this.#keyProblem = objectPathProblem(loc.path);
+    this.#key = loc.path.startsWith('/') ? loc.path.slice(1) : loc.path;
     this.#opts = opts;
     this.description = `s3 object "${this.#key}" in bucket "${loc.bucket}" at ${loc.endpoint}`;
   }
 
   async fetch(opts: FetchOptions): Promise<FetchedInput> {
-    const problem = await endpointProblem(this.#loc.endpoint, this.#opts.allowPrivate);
+    if (this.#keyProblem) throw new InputUnreadableError(`input.path: ${this.#keyProblem}`);
+    const { allowPrivate, resolve, maxAttempts } = this.#opts;
+    const problem = await endpointProblem(this.#loc.endpoint, { allowPrivate, resolve });
     if (problem) throw new InputUnreadableError(`the input S3 endpoint is not allowed: ${problem}`);
-    const client = s3Client(this.#loc, { maxAttempts: this.#opts.maxAttempts });
+    const client = s3Client(this.#loc, { maxAttempts, allowPrivate, resolve });
     const guard = new DownloadGuard(opts.signal, this.#opts.limits);
     try {
       const body = await this.#open(client, guard);
@@ -64,6 +73,8 @@ export class S3Input implements InputSource {
         return new InputUnreadableError(`the input bucket "${bucket}" does not exist at ${endpoint}`);
       case 'no-key':
         return new InputUnreadableError(`the input ${this.description} was not found`);
+      case 'refused-address':
+        return new InputUnreadableError(`the input S3 endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`, { cause: err });
       case 'unavailable':
         return new UpstreamUnavailableError(`the S3 server at ${endpoint} (input bucket "${bucket}") did not answer; it will be tried again`, { cause: err });
     }

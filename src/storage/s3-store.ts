@@ -2,6 +2,8 @@ import { stat } from 'node:fs/promises';
 import { HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
+import { checkedObjectKey } from '../lib/object-path.ts';
+import { privateAddressError, type Resolve } from '../lib/net-guard.ts';
 import { BufferPool, RangeMultipart, uploadFileMultipart, withFileRange } from './s3-multipart.ts';
 import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
 import type { FileRange, ObjectStore, PartWriter, PutBody, PutOptions } from './types.ts';
@@ -19,6 +21,8 @@ export interface S3StoreOptions {
   maxAttempts: number;
   partSizeBytes: number;
   allowPrivate: boolean;
+  /** How the endpoint's host name is resolved, checked and connected; a seam for tests (DNS rebinding, issue #15). */
+  resolve?: Resolve;
 }
 
 /** Outputs in a caller's S3-compatible bucket: files as one PutObject up to one part, multipart from file ranges above; streams through lib-storage. */
@@ -35,12 +39,12 @@ export class S3ObjectStore implements ObjectStore {
     this.#opts = opts;
     this.parts = { minBytes: MIN_PART_BYTES, partBytes: opts.partSizeBytes, open: (key, o) => this.#openParts(key, o) };
     this.#buffers = new BufferPool(opts.partSizeBytes, KEEP_BUFFERS);
-    this.#client = s3Client(loc, { maxAttempts: opts.maxAttempts });
+    this.#client = s3Client(loc, { maxAttempts: opts.maxAttempts, allowPrivate: opts.allowPrivate, resolve: opts.resolve });
     this.description = `s3 bucket "${loc.bucket}" at ${loc.endpoint}`;
   }
 
   async check(signal: AbortSignal): Promise<void> {
-    const problem = await endpointProblem(this.#loc.endpoint, this.#opts.allowPrivate);
+    const problem = await endpointProblem(this.#loc.endpoint, { allowPrivate: this.#opts.allowPrivate, resolve: this.#opts.resolve });
     if (problem) throw new StorageDeniedError(`the storage endpoint is not allowed: ${problem}`);
     try {
       await this.#client.send(new HeadBucketCommand({ Bucket: this.#loc.bucket }), { abortSignal: signal });
@@ -49,7 +53,9 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
+  async put(rawKey: string, body: PutBody, opts: PutOptions): Promise<void> {
+    // Asserted again here (issue #15): some S3-protocol servers resolve `..` in keys.
+    const key = checkedObjectKey(rawKey);
     if ('file' in body) return this.#putFile(key, body, opts);
     const { stream } = body;
     const upload = new Upload({
@@ -94,8 +100,8 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async #openParts(key: string, opts: PutOptions): Promise<PartWriter> {
-    const u = { client: this.#client, bucket: this.#loc.bucket, key, buffers: this.#buffers, signal: opts.signal, contentType: opts.contentType };
+  async #openParts(rawKey: string, opts: PutOptions): Promise<PartWriter> {
+    const u = { client: this.#client, bucket: this.#loc.bucket, key: checkedObjectKey(rawKey), buffers: this.#buffers, signal: opts.signal, contentType: opts.contentType };
     const explained = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
       try {
         return await fn(...a);
@@ -131,6 +137,8 @@ export class S3ObjectStore implements ObjectStore {
       case 'no-bucket':
       case 'no-key':
         return new StorageDeniedError(`storage denied: bucket "${bucket}" does not exist at ${endpoint}`);
+      case 'refused-address':
+        return new StorageDeniedError(`the storage endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`, { cause: err });
       case 'unavailable':
         return new UpstreamUnavailableError(`storage unreachable: the S3 server at ${endpoint} (bucket "${bucket}") did not answer; it will be tried again`, { cause: err });
     }

@@ -14,7 +14,10 @@ import type { Readable } from 'node:stream';
  *      or, when the job fails at any step, `discard()`: nothing more is published and what
  *      the store holds (clients, sockets, staging folders) is freed.
  *
- * Keys are relative ("out/hls/360p0/0.ts", no leading slash). Bodies are files on local
+ * Keys are relative ("out/hls/360p0/0.ts", no leading slash). Each store asserts the path
+ * rule on every key it writes, whatever the caller checked (lib/object-path.ts
+ * `checkedObjectKey`, issue #15): a key with `..`, `//`, `%`, a backslash or a control
+ * character is refused with a StorageDeniedError. Bodies are files on local
  * disk or streams: media is never buffered whole in memory (STYLE.md 6). Errors are from
  * lib/errors.ts: StorageDeniedError (never retried) or UpstreamUnavailableError (retried);
  * messages name the bucket or endpoint, never a credential.

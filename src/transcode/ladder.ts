@@ -70,7 +70,8 @@ function fromProfile(p: ProfileParams, probe: ProbeResult): Rendition {
     codec: p.encoder === 'HEVC' ? 'hevc' : 'h264',
     profile: p.profile === 'H264Baseline' ? 'baseline' : p.profile === 'H264Main' ? 'main' : p.profile ? 'high' : undefined,
     noBFrames: p.profile === 'H264ConstrainedHigh' || p.profile === 'H264Baseline',
-    gopFrames: Number.isFinite(gopSecs) && gopSecs > 0 ? Math.max(1, Math.round(gopSecs * value(fps))) : undefined,
+    // "intra" is Livepeer's every-frame-a-keyframe GOP (go-livepeer's GOPIntraOnly).
+    gopFrames: p.gop === 'intra' ? 1 : Number.isFinite(gopSecs) && gopSecs > 0 ? Math.max(1, Math.round(gopSecs * value(fps))) : undefined,
     crf: p.quality,
   };
 }

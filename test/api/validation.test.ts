@@ -38,7 +38,7 @@ const cases: Array<{ name: string; body?: unknown; raw?: string; status: number;
   { name: 'profile odd width', body: { ...base, profiles: [{ name: 'p', width: 641, height: 360, bitrate: 1000 }] }, status: 422, expect: /^profiles\[0\]: width and height must be even/ },
   { name: 'duplicate profile names', body: { ...base, profiles: [{ name: 'p', width: 640, height: 360, bitrate: 1000 }, { name: 'p', width: 1280, height: 720, bitrate: 1000 }] }, status: 422, expect: /^profiles\[1\]\.name: must be unique/ },
   { name: 'empty profiles array', body: { ...base, profiles: [] }, status: 422, expect: /^profiles: must NOT have fewer than 1 items/ },
-  { name: 'segment size zero', body: { ...base, targetSegmentSizeSecs: 0 }, status: 422, expect: /^targetSegmentSizeSecs: must be > 0/ },
+  { name: 'segment size zero', body: { ...base, targetSegmentSizeSecs: 0 }, status: 422, expect: /^targetSegmentSizeSecs: must be >= 1/ },
   { name: 'segment size a string', body: { ...base, targetSegmentSizeSecs: '6' }, status: 422, expect: /^targetSegmentSizeSecs: must be a number/ },
   { name: 'c2pa not a boolean', body: { ...base, c2pa: 'yes' }, status: 422, expect: /^c2pa: must be a boolean/ },
   { name: 'c2pa without signing configured', body: { ...base, c2pa: true }, status: 422, expect: /^c2pa: C2PA signing is not configured on this server/ },

@@ -41,6 +41,11 @@ describe('ladder', () => {
     assert.deepEqual(sizes(probeOf({ width: 720, height: 1280 }), profiles), ['hd 720x1280 5000000', 'sd 360x640 800000']);
     assert.throws(() => planLadder(probeOf({ width: 640, height: 360 }), { maxFps: 60, profiles: [{ name: 'v', width: 640, height: 360, bitrate: 1e6, encoder: 'VP9' }] }), UnsupportedMediaError);
   });
+  it('takes a profile gop in seconds, and Livepeer\'s "intra" as every frame a keyframe', () => {
+    const gop = (g: string) => planLadder(probeOf({ width: 640, height: 360, fps: '30/1' }), { maxFps: 60, profiles: [{ name: 'p', width: 640, height: 360, bitrate: 1e6, gop: g }] })[0]?.gopFrames;
+    assert.equal(gop('2'), 60);
+    assert.equal(gop('intra'), 1);
+  });
   it('caps the frame rate of the default ladder', () => {
     assert.equal(planLadder(probeOf({ width: 640, height: 360, fps: '120/1' }), { maxFps: 60 })[0]?.fps.num, 60000);
   });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { StorageDeniedError } from '../../lib/errors.ts';
+import { checkedObjectKey } from '../../lib/object-path.ts';
 import type { ObjectStore, PutBody, PutOptions } from '../types.ts';
 import { publishDirectory, type PublishOptions, type PublishResult } from './publish.ts';
 import { validateDwebProof } from './proof.ts';
@@ -45,7 +46,8 @@ export class DwebObjectStore implements ObjectStore {
 
   async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
     const root = await this.#dir();
-    const dest = resolve(root, key.replace(/^\/+/, ''));
+    // The path rule first (issue #15), then the folder check as a second line of defence.
+    const dest = resolve(root, checkedObjectKey(key));
     if (!dest.startsWith(root + sep)) throw new StorageDeniedError(`output key ${key} leaves the output directory`);
     await mkdir(dirname(dest), { recursive: true });
     if ('file' in body) await copyFile(body.file, dest);
