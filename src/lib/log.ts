@@ -1,32 +1,119 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 
-// Secrets never reach a log line (STYLE.md, practice 11): request headers are not logged by
-// default, and these paths are censored wherever an object carrying them is logged.
-const REDACT = [
-  'req.headers.authorization',
-  'headers.authorization',
-  '*.credentials',
-  '*.*.credentials',
-  'credentials',
-  '*.secretAccessKey',
-  '*.proof',
-  '*.apiKey',
-  '*.key',
-  'params.input.credentials',
-  'params.storage.credentials',
-];
+// Secrets never reach a log line (STYLE.md, practice 11), whatever is logged and whatever
+// fails (issue #15). A database error is the hard case: PGlite's errors carry the SQL and
+// its bound values (`query`, `params`: a task's params, S3 secret included), pg's carry the
+// JSON around a bad character (`where`) and a failing row (`detail`). So every object logged
+// passes through `scrubValue` below, at any depth, before pino writes it: names that hold secrets
+// or echo SQL values are censored, errors are copied the same way (their cause included),
+// and text is cleaned of URL query strings (a signed URL's signature) and `secret: value`
+// pairs quoted in messages. The redact paths are a second net for what serializers add.
+
+const CENSOR = '***';
+
+/** Property names whose values are secrets wherever they appear (any case, any depth). */
+const SECRET_NAME = /secret|passw(or)?d|credential|authori[sz]ation|cookie|proof|token$|signature|salt$|key$|access[-_]?key/i;
+
+/** Fields of database errors and queries that echo SQL text or the values bound to it. */
+const ECHO_NAMES = new Set(['query', 'params', 'parameters', 'values', 'detail', 'where', 'internalQuery', 'queryOptions', 'sql']);
+
+// `scheme://host/path?query` keeps `scheme://host/path?***`; the query may be a signature.
+const URL_QUERY = /\b([a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>\\]*)\?[^\s"'<>\\]*/gi;
+// Secret names inside text: a JSON member (`"secretAccessKey":"v`, also escaped once, also
+// cut short as PostgreSQL quotes it) or a `name=value` pair (a query string, a form).
+const SECRET_WORD = String.raw`(?:\w*(?:secret|passw(?:or)?d|credential|signature|proof|api[-_]?key|access[-_]?key|authori[sz]ation)\w*|\w*token)`;
+const SECRET_MEMBER = new RegExp(String.raw`(\\?"${SECRET_WORD}\\?"\s*:\s*\\?")[^"\\]*`, 'gi');
+const SECRET_PARAM = new RegExp(String.raw`(\b${SECRET_WORD}=)[^\s&;,"'<>]+`, 'gi');
+const AUTH_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]+/g;
+
+const MAX_DEPTH = 12;
+
+/** `text` without URL query strings and quoted secret values. */
+export function scrubText(text: string): string {
+  return text.replace(URL_QUERY, `$1?${CENSOR}`).replace(SECRET_MEMBER, `$1${CENSOR}`).replace(SECRET_PARAM, `$1${CENSOR}`).replace(AUTH_SCHEME, `$1 ${CENSOR}`);
+}
+
+const isPlainObject = (v: object): boolean => {
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+};
+
+function scrubEntry(name: string, value: unknown, depth: number, seen: WeakSet<object>): unknown {
+  if (value === undefined || value === null) return value;
+  if (SECRET_NAME.test(name) || ECHO_NAMES.has(name)) return CENSOR;
+  return scrubValue(value, depth + 1, seen);
+}
+
+function scrubEntries(from: object, into: Record<string, unknown>, depth: number, seen: WeakSet<object>): Record<string, unknown> {
+  for (const [name, value] of Object.entries(from)) if (!(name in into)) into[name] = scrubEntry(name, value, depth, seen);
+  return into;
+}
+
+/** An error as a plain object: type, message and stack cleaned, own fields and cause scrubbed. */
+function scrubError(err: Error, depth: number, seen: WeakSet<object>): Record<string, unknown> {
+  const out: Record<string, unknown> = { type: err.constructor.name || err.name, message: scrubText(err.message) };
+  if (err.stack !== undefined) out.stack = scrubText(err.stack);
+  scrubEntries(err, out, depth, seen);
+  // `new Error(m, { cause })` makes `cause` an own but non-enumerable property.
+  if (err.cause !== undefined && !('cause' in out)) out.cause = scrubValue(err.cause, depth + 1, seen);
+  if (err instanceof AggregateError && !('errors' in out)) out.errors = scrubValue(err.errors, depth + 1, seen);
+  return out;
+}
+
+/**
+ * A copy of `value` that is safe to log. Plain objects, arrays and errors are copied and
+ * scrubbed; objects with toJSON (URL, Date) are scrubbed as their JSON; other class
+ * instances (Fastify's request and reply) are left to the serializers that know them.
+ */
+export function scrubValue(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
+  if (typeof value === 'string') return scrubText(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (seen.has(value)) return '[Circular]';
+  if (depth > MAX_DEPTH) return '[too deep]';
+  seen.add(value);
+  if (value instanceof Error) return scrubError(value, depth, seen);
+  if (Array.isArray(value)) return value.map((v: unknown) => scrubValue(v, depth + 1, seen));
+  if (isPlainObject(value)) return scrubEntries(value, {}, depth, seen);
+  const toJSON: unknown = Reflect.get(value, 'toJSON');
+  if (typeof toJSON === 'function') return scrubValue(toJSON.call(value), depth + 1, seen);
+  return value;
+}
+
+const scrubObject = (o: Record<string, unknown>): Record<string, unknown> => scrubEntries(o, {}, 0, new WeakSet());
+
+// Censored after the serializers ran (the deep scrub above runs before them).
+const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.credentials', 'params', '*.params', 'query', '*.query'];
 
 export function createLogger(opts: { level: string; destination?: DestinationStream; name?: string }): Logger {
-  return pino(
+  const logger = pino(
     {
       level: opts.level,
       name: opts.name ?? 'mediaplane',
-      redact: { paths: REDACT, censor: '***' },
+      redact: { paths: REDACT, censor: CENSOR },
+      // Replaces pino's err serializer (and Fastify's copy of it): `scrub` already made the
+      // error a plain object, which that serializer would rebuild as an error of type Object.
+      serializers: { err: (e: unknown) => scrubValue(e) },
+      formatters: { log: scrubObject },
+      // The message and its printf arguments: text built from a URL or an error message.
+      hooks: {
+        logMethod(args, method) {
+          const clean = args.map((a: unknown) => (typeof a === 'string' ? scrubText(a) : a)) as typeof args;
+          method.apply(this, clean);
+        },
+      },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     opts.destination,
   );
+  // pino writes a child's bindings once, when the child is made, past formatters.log, and it
+  // gives children no bindings formatter: scrub them on the way in. Children inherit this
+  // `child` from the root (pino makes them with Object.create), Fastify's included.
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, options) {
+    return child.call(this, scrubObject(bindings), options);
+  } as Logger['child'];
+  return logger;
 }
 
 export type { Logger };

@@ -23,6 +23,16 @@ export interface TaskRow {
 export const TASK_COLUMNS =
   'id, owner, project_id, type, phase, params, requester_id, created_at, scheduled_at, updated_at, progress, error_message, retries, output, attempts';
 
+/**
+ * `params` without what is secret in them, for a task that can no longer run (issue #15): the
+ * credentials (kept under `credentials` keys, spec/API.md) and the input URL's query string,
+ * where a signed URL carries its signature (`?X-Amz-Signature=...`); its fragment goes too.
+ * The wire Task hides the same query string in every phase (wire.ts).
+ */
+export const PARAMS_WITHOUT_SECRETS = `(CASE WHEN jsonb_typeof(params #> '{input,url}') = 'string'
+    THEN jsonb_set(params, '{input,url}', to_jsonb(regexp_replace(params #>> '{input,url}', '[?#].*$', '')))
+    ELSE params END) #- '{input,credentials}' #- '{storage,credentials}'`;
+
 /** The phases from which a task may be cancelled, and from which it may be retried. */
 export const CANCELLABLE: readonly Phase[] = ['pending', 'waiting', 'running'];
 export const RETRYABLE: readonly Phase[] = ['failed', 'cancelled'];

@@ -1,5 +1,5 @@
 import type { Db } from '../db/index.ts';
-import { TASK_COLUMNS, type TaskRow } from './model.ts';
+import { PARAMS_WITHOUT_SECRETS, TASK_COLUMNS, type TaskRow } from './model.ts';
 
 // All SQL a worker needs, in one place (after pg-boss's plans.ts). A claim is a lease: the
 // row stays with its worker until `lease_until`, which heartbeats push forward. A worker that
@@ -71,14 +71,14 @@ export class Queue {
   }
 
   /**
-   * Records the output. A completed task can no longer run again, so the credentials it was
-   * given (kept under `credentials` keys, spec/API.md) are deleted from the row: secrets
-   * live in the database only while a task may still need them.
+   * Records the output. A completed task can no longer run again, so its secrets (the
+   * credentials, a signed input URL's query: model.ts PARAMS_WITHOUT_SECRETS) are deleted
+   * from the row: they live in the database only while a task may still need them.
    */
   async complete(id: string, workerId: string, output: unknown): Promise<boolean> {
     const rows = await this.#db.query(
       `UPDATE tasks SET phase = 'completed', output = $3, progress = 1, error_message = NULL,
-         params = params #- '{input,credentials}' #- '{storage,credentials}',
+         params = ${PARAMS_WITHOUT_SECRETS},
          lease_owner = NULL, lease_until = NULL, updated_at = now()
        WHERE id = $1 AND lease_owner = $2 AND phase = 'running' RETURNING id`,
       [id, workerId, JSON.stringify(output ?? {})],

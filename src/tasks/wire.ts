@@ -18,11 +18,21 @@ export interface WireTask {
   output?: { transcodeFile: Record<string, unknown> };
 }
 
+/**
+ * A signed input URL carries its signature in the query (`?X-Amz-Signature=...`), a
+ * credential like the S3 keys (issue #15): the Task shows the URL without query or fragment,
+ * in every phase, as a completed task's row keeps it (model.ts PARAMS_WITHOUT_SECRETS).
+ */
+function hideInputQuery(p: RedactedParams): RedactedParams {
+  if (!('url' in p.input)) return p;
+  return { ...p, input: { ...p.input, url: p.input.url.replace(/[?#].*$/s, '') } };
+}
+
 // `pending` is the state between insert and enqueue; both happen in one statement here, so
 // a client only ever sees it if a future task type splits them.
 export function toWireTask(row: TaskRow): WireTask {
   // Validated on the way in (api/), so the stored params have the request's shape.
-  const params = redactParams(row.params as TranscodeParams);
+  const params = hideInputQuery(redactParams(row.params as TranscodeParams));
   const status: WireTask['status'] = { phase: row.phase, updatedAt: ms(row.updated_at) ?? 0 };
   if (row.progress !== null) status.progress = row.progress;
   if (row.error_message !== null) status.errorMessage = row.error_message;
