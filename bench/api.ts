@@ -20,8 +20,15 @@ const CONNECTIONS = arg('connections', 10);
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./bare-server.ts', import.meta.url));
 
-function startChild(args: string[], env: Record<string, string>, match: RegExp): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+function startChild(
+  args: string[],
+  env: Record<string, string>,
+  match: RegExp,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout?.on('data', (b: Buffer) => {
@@ -36,7 +43,9 @@ function startChild(args: string[], env: Record<string, string>, match: RegExp):
 async function run(title: string, opts: autocannon.Options): Promise<{ rps: number; p99: number; non2xx: number }> {
   const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
   const res = { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx };
-  console.log(`${title.padEnd(36)} ${res.rps.toFixed(0).padStart(7)} req/s   p99 ${String(res.p99).padStart(4)} ms   non-2xx ${res.non2xx}`);
+  console.log(
+    `${title.padEnd(36)} ${res.rps.toFixed(0).padStart(7)} req/s   p99 ${String(res.p99).padStart(4)} ms   non-2xx ${res.non2xx}`,
+  );
   return res;
 }
 
@@ -53,7 +62,13 @@ async function freePort(): Promise<number> {
 /** Waits until `url` answers (the roles log nothing at level warn). */
 async function waitUp(url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
-    if (await fetch(url).then(() => true, () => false)) return;
+    if (
+      await fetch(url).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not come up`);
@@ -68,7 +83,12 @@ const dataDir = mkdtempSync(join(tmpdir(), 'mediaplane-bench-'));
 // The per-owner queue limit stays at its default (100): POSTs rotate over many owners, as
 // many clients would send them, so none is refused and the limit's count is measured too.
 const OWNERS = 400;
-const env = { MEDIAPLANE_DATA_DIR: dataDir, MEDIAPLANE_PORT: '0', MEDIAPLANE_LOG_LEVEL: 'warn', MEDIAPLANE_ALLOW_PRIVATE_URLS: 'true' };
+const env = {
+  MEDIAPLANE_DATA_DIR: dataDir,
+  MEDIAPLANE_PORT: '0',
+  MEDIAPLANE_LOG_LEVEL: 'warn',
+  MEDIAPLANE_ALLOW_PRIVATE_URLS: 'true',
+};
 const keys: string[] = [];
 {
   const db = await openDb({ databaseUrl: process.env.DATABASE_URL, dataDir });
@@ -79,11 +99,19 @@ const keys: string[] = [];
 const key = keys[0] ?? '';
 let next = 0;
 const rotate: autocannon.Request = {
-  setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${keys[next++ % keys.length]}` } }),
+  setupRequest: (req) => ({
+    ...req,
+    headers: { ...req.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
+  }),
 };
 const body = JSON.stringify({
   input: { url: 'https://example.com/video.mp4' },
-  storage: { type: 's3', endpoint: 'https://s3.example.com', bucket: 'b', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } },
+  storage: {
+    type: 's3',
+    endpoint: 'https://s3.example.com',
+    bucket: 'b',
+    credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+  },
   outputs: { hls: { path: '/out/hls' }, mp4: { path: '/out/mp4' } },
 });
 const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -98,18 +126,33 @@ await new Promise((r) => whole.child.once('exit', r));
 const bare = await startChild([BARE], {}, /"url":"([^"]+)"/);
 // `api` alone: no worker competes for the CPU, so this measures the HTTP path.
 const apiPort = await freePort();
-const apiChild = spawn(process.execPath, [BIN, 'api'], { env: { ...process.env, ...env, MEDIAPLANE_PORT: String(apiPort) }, stdio: ['ignore', 'ignore', 'inherit'] });
+const apiChild = spawn(process.execPath, [BIN, 'api'], {
+  env: { ...process.env, ...env, MEDIAPLANE_PORT: String(apiPort) },
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
 const api = { child: apiChild, url: `http://127.0.0.1:${apiPort}` };
 await waitUp(`${api.url}/healthz`);
 try {
   console.log(`autocannon: ${CONNECTIONS} connections, ${SECONDS} s per run, embedded database\n`);
   const bPost = await run('bare Fastify POST', { url: `${bare.url}/api/transcode`, method: 'POST', headers, body });
-  const aPost = await run('mediaplane POST /api/transcode', { url: `${api.url}/api/transcode`, method: 'POST', headers, body, requests: [rotate] });
-  const created = (await (await fetch(`${api.url}/api/transcode`, { method: 'POST', headers, body })).json()) as { id: string };
+  const aPost = await run('mediaplane POST /api/transcode', {
+    url: `${api.url}/api/transcode`,
+    method: 'POST',
+    headers,
+    body,
+    requests: [rotate],
+  });
+  const created = (await (await fetch(`${api.url}/api/transcode`, { method: 'POST', headers, body })).json()) as {
+    id: string;
+  };
   const bGet = await run('bare Fastify GET', { url: `${bare.url}/api/task/${created.id}`, headers });
   const aGet = await run('mediaplane GET /api/task/{id}', { url: `${api.url}/api/task/${created.id}`, headers });
-  console.log(`\nthroughput ratio POST: ${(aPost.rps / bPost.rps).toFixed(3)}   p99 ratio POST: ${(aPost.p99 / Math.max(1, bPost.p99)).toFixed(2)}`);
-  console.log(`throughput ratio GET:  ${(aGet.rps / bGet.rps).toFixed(3)}   p99 ratio GET:  ${(aGet.p99 / Math.max(1, bGet.p99)).toFixed(2)}`);
+  console.log(
+    `\nthroughput ratio POST: ${(aPost.rps / bPost.rps).toFixed(3)}   p99 ratio POST: ${(aPost.p99 / Math.max(1, bPost.p99)).toFixed(2)}`,
+  );
+  console.log(
+    `throughput ratio GET:  ${(aGet.rps / bGet.rps).toFixed(3)}   p99 ratio GET:  ${(aGet.p99 / Math.max(1, bGet.p99)).toFixed(2)}`,
+  );
   console.log(`idle RSS of mediaplane start: ${(idleRss / 1024).toFixed(1)} MiB`);
 } finally {
   bare.child.kill();

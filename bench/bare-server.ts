@@ -2,7 +2,13 @@
 // in, a Task-sized JSON out), no auth, no database, no validation.
 import Fastify from 'fastify';
 
-const task = { id: '6f1c8e3a-0b1e-4f63-9a52-1d4f0f7b3c11', type: 'transcode-file', createdAt: Date.now(), status: { phase: 'waiting', updatedAt: Date.now() }, params: { outputs: { hls: { path: '/out/hls' } } } };
+const task = {
+  id: '6f1c8e3a-0b1e-4f63-9a52-1d4f0f7b3c11',
+  type: 'transcode-file',
+  createdAt: Date.now(),
+  status: { phase: 'waiting', updatedAt: Date.now() },
+  params: { outputs: { hls: { path: '/out/hls' } } },
+};
 const app = Fastify({ logger: false });
 app.post('/api/transcode', async (req) => ({ ...task, body: req.body }));
 app.get('/api/task/:id', async () => task);

@@ -19,20 +19,34 @@ const CONTEXT = Number(env('CONTEXT'));
 
 const llama = await getLlama({ gpu: false, build: 'never', maxThreads: THREADS });
 const model = await llama.loadModel({ modelPath: FILE });
-const context = await model.createContext({ contextSize: Math.min(CONTEXT, model.trainContextSize), sequences: 1, threads: THREADS });
+const context = await model.createContext({
+  contextSize: Math.min(CONTEXT, model.trainContextSize),
+  sequences: 1,
+  threads: THREADS,
+});
 
 /** One generation with LlamaChat on a fresh sequence, as the orchestrator's engine runs it. */
 async function run(seed: number): Promise<{ ttftMs: number; tokens: number; totalMs: number }> {
   const sequence = context.getSequence();
   const chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
-  const history: ChatHistoryItem[] = [{ type: 'user', text: PROMPT }, { type: 'model', response: [] }];
+  const history: ChatHistoryItem[] = [
+    { type: 'user', text: PROMPT },
+    { type: 'model', response: [] },
+  ];
   const t0 = performance.now();
   let first = 0;
   let tokens = 0;
   await chat.generateResponse(history, {
-    maxTokens: MAX_TOKENS, temperature: 1, seed, repeatPenalty: false,
-    onToken: (t) => { tokens += t.length; },
-    onTextChunk: () => { if (!first) first = performance.now(); },
+    maxTokens: MAX_TOKENS,
+    temperature: 1,
+    seed,
+    repeatPenalty: false,
+    onToken: (t) => {
+      tokens += t.length;
+    },
+    onTextChunk: () => {
+      if (!first) first = performance.now();
+    },
   });
   const end = performance.now();
   chat.dispose({ disposeSequence: false });

@@ -33,7 +33,14 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config/index.ts';
-import { MODELS_DIR, startGateway, startOrchestratorProcess, TINY, type OrchestratorProcess, type TestGateway } from '../test/helpers/llm.ts';
+import {
+  MODELS_DIR,
+  startGateway,
+  startOrchestratorProcess,
+  TINY,
+  type OrchestratorProcess,
+  type TestGateway,
+} from '../test/helpers/llm.ts';
 
 const MODEL = process.env.BENCH_MODEL ?? TINY;
 const FILE = process.env.BENCH_MODEL_FILE ?? join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf');
@@ -46,7 +53,9 @@ const MAX_NUM_SEQS = Number(process.env.BENCH_MAX_NUM_SEQS ?? 8);
 const STREAMS = (process.env.BENCH_STREAMS ?? '1,4,8').split(',').filter(Boolean).map(Number);
 // The orchestrator's SSE pacing: MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS when set (0: one
 // write per token), else the service's default, so the bench measures what users run.
-const STREAM_INTERVAL_MS = loadConfig({ env: { MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: process.env.MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS } }).orchestratorStreamIntervalMs;
+const STREAM_INTERVAL_MS = loadConfig({
+  env: { MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: process.env.MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS },
+}).orchestratorStreamIntervalMs;
 const PROMPT = 'Tell me a long story about a llama.';
 // The orchestrator's context per sequence: MAX_MODEL_LEN left at its default follows the model.
 const DEFAULT_MAX_MODEL_LEN = 8192;
@@ -88,7 +97,14 @@ function shuffled<T>(xs: readonly T[], seed: number): T[] {
 /** A bench/llm-direct.ts child with the model loaded; `run` generates once in it. */
 async function startDirect(): Promise<{ child: ChildProcess; contextSize: number; run(seed: number): Promise<Run> }> {
   const child = fork(fileURLToPath(new URL('./llm-direct.ts', import.meta.url)), {
-    env: { ...process.env, BENCH_DIRECT_MODEL_FILE: FILE, BENCH_DIRECT_PROMPT: PROMPT, BENCH_DIRECT_MAX_TOKENS: String(MAX_TOKENS), BENCH_DIRECT_THREADS: String(THREADS), BENCH_DIRECT_CONTEXT: String(DEFAULT_MAX_MODEL_LEN) },
+    env: {
+      ...process.env,
+      BENCH_DIRECT_MODEL_FILE: FILE,
+      BENCH_DIRECT_PROMPT: PROMPT,
+      BENCH_DIRECT_MAX_TOKENS: String(MAX_TOKENS),
+      BENCH_DIRECT_THREADS: String(THREADS),
+      BENCH_DIRECT_CONTEXT: String(DEFAULT_MAX_MODEL_LEN),
+    },
   });
   // Its next message; a child that dies instead fails the bench rather than hanging it.
   // The loser's listeners are removed (abort), or they pile up on the child, one set per request.
@@ -96,7 +112,9 @@ async function startDirect(): Promise<{ child: ChildProcess; contextSize: number
     const done = new AbortController();
     const { signal } = done;
     try {
-      const exited = once(child, 'exit', { signal }).then(() => { throw new Error('the direct process exited'); });
+      const exited = once(child, 'exit', { signal }).then(() => {
+        throw new Error('the direct process exited');
+      });
       const [m] = (await Promise.race([once(child, 'message', { signal }), exited])) as [T];
       return m;
     } finally {
@@ -121,26 +139,41 @@ async function startDirect(): Promise<{ child: ChildProcess; contextSize: number
  * against 6.7 ms for this, time the HTTP legs were charged for that is no part of the service.
  */
 async function httpRun(url: string, headers: Record<string, string>, seed: number): Promise<Run> {
-  const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: PROMPT }], max_tokens: MAX_TOKENS, temperature: 1, seed, stream: true });
+  const body = JSON.stringify({
+    model: MODEL,
+    messages: [{ role: 'user', content: PROMPT }],
+    max_tokens: MAX_TOKENS,
+    temperature: 1,
+    seed,
+    stream: true,
+  });
   const t0 = performance.now();
   return new Promise<Run>((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
-      let first = 0;
-      let tail = Buffer.alloc(0);
-      res.on('data', (c: Buffer) => {
-        if (!first) first = performance.now();
-        // The usage chunk and [DONE] end the stream: the last bytes are enough to read it.
-        tail = tail.length + c.length > 4096 ? Buffer.concat([tail, c]).subarray(-4096) : Buffer.concat([tail, c]);
-      });
-      res.on('end', () => {
-        const end = performance.now();
-        const text = tail.toString();
-        if (res.statusCode !== 200) return reject(new Error(`${url} answered ${res.statusCode}: ${text}`));
-        const usage = /"completion_tokens":(\d+)/.exec(text);
-        resolve({ ttftMs: first - t0, tokens: Number(usage?.[1] ?? 0), totalMs: end - t0 });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        let first = 0;
+        let tail = Buffer.alloc(0);
+        res.on('data', (c: Buffer) => {
+          if (!first) first = performance.now();
+          // The usage chunk and [DONE] end the stream: the last bytes are enough to read it.
+          tail = tail.length + c.length > 4096 ? Buffer.concat([tail, c]).subarray(-4096) : Buffer.concat([tail, c]);
+        });
+        res.on('end', () => {
+          const end = performance.now();
+          const text = tail.toString();
+          if (res.statusCode !== 200) return reject(new Error(`${url} answered ${res.statusCode}: ${text}`));
+          const usage = /"completion_tokens":(\d+)/.exec(text);
+          resolve({ ttftMs: first - t0, tokens: Number(usage?.[1] ?? 0), totalMs: end - t0 });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -171,7 +204,13 @@ try {
   // One at a time: a model loading beside another would make start-up, not the runs, noisy.
   for (let k = 0; k < PROCESSES; k++) {
     directs.push(await startDirect());
-    const orch = await startOrchestratorProcess({ MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL, MAX_NUM_SEQS: String(MAX_NUM_SEQS), MEDIAPLANE_LLM_THREADS: String(THREADS), MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: String(STREAM_INTERVAL_MS), MEDIAPLANE_LOG_LEVEL: 'warn' });
+    const orch = await startOrchestratorProcess({
+      MEDIAPLANE_ORCHESTRATOR_MODELS: MODEL,
+      MAX_NUM_SEQS: String(MAX_NUM_SEQS),
+      MEDIAPLANE_LLM_THREADS: String(THREADS),
+      MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: String(STREAM_INTERVAL_MS),
+      MEDIAPLANE_LOG_LEVEL: 'warn',
+    });
     orchs.push(orch);
     gateways.push(await startGateway({ orchestrators: [orch.url] }));
   }
@@ -189,7 +228,10 @@ try {
     });
   }
   // runs[leg][k][round]
-  const runs = Object.fromEntries(LEGS.map((l) => [l, Array.from({ length: PROCESSES }, (): Run[] => [])])) as Record<Leg, Run[][]>;
+  const runs = Object.fromEntries(LEGS.map((l) => [l, Array.from({ length: PROCESSES }, (): Run[] => [])])) as Record<
+    Leg,
+    Run[][]
+  >;
   for (let w = 0; w < 2; w++) for (const ls of legs) for (const l of LEGS) await ls[l](w); // warm-up
   // A round runs every process index's three legs back to back, as a triplet; the triplets and
   // the legs within each are in a shuffled order. One request's time is correlated with the
@@ -209,7 +251,11 @@ try {
     const rounds: number[] = [];
     for (let round = 0; round < 3; round++) {
       const t0 = performance.now();
-      const all = await Promise.all(Array.from({ length: n }, (_, i) => httpRun(`${gw0.url}/llm`, { authorization: `Bearer ${key0}` }, 100 * (round + 1) + i)));
+      const all = await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          httpRun(`${gw0.url}/llm`, { authorization: `Bearer ${key0}` }, 100 * (round + 1) + i),
+        ),
+      );
       rounds.push(all.reduce((s, r) => s + r.tokens, 0) / ((performance.now() - t0) / 1000));
     }
     aggregate[`${n} streams`] = Math.round(median(rounds));
@@ -221,9 +267,17 @@ try {
   const o = summary(all('orchestrator'));
   const g = summary(all('gateway'));
   // Pairs: the same round and process index (one triplet), so both ran the same seed back to back.
-  const pairs = (leg: Leg): number[] => runs[leg].flatMap((rs, k) => rs.map((r, i) => tps(r) / tps(runs.direct[k]?.[i] ?? r)));
+  const pairs = (leg: Leg): number[] =>
+    runs[leg].flatMap((rs, k) => rs.map((r, i) => tps(r) / tps(runs.direct[k]?.[i] ?? r)));
   const report = {
-    model: MODEL, maxTokens: MAX_TOKENS, runs: RUNS, processesPerLeg: PROCESSES, streamIntervalMs: STREAM_INTERVAL_MS, threads: THREADS, contextPerSequence: directs[0]?.contextSize, orchestratorMaxNumSeqs: MAX_NUM_SEQS,
+    model: MODEL,
+    maxTokens: MAX_TOKENS,
+    runs: RUNS,
+    processesPerLeg: PROCESSES,
+    streamIntervalMs: STREAM_INTERVAL_MS,
+    threads: THREADS,
+    contextPerSequence: directs[0]?.contextSize,
+    orchestratorMaxNumSeqs: MAX_NUM_SEQS,
     direct: d,
     orchestratorOverHttp: o,
     gateway: g,
@@ -232,7 +286,11 @@ try {
     // The median of the gateway/direct ratios of each triplet: the two ran back to back.
     pairedThroughputRatio: +median(pairs('gateway')).toFixed(3),
     addedTtftP50Ms: +(g.ttftP50Ms - d.ttftP50Ms).toFixed(2),
-    orchestratorOnly: { throughputRatio: +(o.tokPerSec / d.tokPerSec).toFixed(3), pairedThroughputRatio: +median(pairs('orchestrator')).toFixed(3), addedTtftP50Ms: +(o.ttftP50Ms - d.ttftP50Ms).toFixed(2) },
+    orchestratorOnly: {
+      throughputRatio: +(o.tokPerSec / d.tokPerSec).toFixed(3),
+      pairedThroughputRatio: +median(pairs('orchestrator')).toFixed(3),
+      addedTtftP50Ms: +(o.ttftP50Ms - d.ttftP50Ms).toFixed(2),
+    },
     // Each process's median tok/s: with 30 requests each, identical processes differ by a few %.
     tokPerSecByProcess: Object.fromEntries(LEGS.map((l) => [l, runs[l].map((rs) => Math.round(median(rs.map(tps))))])),
     aggregateTokPerSec: aggregate,

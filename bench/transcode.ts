@@ -57,7 +57,11 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 async function ladderBench(): Promise<void> {
   const { makeClip, startS3, startHttp, serveFile, probe, planLadder, buildFfmpegArgs } = await parentOnly();
   const [w, h] = (process.env.BENCH_SIZE ?? '1920x1080').split('x').map(Number);
-  const clip = await makeClip({ width: w ?? 1920, height: h ?? 1080, seconds: Number(process.env.BENCH_SECONDS ?? 30) });
+  const clip = await makeClip({
+    width: w ?? 1920,
+    height: h ?? 1080,
+    seconds: Number(process.env.BENCH_SECONDS ?? 30),
+  });
   const work = await mkdtemp(path.join(os.tmpdir(), 'mp-bench-'));
   // s3rver alone: the tests' SigV4-checking proxy is test equipment, and on this machine every
   // byte it copies would be CPU taken from ffmpeg and counted against the pipeline.
@@ -69,18 +73,30 @@ async function ladderBench(): Promise<void> {
     const info = await probe(clip, { ffprobePath: 'ffprobe', signal: new AbortController().signal });
     const renditions = planLadder(info, { maxFps: config.maxOutputFps });
     const kinds = { hls: true, mp4: true, fmp4: false };
-    const common = { input: clip, probe: info, kinds, segmentSecs: 6, preset: config.x264Preset, threads: config.ffmpegThreads };
+    const common = {
+      input: clip,
+      probe: info,
+      kinds,
+      segmentSecs: 6,
+      preset: config.x264Preset,
+      threads: config.ffmpegThreads,
+    };
     const outDir = async (name: string): Promise<string> => {
       const d = path.join(work, name);
       for (const r of renditions) await mkdir(path.join(d, 'hls', r.name), { recursive: true });
       await mkdir(path.join(d, 'mp4'), { recursive: true });
       return d;
     };
-    const bare = (name: string) => timed(async () => run('ffmpeg', buildFfmpegArgs({ ...common, renditions }), { cwd: await outDir(name) }));
-    const c = process.env.BENCH_SKIP_C === '1' ? NaN : await timed(async () => {
-      const d = await outDir('c');
-      for (const r of renditions) await run('ffmpeg', buildFfmpegArgs({ ...common, renditions: [r] }), { cwd: d });
-    });
+    const bare = (name: string) =>
+      timed(async () => run('ffmpeg', buildFfmpegArgs({ ...common, renditions }), { cwd: await outDir(name) }));
+    const c =
+      process.env.BENCH_SKIP_C === '1'
+        ? NaN
+        : await timed(async () => {
+            const d = await outDir('c');
+            for (const r of renditions)
+              await run('ffmpeg', buildFfmpegArgs({ ...common, renditions: [r] }), { cwd: d });
+          });
     const cpuB0 = await cpuTimes(process.pid);
     const bs = [await bare('b0')];
     const cpuB = (await cpuTimes(process.pid)).children - cpuB0.children;
@@ -88,7 +104,12 @@ async function ladderBench(): Promise<void> {
     service = svc;
     const bodyFor = async (input: string) => ({
       input: { url: input },
-      storage: { type: 's3', endpoint: s3.endpoint, bucket: await s3.createBucket(), credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: s3.credentials.secretAccessKey } },
+      storage: {
+        type: 's3',
+        endpoint: s3.endpoint,
+        bucket: await s3.createBucket(),
+        credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: s3.credentials.secretAccessKey },
+      },
       outputs: { hls: { path: 'hls' }, mp4: { path: 'mp4' } },
     });
     // A service that has run a task before, as one in production has: the first task of a
@@ -105,24 +126,39 @@ async function ladderBench(): Promise<void> {
       let task = { id: '', posted: 0 };
       const seconds = await timed(async () => (task = await transcodeThroughApi(svc, body)));
       const [svc1, bench1, threads1] = [await cpuTimes(svc.pid), await cpuTimes(process.pid), await threadCpu(svc.pid)];
-      const byThread = [...threads1].map(([name, t]) => `${name} ${(t - (threads0.get(name) ?? 0)).toFixed(2)}`).join(', ');
+      const byThread = [...threads1]
+        .map(([name, t]) => `${name} ${(t - (threads0.get(name) ?? 0)).toFixed(2)}`)
+        .join(', ');
       const cpu = `ffmpeg ${(svc1.children - svc0.children).toFixed(1)} s, service (Node) ${(svc1.self - svc0.self).toFixed(1)} s (${byThread}), bench side (input server, s3rver, polling) ${(bench1.self - bench0.self).toFixed(1)} s`;
-      as.push({ seconds, cpu, phases: phases(svc.logLines, task), objects: (await s3.keys(body.storage.bucket)).length });
+      as.push({
+        seconds,
+        cpu,
+        phases: phases(svc.logLines, task),
+        objects: (await s3.keys(body.storage.bucket)).length,
+      });
       bs.push(await bare(`b${i + 1}`));
     }
     const serviceRss = await svc.peakRssMb();
     const ratios = as.map((a, i) => a.seconds / (((bs[i] ?? NaN) + (bs[i + 1] ?? NaN)) / 2));
     const b = bs.reduce((x, y) => x + y, 0) / bs.length;
-    console.log(`clip: ${info.video.width}x${info.video.height}, ${info.duration.toFixed(1)} s; ladder: ${renditions.map((r) => `${r.name} ${r.width}x${r.height}`).join(', ')}; outputs HLS + MP4; preset ${config.x264Preset}; ${os.cpus().length} CPUs; ${ROUNDS} rounds of (a) between runs of (b), after one warm-up task`);
+    console.log(
+      `clip: ${info.video.width}x${info.video.height}, ${info.duration.toFixed(1)} s; ladder: ${renditions.map((r) => `${r.name} ${r.width}x${r.height}`).join(', ')}; outputs HLS + MP4; preset ${config.x264Preset}; ${os.cpus().length} CPUs; ${ROUNDS} rounds of (a) between runs of (b), after one warm-up task`,
+    );
     as.forEach((a, i) => {
-      console.log(`(a${i + 1}) whole task through the API (POST to completed; download, probe, encode, upload): ${a.seconds.toFixed(2)} s  [${a.objects} objects in the bucket]  a/b = ${ratios[i]?.toFixed(3)} against b${i} and b${i + 1}`);
+      console.log(
+        `(a${i + 1}) whole task through the API (POST to completed; download, probe, encode, upload): ${a.seconds.toFixed(2)} s  [${a.objects} objects in the bucket]  a/b = ${ratios[i]?.toFixed(3)} against b${i} and b${i + 1}`,
+      );
       console.log(`    ${a.phases}`);
       console.log(`    CPU: ${a.cpu}`);
     });
     console.log(`    service peak RSS ${serviceRss.toFixed(0)} MB; CPU of bare ffmpeg (b0): ${cpuB.toFixed(1)} s`);
-    console.log(`(b) bare ffmpeg, one decode, all renditions:     ${b.toFixed(2)} s  [${bs.map((x, i) => `b${i} ${x.toFixed(2)}`).join(', ')}]`);
+    console.log(
+      `(b) bare ffmpeg, one decode, all renditions:     ${b.toFixed(2)} s  [${bs.map((x, i) => `b${i} ${x.toFixed(2)}`).join(', ')}]`,
+    );
     console.log(`(c) one ffmpeg per rendition:                   ${c.toFixed(2)} s`);
-    console.log(`a/b = ${median(ratios).toFixed(3)} (median of ${ratios.map((r) => r.toFixed(3)).join(', ')}; target <= 1.10)   c/b = ${(c / b).toFixed(3)}`);
+    console.log(
+      `a/b = ${median(ratios).toFixed(3)} (median of ${ratios.map((r) => r.toFixed(3)).join(', ')}; target <= 1.10)   c/b = ${(c / b).toFixed(3)}`,
+    );
   } finally {
     await service?.stop();
     await Promise.all([s3.close(), web.close()]);
@@ -134,7 +170,10 @@ async function ladderBench(): Promise<void> {
 async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces) start at field 3; utime is 14.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   const tick = 100;
   return { self: ((f[11] ?? 0) + (f[12] ?? 0)) / tick, children: ((f[13] ?? 0) + (f[14] ?? 0)) / tick };
 }
@@ -145,7 +184,10 @@ async function threadCpu(pid: number): Promise<Map<string, number>> {
   for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
     const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const f = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     byName.set(name, (byName.get(name) ?? 0) + ((f[11] ?? 0) + (f[12] ?? 0)) / 100);
   }
   return byName;
@@ -159,10 +201,14 @@ function phases(lines: string[], task: { id: string; posted: number }): string {
   for (const line of lines) {
     try {
       const { msg, time, taskId } = JSON.parse(line) as { msg?: string; time?: string | number; taskId?: string };
-      if (taskId === task.id && msg && time !== undefined && steps.includes(msg) && !at.has(msg)) at.set(msg, new Date(time).getTime());
+      if (taskId === task.id && msg && time !== undefined && steps.includes(msg) && !at.has(msg))
+        at.set(msg, new Date(time).getTime());
     } catch {}
   }
-  return steps.map((s) => `${s} +${(((at.get(s) ?? NaN) - posted) / 1000).toFixed(2)} s`).join(', ') + ' (from the service log)';
+  return (
+    steps.map((s) => `${s} +${(((at.get(s) ?? NaN) - posted) / 1000).toFixed(2)} s`).join(', ') +
+    ' (from the service log)'
+  );
 }
 
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
@@ -223,7 +269,10 @@ async function startService(dataDir: string): Promise<Service> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`mediaplane start exited with ${child.exitCode}: ${tail}`);
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) throw new Error(`mediaplane start did not answer: ${tail}`);
     await sleep(100);
@@ -260,9 +309,12 @@ async function transcodeThroughApi(service: Service, body: unknown): Promise<{ i
   if (!res.ok || !task.id) throw new Error(`POST /api/transcode answered ${res.status}: ${JSON.stringify(task)}`);
   for (;;) {
     await sleep(100);
-    const got = (await (await fetch(`${service.url}/api/task/${task.id}`, { headers })).json()) as { status: { phase: string; errorMessage?: string } };
+    const got = (await (await fetch(`${service.url}/api/task/${task.id}`, { headers })).json()) as {
+      status: { phase: string; errorMessage?: string };
+    };
     if (got.status.phase === 'completed') return { id: task.id, posted };
-    if (got.status.phase === 'failed' || got.status.phase === 'cancelled') throw new Error(`the task ${got.status.phase}: ${got.status.errorMessage ?? ''}`);
+    if (got.status.phase === 'failed' || got.status.phase === 'cancelled')
+      throw new Error(`the task ${got.status.phase}: ${got.status.errorMessage ?? ''}`);
   }
 }
 
@@ -272,13 +324,15 @@ async function startZeroServer(bytes: number): Promise<{ url: string; close(): P
   const server = http.createServer((_req, res) => {
     res.writeHead(200, { 'content-length': bytes, 'content-type': 'video/mp4' });
     let left = bytes;
-    Readable.from((function* () {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        yield n === chunk.length ? chunk : chunk.subarray(0, n);
-      }
-    })()).pipe(res);
+    Readable.from(
+      (function* () {
+        while (left > 0) {
+          const n = Math.min(left, chunk.length);
+          left -= n;
+          yield n === chunk.length ? chunk : chunk.subarray(0, n);
+        }
+      })(),
+    ).pipe(res);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return {
@@ -293,14 +347,25 @@ async function child(mode: string, arg: string): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mp-bench-rss-'));
   try {
     if (mode === 'download') {
-      const input = new HttpInput(new URL(arg), { limits: { maxBytes: config.inputMaxBytes, timeoutMs: 3600_000, idleTimeoutMs: 60_000 }, maxRedirects: 5, allowPrivate: true });
+      const input = new HttpInput(new URL(arg), {
+        limits: { maxBytes: config.inputMaxBytes, timeoutMs: 3600_000, idleTimeoutMs: 60_000 },
+        maxRedirects: 5,
+        allowPrivate: true,
+      });
       await input.fetch({ dest: path.join(dir, 'input'), signal });
     } else {
       const { endpoint, bucket, accessKeyId, secretAccessKey } = JSON.parse(arg) as Record<string, string>;
       const file = path.join(dir, 'big.mp4');
       await writeFile(file, '');
       await truncate(file, GB * 1024 ** 3); // sparse: reads as zeros, costs no disk
-      const store = new S3ObjectStore({ endpoint: endpoint ?? '', bucket: bucket ?? '', credentials: { accessKeyId: accessKeyId ?? '', secretAccessKey: secretAccessKey ?? '' } }, { maxAttempts: 3, partSizeBytes: config.uploadPartSizeBytes, allowPrivate: true });
+      const store = new S3ObjectStore(
+        {
+          endpoint: endpoint ?? '',
+          bucket: bucket ?? '',
+          credentials: { accessKeyId: accessKeyId ?? '', secretAccessKey: secretAccessKey ?? '' },
+        },
+        { maxAttempts: 3, partSizeBytes: config.uploadPartSizeBytes, allowPrivate: true },
+      );
       await store.put('big.mp4', { file }, { contentType: 'video/mp4', signal });
       await store.close();
     }
@@ -312,7 +377,9 @@ async function child(mode: string, arg: string): Promise<void> {
 
 async function inChild(mode: string, arg: string): Promise<{ seconds: number; peakRssMb: number }> {
   const t = performance.now();
-  const { stdout } = await run(process.execPath, [fileURLToPath(import.meta.url), '--child', mode, arg], { maxBuffer: 1 << 20 });
+  const { stdout } = await run(process.execPath, [fileURLToPath(import.meta.url), '--child', mode, arg], {
+    maxBuffer: 1 << 20,
+  });
   const seconds = (performance.now() - t) / 1000;
   return { seconds, ...(JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { peakRssMb: number }) };
 }
@@ -322,7 +389,9 @@ async function rssBench(): Promise<void> {
   const zeros = await startZeroServer(bytes);
   try {
     const d = await inChild('download', zeros.url);
-    console.log(`download ${GB} GB over HTTP to disk: ${d.seconds.toFixed(1)} s, worker peak RSS ${d.peakRssMb.toFixed(0)} MB (target < 250)`);
+    console.log(
+      `download ${GB} GB over HTTP to disk: ${d.seconds.toFixed(1)} s, worker peak RSS ${d.peakRssMb.toFixed(0)} MB (target < 250)`,
+    );
   } finally {
     await zeros.close();
   }
@@ -331,7 +400,9 @@ async function rssBench(): Promise<void> {
     const bucket = await s3.createBucket();
     const u = await inChild('upload', JSON.stringify({ endpoint: s3.endpoint, bucket, ...s3.credentials }));
     const head = await s3.head(bucket, 'big.mp4');
-    console.log(`upload ${GB} GB to S3 (multipart, ${config.uploadPartSizeBytes >> 20} MiB parts): ${u.seconds.toFixed(1)} s, worker peak RSS ${u.peakRssMb.toFixed(0)} MB (target < 250); object size ${head.size}`);
+    console.log(
+      `upload ${GB} GB to S3 (multipart, ${config.uploadPartSizeBytes >> 20} MiB parts): ${u.seconds.toFixed(1)} s, worker peak RSS ${u.peakRssMb.toFixed(0)} MB (target < 250); object size ${head.size}`,
+    );
   } finally {
     await s3.close();
   }

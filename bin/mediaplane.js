@@ -3,7 +3,9 @@
 // (type stripping), so there is no build step and no dist/ to keep in sync.
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
-  console.error(`mediaplane needs Node.js >= 22.18 (Node 24 LTS recommended); this is ${process.versions.node}. Run scripts/setup.sh to install Node 24 into .node/.`);
+  console.error(
+    `mediaplane needs Node.js >= 22.18 (Node 24 LTS recommended); this is ${process.versions.node}. Run scripts/setup.sh to install Node 24 into .node/.`,
+  );
   process.exit(1);
 }
 const { main } = await import('../src/main.ts');

@@ -19,7 +19,8 @@ import { startOrchestrator } from './llm/orchestrator/index.ts';
 // The composition root (STYLE.md, practice 1): the only place that builds the database,
 // queue, stores and apps and passes them in. Each role below takes what it needs.
 
-export const VERSION = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version as string;
+export const VERSION = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  .version as string;
 
 export interface Core {
   config: Config;
@@ -40,7 +41,11 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
   const c2paSigner = await loadC2paSigner(config);
   if (c2paSigner) log.info({ subject: c2paSigner.subject, alg: c2paSigner.alg }, 'C2PA signing enabled');
   const agent = await loadAgent(config);
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  const db = await openDb({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+  });
   return {
     config,
     log,
@@ -55,7 +60,9 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
 
 /** A salt for requesterId hashes that survives restarts: the setting, else a file in the data dir. */
 async function requesterSalt(config: Config): Promise<string> {
-  return config.requesterSalt ?? readOrCreate(join(config.dataDir, 'requester-salt'), () => randomBytes(16).toString('hex'));
+  return (
+    config.requesterSalt ?? readOrCreate(join(config.dataDir, 'requester-salt'), () => randomBytes(16).toString('hex'))
+  );
 }
 
 /**
@@ -64,7 +71,10 @@ async function requesterSalt(config: Config): Promise<string> {
  * port, and without it anyone could generate text there with no key and no charge (issue #15).
  */
 async function localOrchestratorSecret(config: Config): Promise<string> {
-  return config.orchestratorSecret ?? readOrCreate(join(config.dataDir, 'orchestrator-secret'), () => randomBytes(32).toString('base64url'));
+  return (
+    config.orchestratorSecret ??
+    readOrCreate(join(config.dataDir, 'orchestrator-secret'), () => randomBytes(32).toString('base64url'))
+  );
 }
 
 export function createWorker(core: Core): Worker {
@@ -108,7 +118,11 @@ export interface Running {
 }
 
 /** Starts the roles asked for in this process, sharing one database connection. */
-export async function startRoles(config: Config, roles: RoleSet, log = createLogger({ level: config.logLevel })): Promise<Running> {
+export async function startRoles(
+  config: Config,
+  roles: RoleSet,
+  log = createLogger({ level: config.logLevel }),
+): Promise<Running> {
   const core = await openCore(config, log);
   const closers: Array<() => Promise<void>> = [];
   const running: Running = { core, stop: async () => {} };
@@ -142,7 +156,15 @@ export async function startRoles(config: Config, roles: RoleSet, log = createLog
         closers.push(() => orch.close());
       }
       if (roles.gateway) {
-        const gateway = await registerGateway(app, { config, db: core.db, accounts: core.accounts, log, orchestrators, metrics, localOrchestratorSecret: localSecret });
+        const gateway = await registerGateway(app, {
+          config,
+          db: core.db,
+          accounts: core.accounts,
+          log,
+          orchestrators,
+          metrics,
+          localOrchestratorSecret: localSecret,
+        });
         closers.unshift(() => gateway.close());
       }
       closers.unshift(() => app.close());

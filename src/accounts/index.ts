@@ -53,7 +53,8 @@ export class Accounts {
 
   /** Creates the owner if it does not exist yet; returns its project id. */
   async ensureOwner(name: string): Promise<string> {
-    if (!OWNER_RE.test(name)) throw new ValidationError(`owner: must be 1-128 letters, digits or _ . @ - (got ${JSON.stringify(name)})`);
+    if (!OWNER_RE.test(name))
+      throw new ValidationError(`owner: must be 1-128 letters, digits or _ . @ - (got ${JSON.stringify(name)})`);
     const rows = await this.#db.query<{ project_id: string }>(
       `INSERT INTO owners (name, project_id) VALUES ($1, $2)
        ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING project_id`,
@@ -69,23 +70,43 @@ export class Accounts {
     const projectId = await this.ensureOwner(owner);
     const key = KEY_PREFIX + randomBytes(24).toString('base64url');
     const id = randomUUID();
-    await this.#db.query('INSERT INTO api_keys (id, owner, key_hash, prefix) VALUES ($1, $2, $3, $4)', [id, owner, hashKey(key), key.slice(0, 7)]);
+    await this.#db.query('INSERT INTO api_keys (id, owner, key_hash, prefix) VALUES ($1, $2, $3, $4)', [
+      id,
+      owner,
+      hashKey(key),
+      key.slice(0, 7),
+    ]);
     return { id, key, owner, projectId };
   }
 
   async listKeys(owner?: string): Promise<KeyInfo[]> {
-    const rows = await this.#db.query<{ id: string; owner: string; prefix: string; created_at: Date; revoked_at: Date | null }>(
+    const rows = await this.#db.query<{
+      id: string;
+      owner: string;
+      prefix: string;
+      created_at: Date;
+      revoked_at: Date | null;
+    }>(
       `SELECT id, owner, prefix, created_at, revoked_at FROM api_keys
        WHERE $1::text IS NULL OR owner = $1 ORDER BY created_at, id`,
       [owner ?? null],
     );
-    return rows.map((r) => ({ id: r.id, owner: r.owner, prefix: r.prefix, createdAt: new Date(r.created_at), revokedAt: r.revoked_at ? new Date(r.revoked_at) : null }));
+    return rows.map((r) => ({
+      id: r.id,
+      owner: r.owner,
+      prefix: r.prefix,
+      createdAt: new Date(r.created_at),
+      revokedAt: r.revoked_at ? new Date(r.revoked_at) : null,
+    }));
   }
 
   /** Revokes a key by its id; true when a live key was revoked. */
   async revokeKey(id: string): Promise<boolean> {
     if (!/^[0-9a-f-]{36}$/i.test(id)) return false;
-    const rows = await this.#db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id', [id]);
+    const rows = await this.#db.query(
+      'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id',
+      [id],
+    );
     for (const [hash, entry] of this.#cache) if (entry.principal.keyId === id) this.#cache.delete(hash);
     return rows.length > 0;
   }

@@ -49,7 +49,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     bodyLimit: deps.bodyLimitBytes,
     trustProxy: false,
     ...serverTimeoutOptions(deps.timeouts),
-    clientErrorHandler: clientErrorHandler({ requestTimeoutMs: deps.timeouts.requestTimeoutMs, body: (e, socket) => parserErrorBody(e, inFlight.get(socket)) }),
+    clientErrorHandler: clientErrorHandler({
+      requestTimeoutMs: deps.timeouts.requestTimeoutMs,
+      body: (e, socket) => parserErrorBody(e, inFlight.get(socket)),
+    }),
   });
   app.addHook('onRequest', async (req) => {
     inFlight.set(req.raw.socket, req.url);
@@ -63,7 +66,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     try {
       done(null, JSON.parse(text));
     } catch {
-      done(Object.assign(new Error('invalid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }), undefined);
+      done(
+        Object.assign(new Error('invalid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }),
+        undefined,
+      );
     }
   });
 
@@ -100,8 +106,22 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 // path parameters are text, so only they are coerced (limit=20). Every string of every part
 // must be plain text (api/plain-text.ts, issue #15): one rule at each schema's root.
 function validatorCompiler() {
-  const strict = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true, strict: false, keywords: [plainTextKeyword] });
-  const coercing = new Ajv({ removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: true, strict: false, keywords: [plainTextKeyword] });
+  const strict = new Ajv({
+    removeAdditional: false,
+    coerceTypes: false,
+    useDefaults: false,
+    allErrors: true,
+    strict: false,
+    keywords: [plainTextKeyword],
+  });
+  const coercing = new Ajv({
+    removeAdditional: false,
+    coerceTypes: true,
+    useDefaults: true,
+    allErrors: true,
+    strict: false,
+    keywords: [plainTextKeyword],
+  });
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
     (httpPart === 'querystring' || httpPart === 'params' ? coercing : strict).compile(withPlainText(schema));
 }

@@ -1,6 +1,14 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { BadRequestError, InternalError, isMediaplaneError, MediaplaneError, NotFoundError, PayloadTooLargeError, ValidationError } from '../lib/errors.ts';
+import {
+  BadRequestError,
+  InternalError,
+  isMediaplaneError,
+  MediaplaneError,
+  NotFoundError,
+  PayloadTooLargeError,
+  ValidationError,
+} from '../lib/errors.ts';
 import { formatSchemaErrors } from './schema-errors.ts';
 import { openAiParserErrorBody, type ParserError } from '../lib/http-server.ts';
 
@@ -8,12 +16,18 @@ import { openAiParserErrorBody, type ParserError } from '../lib/http-server.ts';
 export function toMediaplaneError(err: unknown): MediaplaneError {
   if (isMediaplaneError(err)) return err;
   const fe = err as Partial<FastifyError>;
-  if (fe.validation) return new ValidationError(formatSchemaErrors(fe.validation, fe.validationContext === 'body' ? '' : (fe.validationContext ?? '')));
+  if (fe.validation)
+    return new ValidationError(
+      formatSchemaErrors(fe.validation, fe.validationContext === 'body' ? '' : (fe.validationContext ?? '')),
+    );
   if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError('request body is too large');
-  if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (fe.statusCode === 400 && err instanceof SyntaxError)) return new BadRequestError('request body is not valid JSON');
-  if (fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new BadRequestError('request body is empty; send a JSON object');
+  if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (fe.statusCode === 400 && err instanceof SyntaxError))
+    return new BadRequestError('request body is not valid JSON');
+  if (fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
+    return new BadRequestError('request body is empty; send a JSON object');
   if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new BadRequestError('Content-Type must be application/json');
-  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return new BadRequestError(fe.message ?? 'bad request');
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
+    return new BadRequestError(fe.message ?? 'bad request');
   return new InternalError('internal server error', { cause: err });
 }
 

@@ -7,7 +7,10 @@ import { PHASES, type Queue, type TaskStore } from '../tasks/index.ts';
  * Prometheus metrics of one process: HTTP latency, tasks by phase, queue depth, and what the
  * other roles of the process (LLM gateway, local orchestrator) add to the same registry.
  */
-export function createMetrics(deps: { tasks: TaskStore; queue: Queue; registry?: Registry | undefined }): { registry: Registry; instrument(app: FastifyInstance): void } {
+export function createMetrics(deps: { tasks: TaskStore; queue: Queue; registry?: Registry | undefined }): {
+  registry: Registry;
+  instrument(app: FastifyInstance): void;
+} {
   const registry = deps.registry ?? processMetrics();
   const latency = new Histogram({
     name: 'mediaplane_http_request_duration_seconds',
@@ -34,7 +37,12 @@ export function createMetrics(deps: { tasks: TaskStore; queue: Queue; registry?:
       this.set(await deps.queue.depth());
     },
   });
-  const errors = new Counter({ name: 'mediaplane_http_errors_total', help: 'HTTP responses with status >= 500', labelNames: ['route'], registers: [registry] });
+  const errors = new Counter({
+    name: 'mediaplane_http_errors_total',
+    help: 'HTTP responses with status >= 500',
+    labelNames: ['route'],
+    registers: [registry],
+  });
   return {
     registry,
     instrument(app) {

@@ -23,17 +23,27 @@ export function collectOpenApi(app: FastifyInstance, info: { title: string; vers
   app.addHook('onRoute', (route) => {
     if (!route.schema) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const m of methods) if (m !== 'HEAD') ops.push({ method: m.toLowerCase(), url: route.url, schema: route.schema });
+    for (const m of methods)
+      if (m !== 'HEAD') ops.push({ method: m.toLowerCase(), url: route.url, schema: route.schema });
   });
   return () => {
     const paths: Record<string, Record<string, object>> = {};
     for (const op of ops) {
       const path = op.url.replace(/:(\w+)/g, '{$1}');
-      const params = [...op.url.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+      const params = [...op.url.matchAll(/:(\w+)/g)].map((m) => ({
+        name: m[1],
+        in: 'path',
+        required: true,
+        schema: { type: 'string' },
+      }));
       const query = op.schema.querystring as { properties?: Record<string, object> } | undefined;
-      for (const [name, schema] of Object.entries(query?.properties ?? {})) params.push({ name, in: 'query', required: false, schema: schema as { type: string } });
+      for (const [name, schema] of Object.entries(query?.properties ?? {}))
+        params.push({ name, in: 'query', required: false, schema: schema as { type: string } });
       const responses = Object.fromEntries(
-        Object.entries((op.schema.response ?? {}) as Record<string, object>).map(([code, schema]) => [code, { description: code, content: { 'application/json': { schema } } }]),
+        Object.entries((op.schema.response ?? {}) as Record<string, object>).map(([code, schema]) => [
+          code,
+          { description: code, content: { 'application/json': { schema } } },
+        ]),
       );
       paths[path] = {
         ...paths[path],
@@ -41,7 +51,9 @@ export function collectOpenApi(app: FastifyInstance, info: { title: string; vers
           summary: op.schema.summary,
           description: op.schema.description,
           ...(params.length ? { parameters: params } : {}),
-          ...(op.schema.body ? { requestBody: { required: true, content: { 'application/json': { schema: op.schema.body } } } } : {}),
+          ...(op.schema.body
+            ? { requestBody: { required: true, content: { 'application/json': { schema: op.schema.body } } } }
+            : {}),
           responses: Object.keys(responses).length ? responses : { 200: { description: 'OK' } },
           security: [{ bearer: [] }],
         },

@@ -44,7 +44,12 @@ const validate: DataValidate = (data, cxt) => {
 };
 
 /** The ajv keyword (its value in a schema is not read), for the `keywords` option of Ajv. */
-export const plainTextKeyword: FuncKeywordDefinition = { keyword: PLAIN_TEXT_KEYWORD, schema: false, errors: true, validate };
+export const plainTextKeyword: FuncKeywordDefinition = {
+  keyword: PLAIN_TEXT_KEYWORD,
+  schema: false,
+  errors: true,
+  validate,
+};
 
 /** `schema` with the plain-text rule added at its root. */
 export function withPlainText(schema: object): object {

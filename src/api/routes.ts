@@ -25,13 +25,20 @@ declare module 'fastify' {
 
 const TaskId = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const ListQuery = Type.Object(
-  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), cursor: Type.Optional(Type.String({ maxLength: 64 })) },
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    cursor: Type.Optional(Type.String({ maxLength: 64 })),
+  },
   { additionalProperties: false },
 );
 // The Task is described loosely here (its full shape is in spec/API.md); responses are
 // built by tasks/wire.ts, not filtered by this schema.
 const TaskSchema = Type.Object(
-  { id: Type.String(), type: Type.String(), status: Type.Object({ phase: Type.String(), updatedAt: Type.Number() }, { additionalProperties: true }) },
+  {
+    id: Type.String(),
+    type: Type.String(),
+    status: Type.Object({ phase: Type.String(), updatedAt: Type.Number() }, { additionalProperties: true }),
+  },
   { additionalProperties: true },
 );
 const Errors = Type.Object({ errors: Type.Array(Type.String()) });
@@ -45,46 +52,81 @@ function principal(req: FastifyRequest): Principal {
 export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Promise<void> {
   app.addHook('onRequest', async (req) => {
     const p = await deps.accounts.authenticate(req.headers.authorization);
-    if (!p) throw new AuthError(req.headers.authorization ? 'invalid API key' : 'missing API key: send Authorization: Bearer <key>');
+    if (!p)
+      throw new AuthError(
+        req.headers.authorization ? 'invalid API key' : 'missing API key: send Authorization: Bearer <key>',
+      );
     req.principal = p;
   });
 
-  const requesterId = (ip: string) => createHash('sha256').update(`${deps.requesterSalt}:${ip}`).digest('hex').slice(0, 32);
+  const requesterId = (ip: string) =>
+    createHash('sha256').update(`${deps.requesterSalt}:${ip}`).digest('hex').slice(0, 32);
 
   app.post<{ Body: TranscodeParams }>(
     '/transcode',
-    { schema: { summary: 'Transcode a video file', body: TranscodeRequest, response: { 200: TaskSchema, 422: Errors } } },
+    {
+      schema: { summary: 'Transcode a video file', body: TranscodeRequest, response: { 200: TaskSchema, 422: Errors } },
+    },
     async (req) => {
       const p = principal(req);
       const params = await checkTranscodeRequest(req.body, deps.rules);
-      const row = await deps.tasks.create({ owner: p.owner, projectId: p.projectId, type: 'transcode-file', params, requesterId: requesterId(req.ip), maxQueuedPerOwner: deps.maxQueuedPerOwner });
+      const row = await deps.tasks.create({
+        owner: p.owner,
+        projectId: p.projectId,
+        type: 'transcode-file',
+        params,
+        requesterId: requesterId(req.ip),
+        maxQueuedPerOwner: deps.maxQueuedPerOwner,
+      });
       req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
       return toWireTask(row);
     },
   );
 
-  app.get<{ Params: Static<typeof TaskId> }>('/task/:id', { schema: { summary: 'Get a task', params: TaskId, response: { 200: TaskSchema, 404: Errors } } }, async (req) =>
-    toWireTask(await deps.tasks.get(principal(req).owner, req.params.id)),
+  app.get<{ Params: Static<typeof TaskId> }>(
+    '/task/:id',
+    { schema: { summary: 'Get a task', params: TaskId, response: { 200: TaskSchema, 404: Errors } } },
+    async (req) => toWireTask(await deps.tasks.get(principal(req).owner, req.params.id)),
   );
 
   app.get<{ Querystring: Static<typeof ListQuery> }>(
     '/task',
-    { schema: { summary: 'List tasks, newest first', querystring: ListQuery, response: { 200: Type.Array(TaskSchema) } } },
+    {
+      schema: {
+        summary: 'List tasks, newest first',
+        querystring: ListQuery,
+        response: { 200: Type.Array(TaskSchema) },
+      },
+    },
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.tasks.list(principal(req).owner, { limit, cursor: req.query.cursor });
       // Never built from the Host header, which the client chooses (issue #15): relative to
       // the request (RFC 8288 resolves it against the request URL) or under MEDIAPLANE_PUBLIC_URL.
-      if (page.next) reply.header('link', `<${deps.publicUrl?.replace(/\/+$/, '') ?? ''}${req.routeOptions.url}?limit=${limit}&cursor=${page.next}>; rel="next"`);
+      if (page.next)
+        reply.header(
+          'link',
+          `<${deps.publicUrl?.replace(/\/+$/, '') ?? ''}${req.routeOptions.url}?limit=${limit}&cursor=${page.next}>; rel="next"`,
+        );
       return page.tasks.map(toWireTask);
     },
   );
 
-  app.post<{ Params: Static<typeof TaskId> }>('/task/:id/cancel', { schema: { summary: 'Cancel a waiting or running task', params: TaskId, response: { 200: TaskSchema } } }, async (req) =>
-    toWireTask(await deps.tasks.cancel(principal(req).owner, req.params.id)),
+  app.post<{ Params: Static<typeof TaskId> }>(
+    '/task/:id/cancel',
+    { schema: { summary: 'Cancel a waiting or running task', params: TaskId, response: { 200: TaskSchema } } },
+    async (req) => toWireTask(await deps.tasks.cancel(principal(req).owner, req.params.id)),
   );
 
-  app.post<{ Params: Static<typeof TaskId> }>('/task/:id/retry', { schema: { summary: 'Send a failed or cancelled task back to the queue', params: TaskId, response: { 200: TaskSchema } } }, async (req) =>
-    toWireTask(await deps.tasks.retry(principal(req).owner, req.params.id)),
+  app.post<{ Params: Static<typeof TaskId> }>(
+    '/task/:id/retry',
+    {
+      schema: {
+        summary: 'Send a failed or cancelled task back to the queue',
+        params: TaskId,
+        response: { 200: TaskSchema },
+      },
+    },
+    async (req) => toWireTask(await deps.tasks.retry(principal(req).owner, req.params.id)),
   );
 }

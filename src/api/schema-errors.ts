@@ -13,7 +13,10 @@ interface Item {
 }
 
 function fieldPath(instancePath: string, prefix: string): string {
-  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   const joined = parts.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
   return joined === '' ? prefix : prefix === '' ? joined : `${prefix}.${joined}`;
 }
@@ -56,7 +59,14 @@ function resolveUnions(items: Item[]): Item[] {
     const consts = groups.every((g) => g.length === 1 && g[0]?.keyword === 'const' && g[0].path === u.path);
     if (consts || groups.length === 0) {
       const allowed = groups.map((g) => g[0]?.allowed);
-      rest.push({ ...u, keyword: 'enum', allowed, message: allowed.length ? `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}` : 'does not match any allowed shape' });
+      rest.push({
+        ...u,
+        keyword: 'enum',
+        allowed,
+        message: allowed.length
+          ? `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`
+          : 'does not match any allowed shape',
+      });
       continue;
     }
     // Every branch refuses the same discriminator field (`type`): the value itself is wrong,
@@ -65,12 +75,18 @@ function resolveUnions(items: Item[]): Item[] {
     const first = discriminators[0];
     if (first && discriminators.every((d) => d?.path === first.path)) {
       const allowed = discriminators.flatMap((d) => (Array.isArray(d?.allowed) ? d.allowed : [d?.allowed]));
-      rest.push({ ...first, keyword: 'enum', allowed, message: `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}` });
+      rest.push({
+        ...first,
+        keyword: 'enum',
+        allowed,
+        message: `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`,
+      });
       continue;
     }
     // A branch whose type does not fit the value at all is the least likely meant; one that
     // refuses a discriminator (`type`) comes next; otherwise the fewest complaints win.
-    const cost = (i: Item) => (i.keyword === 'type' && i.path === u.path ? 1000 : i.keyword === 'const' || i.keyword === 'enum' ? 100 : 1);
+    const cost = (i: Item) =>
+      i.keyword === 'type' && i.path === u.path ? 1000 : i.keyword === 'const' || i.keyword === 'enum' ? 100 : 1;
     const weight = (g: Item[]) => g.reduce((n, i) => n + cost(i), 0);
     const best = groups.reduce((a, b) => (weight(b) < weight(a) ? b : a));
     rest.push(...best);

@@ -17,7 +17,12 @@ export interface TranscodeRules {
 
 const URL_SCHEMES = ['https:', 'http:', 'ipfs:', 'ar:'];
 
-async function checkHttpUrl(field: string, raw: string, rules: TranscodeRules, problems: string[]): Promise<URL | null> {
+async function checkHttpUrl(
+  field: string,
+  raw: string,
+  rules: TranscodeRules,
+  problems: string[],
+): Promise<URL | null> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -25,7 +30,8 @@ async function checkHttpUrl(field: string, raw: string, rules: TranscodeRules, p
     problems.push(`${field}: must be an absolute URL`);
     return null;
   }
-  if (url.username || url.password) problems.push(`${field}: must not carry a user name or password; pass credentials in the credentials field`);
+  if (url.username || url.password)
+    problems.push(`${field}: must not carry a user name or password; pass credentials in the credentials field`);
   const problem = await hostProblem(url, { allowPrivate: rules.allowPrivateUrls });
   if (problem) problems.push(`${field}: address not allowed: ${problem}`);
   return url;
@@ -34,7 +40,8 @@ async function checkHttpUrl(field: string, raw: string, rules: TranscodeRules, p
 async function checkInput(p: TranscodeParams, rules: TranscodeRules, problems: string[]): Promise<void> {
   if ('type' in p.input) {
     const url = await checkHttpUrl('input.endpoint', p.input.endpoint, rules, problems);
-    if (url && !['http:', 'https:'].includes(url.protocol)) problems.push('input.endpoint: must start with https:// or http://');
+    if (url && !['http:', 'https:'].includes(url.protocol))
+      problems.push('input.endpoint: must start with https:// or http://');
     return;
   }
   const raw = p.input.url;
@@ -50,13 +57,17 @@ async function checkInput(p: TranscodeParams, rules: TranscodeRules, problems: s
   const url = await checkHttpUrl('input.url', raw, rules, problems);
   // Subdomain-style gateway URLs cannot be mapped back to a CID reliably: path style only.
   const hint = url && pathStyleHint(url);
-  if (hint) problems.push(`input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`);
+  if (hint)
+    problems.push(
+      `input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`,
+    );
 }
 
 async function checkStorage(p: TranscodeParams, rules: TranscodeRules, problems: string[]): Promise<void> {
   if (p.storage.type === 's3') {
     const url = await checkHttpUrl('storage.endpoint', p.storage.endpoint, rules, problems);
-    if (url && !['http:', 'https:'].includes(url.protocol)) problems.push('storage.endpoint: must start with https:// or http://');
+    if (url && !['http:', 'https:'].includes(url.protocol))
+      problems.push('storage.endpoint: must start with https:// or http://');
     return;
   }
   if (!rules.validateDwebProof) {
@@ -99,14 +110,23 @@ type Profile = NonNullable<TranscodeParams['profiles']>[number];
 function profileBoundsProblems(prof: Profile, field: string): string[] {
   const problems: string[] = [];
   const pixels = prof.width * prof.height;
-  if (pixels > MAX_FRAME_PIXELS) problems.push(`${field}: width x height must be at most ${MAX_FRAME_PIXELS} pixels (8192x4352; this one is ${pixels})`);
+  if (pixels > MAX_FRAME_PIXELS)
+    problems.push(
+      `${field}: width x height must be at most ${MAX_FRAME_PIXELS} pixels (8192x4352; this one is ${pixels})`,
+    );
   if (prof.fps !== undefined) {
     const rate = prof.fps / (prof.fpsDen ?? 1);
-    if (rate < FPS_RANGE.min || rate > FPS_RANGE.max) problems.push(`${field}.fps: the frame rate fps/fpsDen must be from ${FPS_RANGE.min} to ${FPS_RANGE.max} (this one is ${rate.toPrecision(4)})`);
+    if (rate < FPS_RANGE.min || rate > FPS_RANGE.max)
+      problems.push(
+        `${field}.fps: the frame rate fps/fpsDen must be from ${FPS_RANGE.min} to ${FPS_RANGE.max} (this one is ${rate.toPrecision(4)})`,
+      );
   }
   if (prof.gop !== undefined && prof.gop !== 'intra') {
     const secs = GOP_SECONDS.test(prof.gop) ? Number(prof.gop) : NaN;
-    if (!(secs > 0 && secs <= GOP_MAX_SECS)) problems.push(`${field}.gop: must be a number of seconds from 0.001 to ${GOP_MAX_SECS} written as a string, e.g. "2" or "0.5", or "intra" (every frame a keyframe)`);
+    if (!(secs > 0 && secs <= GOP_MAX_SECS))
+      problems.push(
+        `${field}.gop: must be a number of seconds from 0.001 to ${GOP_MAX_SECS} written as a string, e.g. "2" or "0.5", or "intra" (every frame a keyframe)`,
+      );
   }
   return problems;
 }
@@ -121,11 +141,15 @@ function checkProfiles(p: TranscodeParams, problems: string[]): void {
     // climb out of it (issue #15).
     const nameProblem = objectPathProblem(prof.name);
     if (nameProblem) problems.push(`profiles[${i}].name: ${nameProblem}`);
-    if (prof.width % 2 !== 0 || prof.height % 2 !== 0) problems.push(`profiles[${i}]: width and height must be even numbers (H.264/HEVC 4:2:0)`);
+    if (prof.width % 2 !== 0 || prof.height % 2 !== 0)
+      problems.push(`profiles[${i}]: width and height must be even numbers (H.264/HEVC 4:2:0)`);
     problems.push(...profileBoundsProblems(prof, `profiles[${i}]`));
     ladderPixels += prof.width * prof.height;
   });
-  if (ladderPixels > MAX_LADDER_PIXELS) problems.push(`profiles: the ladder's width x height summed over all profiles must be at most ${MAX_LADDER_PIXELS} pixels (this one is ${ladderPixels})`);
+  if (ladderPixels > MAX_LADDER_PIXELS)
+    problems.push(
+      `profiles: the ladder's width x height summed over all profiles must be at most ${MAX_LADDER_PIXELS} pixels (this one is ${ladderPixels})`,
+    );
 }
 
 const withSlash = (path: string) => (path.startsWith('/') ? path : `/${path}`);
@@ -138,7 +162,8 @@ export async function checkTranscodeRequest(p: TranscodeParams, rules: Transcode
   checkPaths(p, problems);
   checkProfiles(p, problems);
   if (p.c2pa === true && !rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
-  if (p.c2pa === true && !p.outputs.mp4 && !p.outputs.fmp4) problems.push('c2pa: signing applies to MP4 outputs; add outputs.mp4');
+  if (p.c2pa === true && !p.outputs.mp4 && !p.outputs.fmp4)
+    problems.push('c2pa: signing applies to MP4 outputs; add outputs.mp4');
   if (problems.length > 0) throw new ValidationError(problems);
   const outputs: TranscodeParams['outputs'] = {};
   for (const kind of ['hls', 'mp4', 'fmp4'] as const) {

@@ -35,7 +35,10 @@ function flags(argv: string[]): { sub: string | undefined; values: Map<string, s
 }
 
 /** Runs `credits ...` (argv without the word `credits`); resolves to the exit code. */
-export async function runCreditsCommand(argv: string[], deps: { db: Queryable; stdout?: Out; stderr?: Out }): Promise<number> {
+export async function runCreditsCommand(
+  argv: string[],
+  deps: { db: Queryable; stdout?: Out; stderr?: Out },
+): Promise<number> {
   const out = deps.stdout ?? process.stdout;
   const err = deps.stderr ?? process.stderr;
   if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
@@ -48,7 +51,8 @@ export async function runCreditsCommand(argv: string[], deps: { db: Queryable; s
   if (!owner) bad.push('--owner is required');
   const usdText = values.get('usd');
   const usd = Number(usdText);
-  if (sub === 'add' && (usdText === undefined || !/^\d+(\.\d+)?$/.test(usdText.trim()) || !(usd > 0) || usd > 1e9)) bad.push('--usd: must be a positive amount in USD, e.g. 5 or 0.25');
+  if (sub === 'add' && (usdText === undefined || !/^\d+(\.\d+)?$/.test(usdText.trim()) || !(usd > 0) || usd > 1e9))
+    bad.push('--usd: must be a positive amount in USD, e.g. 5 or 0.25');
   if (bad.length > 0 || !owner) {
     err.write(`${bad.join('\n')}\n${CREDITS_HELP}\n`);
     return 2;
@@ -66,7 +70,9 @@ export async function runCreditsCommand(argv: string[], deps: { db: Queryable; s
   }
   out.write(`${owner}: balance ${trim(await ledger.balance(owner))} USD\n`);
   for (const e of await ledger.entries(owner, 20)) {
-    out.write(`${e.createdAt}  ${e.kind.padEnd(6)} ${e.status.padEnd(8)} ${String(e.amountUsd).padStart(14)} USD  ${e.model ?? e.note ?? ''}\n`);
+    out.write(
+      `${e.createdAt}  ${e.kind.padEnd(6)} ${e.status.padEnd(8)} ${String(e.amountUsd).padStart(14)} USD  ${e.model ?? e.note ?? ''}\n`,
+    );
   }
   return 0;
 }

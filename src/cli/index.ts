@@ -136,7 +136,9 @@ const commands: Record<string, Command> = {
 
 /** The command's own words and flags, as its own parser expects them. */
 function rebuildArgv(args: ParsedArgs): string[] {
-  const flags = Object.entries(args.flags).flatMap(([k, v]) => (v === true ? [`--${k}`] : v === false ? [] : [`--${k}`, v]));
+  const flags = Object.entries(args.flags).flatMap(([k, v]) =>
+    v === true ? [`--${k}`] : v === false ? [] : [`--${k}`, v],
+  );
   return [...args.positionals, ...flags];
 }
 

@@ -17,14 +17,20 @@ export async function keysCommand(args: ParsedArgs, db: Queryable): Promise<numb
     case 'create': {
       if (!owner) throw new UsageError('keys create needs --owner NAME');
       const k = await accounts.createKey(owner);
-      process.stderr.write(`created key ${k.id} for owner ${k.owner} (project ${k.projectId}); it is shown only once:\n`);
+      process.stderr.write(
+        `created key ${k.id} for owner ${k.owner} (project ${k.projectId}); it is shown only once:\n`,
+      );
       process.stdout.write(`${k.key}\n`);
       return 0;
     }
     case 'list': {
       const keys = await accounts.listKeys(owner);
       if (args.flags.json === true) process.stdout.write(`${JSON.stringify(keys)}\n`);
-      else for (const k of keys) process.stdout.write(`${k.id}  ${k.owner}  ${k.prefix}…  created ${new Date(k.createdAt).toISOString()}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}\n`);
+      else
+        for (const k of keys)
+          process.stdout.write(
+            `${k.id}  ${k.owner}  ${k.prefix}…  created ${new Date(k.createdAt).toISOString()}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}\n`,
+          );
       return 0;
     }
     case 'revoke': {

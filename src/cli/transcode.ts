@@ -48,7 +48,8 @@ export async function runTranscodeCommand(argv: string[]): Promise<number> {
     return await transcode(args);
   } catch (err) {
     if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
-    else process.stderr.write(`\nmediaplane transcode: failed: ${isMediaplaneError(err) ? err.message : String(err)}\n`);
+    else
+      process.stderr.write(`\nmediaplane transcode: failed: ${isMediaplaneError(err) ? err.message : String(err)}\n`);
     return 1;
   }
 }
@@ -71,7 +72,8 @@ function parse(argv: string[]): CliArgs | 'help' {
   if (!values.out) throw new Error('--out <dir> is required');
   const segment = values.segment === undefined ? undefined : Number(values.segment);
   // The API's bound of targetSegmentSizeSecs (issue #15): 0.001 would cut one-frame segments.
-  if (segment !== undefined && !(segment >= 1 && segment <= 60)) throw new Error('--segment must be a number of seconds from 1 to 60');
+  if (segment !== undefined && !(segment >= 1 && segment <= 60))
+    throw new Error('--segment must be a number of seconds from 1 to 60');
   const none = !values.hls && !values.mp4 && !values.fmp4;
   const outputs: TranscodeParams['outputs'] = {
     ...(values.hls || none ? { hls: { path: '/hls' } } : {}),
@@ -85,7 +87,9 @@ async function transcode(args: CliArgs): Promise<number> {
   // A local run fetches what its user asks, localhost included: the private-address guard
   // protects a server from its clients, not a user from themselves.
   const config = loadConfig({ overrides: { allowPrivateUrls: true } });
-  const source: InputSource = /^[a-z][a-z0-9+.-]*:\/\//i.test(args.input) ? createInputSource({ url: args.input }, config) : new FileInput(args.input);
+  const source: InputSource = /^[a-z][a-z0-9+.-]*:\/\//i.test(args.input)
+    ? createInputSource({ url: args.input }, config)
+    : new FileInput(args.input);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'mediaplane-transcode-'));
   const ctrl = new AbortController();
   const onSigint = (): void => ctrl.abort();
@@ -117,7 +121,9 @@ function progressBar(stream: NodeJS.WriteStream): (f: number) => void {
     if (stream.isTTY) {
       const width = 30;
       const filled = Math.round(f * width);
-      stream.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(pct).padStart(3)}%${f >= 1 ? '\n' : ''}`);
+      stream.write(
+        `\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(pct).padStart(3)}%${f >= 1 ? '\n' : ''}`,
+      );
       return;
     }
     const step = Math.floor(pct / 10);

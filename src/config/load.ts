@@ -32,17 +32,24 @@ function parseValue(s: Setting, raw: string): { value?: unknown; error?: string 
     case 'int':
     case 'number': {
       const n = Number(raw.trim());
-      if (raw.trim() === '' || !Number.isFinite(n)) return { error: `must be a ${s.type === 'int' ? 'whole ' : ''}number` };
+      if (raw.trim() === '' || !Number.isFinite(n))
+        return { error: `must be a ${s.type === 'int' ? 'whole ' : ''}number` };
       if (s.type === 'int' && !Number.isInteger(n)) return { error: 'must be a whole number' };
       if (s.min !== undefined && n < s.min) return { error: `must be >= ${s.min}` };
       if (s.max !== undefined && n > s.max) return { error: `must be <= ${s.max}` };
-      if (s.type === 'number' && s.exclusiveMin !== undefined && n <= s.exclusiveMin) return { error: `must be > ${s.exclusiveMin}` };
+      if (s.type === 'number' && s.exclusiveMin !== undefined && n <= s.exclusiveMin)
+        return { error: `must be > ${s.exclusiveMin}` };
       return { value: n };
     }
     case 'enum':
       return s.values.includes(raw) ? { value: raw } : { error: `must be one of ${s.values.join(', ')}` };
     case 'list':
-      return { value: raw.split(',').map((x) => x.trim()).filter((x) => x !== '') };
+      return {
+        value: raw
+          .split(',')
+          .map((x) => x.trim())
+          .filter((x) => x !== ''),
+      };
   }
 }
 
@@ -105,7 +112,9 @@ function crossChecks(c: Record<string, unknown>): string[] {
     problems.push(`MEDIAPLANE_HEARTBEAT_MS: must be less than MEDIAPLANE_LEASE_MS (${c.leaseMs})`);
   }
   if (typeof c.publicUrl === 'string' && !isBaseUrl(c.publicUrl)) {
-    problems.push(`MEDIAPLANE_PUBLIC_URL=${JSON.stringify(c.publicUrl)}: must be an http(s) URL with no query or fragment (https://media.example.com)`);
+    problems.push(
+      `MEDIAPLANE_PUBLIC_URL=${JSON.stringify(c.publicUrl)}: must be an http(s) URL with no query or fragment (https://media.example.com)`,
+    );
   }
   return problems;
 }
@@ -122,7 +131,13 @@ function isBaseUrl(raw: string): boolean {
 /** The settings table as Markdown, for the README and `--help`. */
 export function settingsTable(): string {
   const rows = Object.entries(settings as Record<string, Setting>).map(([key, s]) => {
-    const dflt = s.defaultText ?? (s.default === undefined ? '(unset)' : Array.isArray(s.default) ? s.default.join(',') || '(empty)' : String(s.default));
+    const dflt =
+      s.defaultText ??
+      (s.default === undefined
+        ? '(unset)'
+        : Array.isArray(s.default)
+          ? s.default.join(',') || '(empty)'
+          : String(s.default));
     const rule = s.type === 'enum' ? s.values.join(' \\| ') : s.type;
     return `| \`${s.env}\` | \`${flagName(key)}\` | ${rule} | ${dflt} | ${s.description} |`;
   });

@@ -10,43 +10,213 @@ import { c2paSettings } from './c2pa.ts';
 // (STYLE.md, practice 2). `--help` and the README's settings table are generated from it.
 
 const coreSettings = defineSettings({
-  host: { env: 'MEDIAPLANE_HOST', type: 'string', group: 'server', default: '127.0.0.1', description: 'Address the HTTP server listens on (0.0.0.0 for every interface).' },
-  port: { env: 'MEDIAPLANE_PORT', type: 'int', group: 'server', default: 8080, min: 0, max: 65535, description: 'HTTP port of the API, gateway and orchestrator in `start`; 0 picks a free one.' },
-  dataDir: { env: 'MEDIAPLANE_DATA_DIR', type: 'string', group: 'server', default: './data', description: 'Directory for the embedded database, scratch files and the service identity.' },
-  logLevel: { env: 'MEDIAPLANE_LOG_LEVEL', type: 'enum', group: 'server', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, description: 'Log level of the JSON logs on stdout.' },
-  bodyLimitBytes: { env: 'MEDIAPLANE_BODY_LIMIT_BYTES', type: 'int', group: 'server', default: 1_048_576, min: 1024, description: 'Largest request body accepted (413 above it).' },
-  requestTimeoutMs: { env: 'MEDIAPLANE_REQUEST_TIMEOUT_MS', type: 'int', group: 'server', default: 30_000, min: 100, max: 3_600_000, description: 'A request whose headers and body have not all arrived by then is answered 408 and its connection closed (slow-client guard); answers that take longer, such as streamed text, are not cut.' },
-  keepAliveTimeoutMs: { env: 'MEDIAPLANE_KEEP_ALIVE_TIMEOUT_MS', type: 'int', group: 'server', default: 72_000, min: 100, max: 3_600_000, description: 'How long an idle keep-alive connection is kept open; above the idle timeout of a load balancer in front (60 s on common ones), so it never reuses a socket the server is closing.' },
-  publicUrl: { env: 'MEDIAPLANE_PUBLIC_URL', type: 'string', group: 'server', default: undefined, defaultText: '(unset: links are relative)', description: 'The base URL clients reach the API at (https://media.example.com), used for absolute links such as the task list\'s Link header; never taken from the request\'s Host header.' },
-  shutdownGraceMs: { env: 'MEDIAPLANE_SHUTDOWN_GRACE_MS', type: 'int', group: 'server', default: 30_000, min: 0, description: 'On SIGTERM, how long running jobs may finish before they are released to other workers.' },
-  requesterSalt: { env: 'MEDIAPLANE_REQUESTER_SALT', type: 'string', group: 'server', default: undefined, defaultText: 'random, kept in the data dir', secret: true, description: 'Salt of the requesterId hash of client IPs.' },
+  host: {
+    env: 'MEDIAPLANE_HOST',
+    type: 'string',
+    group: 'server',
+    default: '127.0.0.1',
+    description: 'Address the HTTP server listens on (0.0.0.0 for every interface).',
+  },
+  port: {
+    env: 'MEDIAPLANE_PORT',
+    type: 'int',
+    group: 'server',
+    default: 8080,
+    min: 0,
+    max: 65535,
+    description: 'HTTP port of the API, gateway and orchestrator in `start`; 0 picks a free one.',
+  },
+  dataDir: {
+    env: 'MEDIAPLANE_DATA_DIR',
+    type: 'string',
+    group: 'server',
+    default: './data',
+    description: 'Directory for the embedded database, scratch files and the service identity.',
+  },
+  logLevel: {
+    env: 'MEDIAPLANE_LOG_LEVEL',
+    type: 'enum',
+    group: 'server',
+    default: 'info',
+    values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+    description: 'Log level of the JSON logs on stdout.',
+  },
+  bodyLimitBytes: {
+    env: 'MEDIAPLANE_BODY_LIMIT_BYTES',
+    type: 'int',
+    group: 'server',
+    default: 1_048_576,
+    min: 1024,
+    description: 'Largest request body accepted (413 above it).',
+  },
+  requestTimeoutMs: {
+    env: 'MEDIAPLANE_REQUEST_TIMEOUT_MS',
+    type: 'int',
+    group: 'server',
+    default: 30_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      'A request whose headers and body have not all arrived by then is answered 408 and its connection closed (slow-client guard); answers that take longer, such as streamed text, are not cut.',
+  },
+  keepAliveTimeoutMs: {
+    env: 'MEDIAPLANE_KEEP_ALIVE_TIMEOUT_MS',
+    type: 'int',
+    group: 'server',
+    default: 72_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      'How long an idle keep-alive connection is kept open; above the idle timeout of a load balancer in front (60 s on common ones), so it never reuses a socket the server is closing.',
+  },
+  publicUrl: {
+    env: 'MEDIAPLANE_PUBLIC_URL',
+    type: 'string',
+    group: 'server',
+    default: undefined,
+    defaultText: '(unset: links are relative)',
+    description:
+      "The base URL clients reach the API at (https://media.example.com), used for absolute links such as the task list's Link header; never taken from the request's Host header.",
+  },
+  shutdownGraceMs: {
+    env: 'MEDIAPLANE_SHUTDOWN_GRACE_MS',
+    type: 'int',
+    group: 'server',
+    default: 30_000,
+    min: 0,
+    description: 'On SIGTERM, how long running jobs may finish before they are released to other workers.',
+  },
+  requesterSalt: {
+    env: 'MEDIAPLANE_REQUESTER_SALT',
+    type: 'string',
+    group: 'server',
+    default: undefined,
+    defaultText: 'random, kept in the data dir',
+    secret: true,
+    description: 'Salt of the requesterId hash of client IPs.',
+  },
 
-  databaseUrl: { env: 'DATABASE_URL', type: 'string', group: 'database', default: undefined, defaultText: 'embedded PGlite in the data dir', secret: true, description: 'PostgreSQL connection string; several processes can share one server.' },
-  databasePoolSize: { env: 'MEDIAPLANE_DATABASE_POOL_SIZE', type: 'int', group: 'database', default: 10, min: 1, max: 1000, description: 'Connections per process to a PostgreSQL server.' },
+  databaseUrl: {
+    env: 'DATABASE_URL',
+    type: 'string',
+    group: 'database',
+    default: undefined,
+    defaultText: 'embedded PGlite in the data dir',
+    secret: true,
+    description: 'PostgreSQL connection string; several processes can share one server.',
+  },
+  databasePoolSize: {
+    env: 'MEDIAPLANE_DATABASE_POOL_SIZE',
+    type: 'int',
+    group: 'database',
+    default: 10,
+    min: 1,
+    max: 1000,
+    description: 'Connections per process to a PostgreSQL server.',
+  },
 
-  workerConcurrency: { env: 'MEDIAPLANE_WORKER_CONCURRENCY', type: 'int', group: 'tasks', default: 1, min: 1, max: 256, description: 'Jobs one worker process runs at once.' },
-  maxQueuedPerOwner: { env: 'MEDIAPLANE_MAX_QUEUED_PER_OWNER', type: 'int', group: 'tasks', default: 100, min: 1, description: 'Tasks an owner may have waiting or running; more answer 429.' },
-  maxRetries: { env: 'MEDIAPLANE_MAX_RETRIES', type: 'int', group: 'tasks', default: 2, min: 0, max: 100, description: 'Automatic retries of a job after a retryable failure.' },
-  leaseMs: { env: 'MEDIAPLANE_LEASE_MS', type: 'int', group: 'tasks', default: 60_000, min: 200, description: 'How long a claimed job stays with its worker without a heartbeat.' },
-  heartbeatMs: { env: 'MEDIAPLANE_HEARTBEAT_MS', type: 'int', group: 'tasks', default: 10_000, min: 50, description: 'How often a running job renews its lease (must be under the lease).' },
-  pollMs: { env: 'MEDIAPLANE_POLL_MS', type: 'int', group: 'tasks', default: 1000, min: 10, description: 'How often an idle worker looks for work.' },
-  retryBackoffMs: { env: 'MEDIAPLANE_RETRY_BACKOFF_MS', type: 'int', group: 'tasks', default: 5000, min: 0, description: 'Delay before the first retry; doubles with each further retry.' },
-  authCacheMs: { env: 'MEDIAPLANE_AUTH_CACHE_MS', type: 'int', group: 'server', default: 2000, min: 0, max: 600_000, description: 'How long a checked API key is reused without a database lookup; a key revoked by another process works up to this long (0: look up every request).' },
-  allowPrivateUrls: { env: 'MEDIAPLANE_ALLOW_PRIVATE_URLS', type: 'bool', group: 'tasks', default: false, description: 'Let inputs and storage endpoints on loopback/private addresses through (local set-ups, tests).' },
+  workerConcurrency: {
+    env: 'MEDIAPLANE_WORKER_CONCURRENCY',
+    type: 'int',
+    group: 'tasks',
+    default: 1,
+    min: 1,
+    max: 256,
+    description: 'Jobs one worker process runs at once.',
+  },
+  maxQueuedPerOwner: {
+    env: 'MEDIAPLANE_MAX_QUEUED_PER_OWNER',
+    type: 'int',
+    group: 'tasks',
+    default: 100,
+    min: 1,
+    description: 'Tasks an owner may have waiting or running; more answer 429.',
+  },
+  maxRetries: {
+    env: 'MEDIAPLANE_MAX_RETRIES',
+    type: 'int',
+    group: 'tasks',
+    default: 2,
+    min: 0,
+    max: 100,
+    description: 'Automatic retries of a job after a retryable failure.',
+  },
+  leaseMs: {
+    env: 'MEDIAPLANE_LEASE_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 60_000,
+    min: 200,
+    description: 'How long a claimed job stays with its worker without a heartbeat.',
+  },
+  heartbeatMs: {
+    env: 'MEDIAPLANE_HEARTBEAT_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 10_000,
+    min: 50,
+    description: 'How often a running job renews its lease (must be under the lease).',
+  },
+  pollMs: {
+    env: 'MEDIAPLANE_POLL_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 1000,
+    min: 10,
+    description: 'How often an idle worker looks for work.',
+  },
+  retryBackoffMs: {
+    env: 'MEDIAPLANE_RETRY_BACKOFF_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 5000,
+    min: 0,
+    description: 'Delay before the first retry; doubles with each further retry.',
+  },
+  authCacheMs: {
+    env: 'MEDIAPLANE_AUTH_CACHE_MS',
+    type: 'int',
+    group: 'server',
+    default: 2000,
+    min: 0,
+    max: 600_000,
+    description:
+      'How long a checked API key is reused without a database lookup; a key revoked by another process works up to this long (0: look up every request).',
+  },
+  allowPrivateUrls: {
+    env: 'MEDIAPLANE_ALLOW_PRIVATE_URLS',
+    type: 'bool',
+    group: 'tasks',
+    default: false,
+    description: 'Let inputs and storage endpoints on loopback/private addresses through (local set-ups, tests).',
+  },
 });
 
 // Each domain declares its own settings in a file of this folder, so a new domain adds a
 // file and one line here.
-export const settings = { ...coreSettings, ...transcodeSettings, ...storageSettings, ...gatewaySettings, ...orchestratorSettings, ...dwebSettings, ...c2paSettings };
+export const settings = {
+  ...coreSettings,
+  ...transcodeSettings,
+  ...storageSettings,
+  ...gatewaySettings,
+  ...orchestratorSettings,
+  ...dwebSettings,
+  ...c2paSettings,
+};
 
 export type Settings = typeof settings;
 export type SettingKey = keyof Settings;
 
-type ValueOf<S> = S extends { type: 'int' | 'number' } ? number
-  : S extends { type: 'bool' } ? boolean
-  : S extends { type: 'list' } ? string[]
-  : S extends { type: 'enum'; values: readonly (infer V)[] } ? V
-  : S extends { default: string } ? string
-  : string | undefined;
+type ValueOf<S> = S extends { type: 'int' | 'number' }
+  ? number
+  : S extends { type: 'bool' }
+    ? boolean
+    : S extends { type: 'list' }
+      ? string[]
+      : S extends { type: 'enum'; values: readonly (infer V)[] }
+        ? V
+        : S extends { default: string }
+          ? string
+          : string | undefined;
 
 export type Config = { readonly [K in SettingKey]: ValueOf<Settings[K]> };

@@ -7,7 +7,9 @@ import type { Db, Queryable } from './types.ts';
 export class EmbeddedDbLockedError extends Error {
   readonly pid: number;
   constructor(pid: number, dir: string) {
-    super(`the embedded database in ${dir} is in use by process ${pid}; stop it, or set DATABASE_URL to share a PostgreSQL server between processes`);
+    super(
+      `the embedded database in ${dir} is in use by process ${pid}; stop it, or set DATABASE_URL to share a PostgreSQL server between processes`,
+    );
     this.pid = pid;
     this.name = 'EmbeddedDbLockedError';
   }
@@ -44,7 +46,8 @@ export async function openEmbedded(opts: { dir?: string }): Promise<Db> {
   const startParams = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
   const pglite = await PGlite.create({ ...(opts.dir ? { dataDir: join(opts.dir, 'pgdata') } : {}), startParams });
   const on = (q: Pick<PGlite, 'query'>): Queryable => ({
-    query: async <T extends object>(sql: string, params?: readonly unknown[]) => (await q.query<T>(sql, params ? [...params] : undefined)).rows,
+    query: async <T extends object>(sql: string, params?: readonly unknown[]) =>
+      (await q.query<T>(sql, params ? [...params] : undefined)).rows,
   });
   const { query } = on(pglite);
   return {

@@ -13,7 +13,9 @@ export async function migrate(db: Db): Promise<string[]> {
   const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
   return db.tx(async (q) => {
     await q.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
-    await q.query('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    await q.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     const done = new Set((await q.query<{ name: string }>('SELECT name FROM schema_migrations')).map((r) => r.name));
     const applied: string[] = [];
     for (const file of files) {
@@ -21,7 +23,11 @@ export async function migrate(db: Db): Promise<string[]> {
       const sql = await readFile(MIGRATIONS_DIR + file, 'utf8');
       // Statements are split on lines holding only ';' so each runs through the same
       // parameterless path on both drivers inside this transaction.
-      for (const stmt of sql.split(/^;\s*$/m).map((s) => s.trim()).filter(Boolean)) await q.query(stmt);
+      for (const stmt of sql
+        .split(/^;\s*$/m)
+        .map((s) => s.trim())
+        .filter(Boolean))
+        await q.query(stmt);
       await q.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
       applied.push(file);
     }

@@ -17,7 +17,8 @@ export async function openPostgres(opts: { url: string; poolSize: number }): Pro
   let listener: pg.PoolClient | undefined;
   const handlers = new Map<string, Set<(payload: string) => void>>();
 
-  const query: Queryable['query'] = async (sql, params) => (await pool.query(sql, params ? [...params] : undefined)).rows;
+  const query: Queryable['query'] = async (sql, params) =>
+    (await pool.query(sql, params ? [...params] : undefined)).rows;
 
   async function getListener(): Promise<pg.PoolClient> {
     if (listener) return listener;
@@ -36,7 +37,9 @@ export async function openPostgres(opts: { url: string; poolSize: number }): Pro
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
-        const result = await fn({ query: async (sql, params) => (await client.query(sql, params ? [...params] : undefined)).rows });
+        const result = await fn({
+          query: async (sql, params) => (await client.query(sql, params ? [...params] : undefined)).rows,
+        });
         await client.query('COMMIT');
         return result;
       } catch (err) {

@@ -15,30 +15,41 @@ export async function serveDbSocket(db: Db, path: string): Promise<{ close(): Pr
     req.on('end', () => {
       void (async () => {
         try {
-          const { sql, params } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { sql: string; params?: unknown[] };
+          const { sql, params } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+            sql: string;
+            params?: unknown[];
+          };
           const rows = await db.query(sql, params);
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ rows }));
         } catch (err) {
-          res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: err instanceof Error ? err.message : String(err) }));
+          res
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: err instanceof Error ? err.message : String(err) }));
         }
       })();
     });
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen({ path, readableAll: false, writableAll: false }, resolve));
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen({ path, readableAll: false, writableAll: false }, resolve),
+  );
   await chmod(path, 0o600);
   return {
-    close: () => new Promise<void>((resolve) => server.close(() => void rm(path, { force: true }).then(() => resolve()))),
+    close: () =>
+      new Promise<void>((resolve) => server.close(() => void rm(path, { force: true }).then(() => resolve()))),
   };
 }
 
 function post(path: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: path, method: 'POST', path: '/query', headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      { socketPath: path, method: 'POST', path: '/query', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -39,13 +39,32 @@ export interface ParserError {
 
 /** The OpenAI error shape of a parser error (the LLM routes, a standalone orchestrator). */
 export function openAiParserErrorBody(e: ParserError): object {
-  return { error: { message: e.message, type: e.status === 408 ? 'timeout_error' : 'invalid_request_error', code: e.code } };
+  return {
+    error: { message: e.message, type: e.status === 408 ? 'timeout_error' : 'invalid_request_error', code: e.code },
+  };
 }
 
 function parserError(err: Error & { code?: string }, requestTimeoutMs: number): ParserError & { text: string } {
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, text: 'Request Timeout', message: `the request did not arrive in full within ${requestTimeoutMs} ms`, code: 'request_timeout' };
-  if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, text: 'Request Header Fields Too Large', message: 'the request headers are too large', code: 'headers_too_large' };
-  return { status: 400, text: 'Bad Request', message: 'the request is not valid HTTP (does Content-Length match the body?)', code: 'bad_request' };
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return {
+      status: 408,
+      text: 'Request Timeout',
+      message: `the request did not arrive in full within ${requestTimeoutMs} ms`,
+      code: 'request_timeout',
+    };
+  if (err.code === 'HPE_HEADER_OVERFLOW')
+    return {
+      status: 431,
+      text: 'Request Header Fields Too Large',
+      message: 'the request headers are too large',
+      code: 'headers_too_large',
+    };
+  return {
+    status: 400,
+    text: 'Bad Request',
+    message: 'the request is not valid HTTP (does Content-Length match the body?)',
+    code: 'bad_request',
+  };
 }
 
 /**
@@ -55,12 +74,18 @@ function parserError(err: Error & { code?: string }, requestTimeoutMs: number): 
  * own error shape, where Fastify's default has a shape of its own (issue #15). `body` gets
  * the socket, whose request in flight can say which API it was for.
  */
-export function clientErrorHandler(opts: { requestTimeoutMs: number; body: (e: ParserError, socket: Socket) => object }) {
+export function clientErrorHandler(opts: {
+  requestTimeoutMs: number;
+  body: (e: ParserError, socket: Socket) => object;
+}) {
   return (err: Error & { code?: string }, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const e = parserError(err, opts.requestTimeoutMs);
     const body = JSON.stringify(opts.body(e, socket));
-    if (socket.writable) socket.write(`HTTP/1.1 ${e.status} ${e.text}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    if (socket.writable)
+      socket.write(
+        `HTTP/1.1 ${e.status} ${e.text}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
     socket.destroy();
   };
 }

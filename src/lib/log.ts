@@ -12,10 +12,21 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 const CENSOR = '***';
 
 /** Property names whose values are secrets wherever they appear (any case, any depth). */
-const SECRET_NAME = /secret|passw(or)?d|credential|authori[sz]ation|cookie|proof|token$|signature|salt$|key$|access[-_]?key/i;
+const SECRET_NAME =
+  /secret|passw(or)?d|credential|authori[sz]ation|cookie|proof|token$|signature|salt$|key$|access[-_]?key/i;
 
 /** Fields of database errors and queries that echo SQL text or the values bound to it. */
-const ECHO_NAMES = new Set(['query', 'params', 'parameters', 'values', 'detail', 'where', 'internalQuery', 'queryOptions', 'sql']);
+const ECHO_NAMES = new Set([
+  'query',
+  'params',
+  'parameters',
+  'values',
+  'detail',
+  'where',
+  'internalQuery',
+  'queryOptions',
+  'sql',
+]);
 
 // `scheme://host/path?query` keeps `scheme://host/path?***`; the query may be a signature.
 const URL_QUERY = /\b([a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>\\]*)\?[^\s"'<>\\]*/gi;
@@ -30,7 +41,11 @@ const MAX_DEPTH = 12;
 
 /** `text` without URL query strings and quoted secret values. */
 export function scrubText(text: string): string {
-  return text.replace(URL_QUERY, `$1?${CENSOR}`).replace(SECRET_MEMBER, `$1${CENSOR}`).replace(SECRET_PARAM, `$1${CENSOR}`).replace(AUTH_SCHEME, `$1 ${CENSOR}`);
+  return text
+    .replace(URL_QUERY, `$1?${CENSOR}`)
+    .replace(SECRET_MEMBER, `$1${CENSOR}`)
+    .replace(SECRET_PARAM, `$1${CENSOR}`)
+    .replace(AUTH_SCHEME, `$1 ${CENSOR}`);
 }
 
 const isPlainObject = (v: object): boolean => {
@@ -44,8 +59,14 @@ function scrubEntry(name: string, value: unknown, depth: number, seen: WeakSet<o
   return scrubValue(value, depth + 1, seen);
 }
 
-function scrubEntries(from: object, into: Record<string, unknown>, depth: number, seen: WeakSet<object>): Record<string, unknown> {
-  for (const [name, value] of Object.entries(from)) if (!(name in into)) into[name] = scrubEntry(name, value, depth, seen);
+function scrubEntries(
+  from: object,
+  into: Record<string, unknown>,
+  depth: number,
+  seen: WeakSet<object>,
+): Record<string, unknown> {
+  for (const [name, value] of Object.entries(from))
+    if (!(name in into)) into[name] = scrubEntry(name, value, depth, seen);
   return into;
 }
 
@@ -82,7 +103,16 @@ export function scrubValue(value: unknown, depth = 0, seen = new WeakSet<object>
 const scrubObject = (o: Record<string, unknown>): Record<string, unknown> => scrubEntries(o, {}, 0, new WeakSet());
 
 // Censored after the serializers ran (the deep scrub above runs before them).
-const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.credentials', 'params', '*.params', 'query', '*.query'];
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  '*.credentials',
+  'params',
+  '*.params',
+  'query',
+  '*.query',
+];
 
 export function createLogger(opts: { level: string; destination?: DestinationStream; name?: string }): Logger {
   const logger = pino(

@@ -83,11 +83,13 @@ function ipv6Problem(ip: IPv6): string | null {
     }
     return null;
   }
-  if (range === 'rfc6052') return 'a local-use NAT64 address (64:ff9b:1::/48, RFC 8215) whose IPv4 address cannot be told';
+  if (range === 'rfc6052')
+    return 'a local-use NAT64 address (64:ff9b:1::/48, RFC 8215) whose IPv4 address cannot be told';
   if (range !== 'unicast') return rangeWords(range);
   // IPv4-compatible ::a.b.c.d (RFC 4291 2.5.5.1, deprecated): `[::127.0.0.1]` in a URL.
   const b = ip.toByteArray();
-  if (b.slice(0, 12).every((x) => x === 0)) return `an IPv4-compatible address (deprecated) of ${v4At(b, 12).toString()}`;
+  if (b.slice(0, 12).every((x) => x === 0))
+    return `an IPv4-compatible address (deprecated) of ${v4At(b, 12).toString()}`;
   if (!ip.match(GLOBAL_UNICAST, 3)) return 'outside the global unicast space 2000::/3';
   return null;
 }
@@ -222,7 +224,8 @@ function wantedFamily(options: LookupOptions): 4 | 6 | undefined {
 export function guardedLookup(resolve: Resolve = systemResolve): LookupFunction {
   return (hostname, options, callback: LookupCallback) => {
     const name = bareName(hostname);
-    if (isLocalhostName(name)) return callback(new PrivateAddressError(`${hostname} is a loopback name (RFC 6761)`), '', 0);
+    if (isLocalhostName(name))
+      return callback(new PrivateAddressError(`${hostname} is a loopback name (RFC 6761)`), '', 0);
     resolve(name).then(
       (all) => {
         const problem = resolvedProblem(hostname, all);
@@ -230,7 +233,12 @@ export function guardedLookup(resolve: Resolve = systemResolve): LookupFunction 
         const family = wantedFamily(options);
         const list = family ? all.filter((a) => a.family === family) : [...all];
         const first = list[0];
-        if (!first) return callback(Object.assign(new Error(`${hostname} has no IPv${family ?? ''} address`), { code: 'ENOTFOUND' }), '', 0);
+        if (!first)
+          return callback(
+            Object.assign(new Error(`${hostname} has no IPv${family ?? ''} address`), { code: 'ENOTFOUND' }),
+            '',
+            0,
+          );
         if (options.all) return callback(null, list);
         callback(null, first.address, first.family);
       },

@@ -26,7 +26,8 @@ export interface ObjectPathShape {
 /** What is wrong with a path, as a rule a client can read (`must not ...`), or null. */
 export function objectPathProblem(path: string, shape: ObjectPathShape = {}): string | null {
   const bytes = Buffer.byteLength(path, 'utf8');
-  if (bytes > MAX_OBJECT_PATH_BYTES) return `must be at most ${MAX_OBJECT_PATH_BYTES} bytes in UTF-8 (this one is ${bytes})`;
+  if (bytes > MAX_OBJECT_PATH_BYTES)
+    return `must be at most ${MAX_OBJECT_PATH_BYTES} bytes in UTF-8 (this one is ${bytes})`;
   // Control characters and lone surrogates (no UTF-8 form: a store would write U+FFFD, another
   // name than the one asked): checked here too, so the rule holds for a key no API checked.
   const text = plainTextProblem(path);
@@ -48,7 +49,8 @@ function segmentsProblem(path: string, shape: ObjectPathShape): string | null {
   if (segments.some((s) => s === '.' || s === '..')) return 'must not contain . or .. segments';
   if (segments.some((s, i) => s === '' && (i < last || shape.folder))) return 'must not contain empty segments (//)';
   if (segments[last] === '') return 'must name an object (a path that ends with a name, not with /)';
-  if (segments.some((s) => Buffer.byteLength(s, 'utf8') > MAX_SEGMENT_BYTES)) return `must not have a segment over ${MAX_SEGMENT_BYTES} bytes`;
+  if (segments.some((s) => Buffer.byteLength(s, 'utf8') > MAX_SEGMENT_BYTES))
+    return `must not have a segment over ${MAX_SEGMENT_BYTES} bytes`;
   return null;
 }
 

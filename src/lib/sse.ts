@@ -69,11 +69,20 @@ export class SseParser {
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
     switch (field) {
-      case 'event': this.#event = value; break;
-      case 'data': this.#data.push(value); break;
-      case 'id': if (!value.includes('\0')) this.#id = value; break;
-      case 'retry': if (/^\d+$/.test(value)) this.#retry = Number(value); break;
-      default: break; // unknown fields are ignored (spec)
+      case 'event':
+        this.#event = value;
+        break;
+      case 'data':
+        this.#data.push(value);
+        break;
+      case 'id':
+        if (!value.includes('\0')) this.#id = value;
+        break;
+      case 'retry':
+        if (/^\d+$/.test(value)) this.#retry = Number(value);
+        break;
+      default:
+        break; // unknown fields are ignored (spec)
     }
     return undefined;
   }

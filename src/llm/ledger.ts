@@ -41,7 +41,14 @@ export class Ledger {
    * Takes max_tokens x price from the owner's balance and records a reserved charge; null when
    * the balance cannot cover it. A free request (price 0) needs no balance but is recorded.
    */
-  async reserve(o: { owner: string; maxTokens: number; pricePerToken: number; model: string; orchestrator: string; requestId: string }): Promise<Reservation | null> {
+  async reserve(o: {
+    owner: string;
+    maxTokens: number;
+    pricePerToken: number;
+    model: string;
+    orchestrator: string;
+    requestId: string;
+  }): Promise<Reservation | null> {
     const rows = await this.#db.query<{ id: string; amount_usd: string }>(
       `WITH amount AS (SELECT ($3::integer * $4::numeric)::numeric(30, 12) AS usd),
        debit AS (
@@ -63,7 +70,14 @@ export class Ledger {
    * balance, so nothing has to be reserved before forwarding, and the gateway writes this
    * once the answer is out instead of touching the database in front of the first token.
    */
-  async recordFree(o: { owner: string; maxTokens: number; model: string; orchestrator: string; requestId: string; completionTokens: number }): Promise<void> {
+  async recordFree(o: {
+    owner: string;
+    maxTokens: number;
+    model: string;
+    orchestrator: string;
+    requestId: string;
+    completionTokens: number;
+  }): Promise<void> {
     await this.#db.query(
       `INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, completion_tokens)
        VALUES ($1, $2, 'charge', 'settled', 0, $3, $4, $5, $6, 0, $7)`,
@@ -117,15 +131,27 @@ export class Ledger {
   }
 
   async balance(owner: string): Promise<string> {
-    const rows = await this.#db.query<{ balance_usd: string }>('SELECT balance_usd::text AS balance_usd FROM llm_balances WHERE owner = $1', [owner]);
+    const rows = await this.#db.query<{ balance_usd: string }>(
+      'SELECT balance_usd::text AS balance_usd FROM llm_balances WHERE owner = $1',
+      [owner],
+    );
     return rows[0]?.balance_usd ?? '0';
   }
 
   /** The owner's credits and charges, newest first; released reservations are not charges. */
   async entries(owner: string, limit: number): Promise<LedgerEntry[]> {
     const rows = await this.#db.query<{
-      id: string; created_at: Date | string; kind: 'charge' | 'credit'; status: LedgerEntry['status']; amount_usd: string;
-      model: string | null; request_id: string | null; max_tokens: number | null; completion_tokens: number | null; price_per_token: string | null; note: string | null;
+      id: string;
+      created_at: Date | string;
+      kind: 'charge' | 'credit';
+      status: LedgerEntry['status'];
+      amount_usd: string;
+      model: string | null;
+      request_id: string | null;
+      max_tokens: number | null;
+      completion_tokens: number | null;
+      price_per_token: string | null;
+      note: string | null;
     }>(
       `SELECT id, created_at, kind, status, amount_usd, model, request_id, max_tokens, completion_tokens, price_per_token, note
        FROM llm_ledger WHERE owner = $1 AND status <> 'released' ORDER BY created_at DESC, id DESC LIMIT $2`,

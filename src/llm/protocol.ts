@@ -40,24 +40,62 @@ export interface Capabilities {
   engine: string;
   /** USD per output token. */
   pricePerToken: number;
-  models: Array<{ id: string; warm: boolean; contextLength?: number | undefined; free: number; total: number; queued: number }>;
+  models: Array<{
+    id: string;
+    warm: boolean;
+    contextLength?: number | undefined;
+    free: number;
+    total: number;
+    queued: number;
+  }>;
 }
 
 /** `<org>/<model_name>` as on the public model hub. */
 export const MODEL_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/;
 
 const KNOWN = new Set([
-  'model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'top_k', 'stop', 'seed',
-  'presence_penalty', 'frequency_penalty', 'max_price_per_token', 'n', 'user', 'stream_options',
+  'model',
+  'messages',
+  'stream',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop',
+  'seed',
+  'presence_penalty',
+  'frequency_penalty',
+  'max_price_per_token',
+  'n',
+  'user',
+  'stream_options',
 ]);
 // OpenAI parameters this service cannot honour: refused by name rather than silently dropped.
-const UNSUPPORTED = new Set(['logit_bias', 'logprobs', 'top_logprobs', 'tools', 'tool_choice', 'functions', 'function_call', 'response_format', 'audio', 'modalities', 'prediction']);
+const UNSUPPORTED = new Set([
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'tools',
+  'tool_choice',
+  'functions',
+  'function_call',
+  'response_format',
+  'audio',
+  'modalities',
+  'prediction',
+]);
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function num(body: Record<string, unknown>, key: string, problems: string[], rule: { min: number; max: number; int?: boolean }): number | undefined {
+function num(
+  body: Record<string, unknown>,
+  key: string,
+  problems: string[],
+  rule: { min: number; max: number; int?: boolean },
+): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v)) {
@@ -65,7 +103,8 @@ function num(body: Record<string, unknown>, key: string, problems: string[], rul
     return undefined;
   }
   if (rule.int && !Number.isInteger(v)) problems.push(`${key}: must be an integer`);
-  else if (v < rule.min || v > rule.max) problems.push(`${key}: must be between ${rule.min} and ${rule.max} (got ${v})`);
+  else if (v < rule.min || v > rule.max)
+    problems.push(`${key}: must be between ${rule.min} and ${rule.max} (got ${v})`);
   else return v;
   return undefined;
 }
@@ -82,28 +121,36 @@ export function validateChatRequest(body: unknown, opts: { defaultMaxTokens: num
     else if (!KNOWN.has(key)) problems.push(`${key}: unknown field`);
   }
   const model = body.model;
-  if (typeof model !== 'string' || !MODEL_ID_RE.test(model)) problems.push('model: required, must be <org>/<model_name> (e.g. karpathy/stories260K)');
+  if (typeof model !== 'string' || !MODEL_ID_RE.test(model))
+    problems.push('model: required, must be <org>/<model_name> (e.g. karpathy/stories260K)');
 
   const messages: ChatMessage[] = [];
-  if (!Array.isArray(body.messages) || body.messages.length === 0) problems.push('messages: required, must be a non-empty array');
+  if (!Array.isArray(body.messages) || body.messages.length === 0)
+    problems.push('messages: required, must be a non-empty array');
   else {
     body.messages.forEach((m: unknown, i) => {
       if (!isObject(m)) return problems.push(`messages[${i}]: must be an object {role, content}`);
-      if (m.role !== 'system' && m.role !== 'user' && m.role !== 'assistant') problems.push(`messages[${i}].role: must be one of system, user, assistant`);
+      if (m.role !== 'system' && m.role !== 'user' && m.role !== 'assistant')
+        problems.push(`messages[${i}].role: must be one of system, user, assistant`);
       if (typeof m.content !== 'string') problems.push(`messages[${i}].content: must be a string`);
-      for (const k of Object.keys(m)) if (k !== 'role' && k !== 'content' && k !== 'name') problems.push(`messages[${i}].${k}: unknown field`);
-      if ((m.role === 'system' || m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string') messages.push({ role: m.role, content: m.content });
+      for (const k of Object.keys(m))
+        if (k !== 'role' && k !== 'content' && k !== 'name') problems.push(`messages[${i}].${k}: unknown field`);
+      if ((m.role === 'system' || m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string')
+        messages.push({ role: m.role, content: m.content });
       return undefined;
     });
   }
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') problems.push('stream: must be a boolean');
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
+    problems.push('stream: must be a boolean');
   if (body.n !== undefined && body.n !== null && body.n !== 1) problems.push('n: only 1 is supported');
-  if (body.stream_options !== undefined && body.stream_options !== null && !isObject(body.stream_options)) problems.push('stream_options: must be an object');
+  if (body.stream_options !== undefined && body.stream_options !== null && !isObject(body.stream_options))
+    problems.push('stream_options: must be an object');
   if (body.user !== undefined && typeof body.user !== 'string') problems.push('user: must be a string');
 
   // The bounds below are what any model could take; max_tokens is bounded again by the model's
   // context (maxTokensProblem) where that is known: by the gateway and the orchestrator.
-  const maxTokensKey = body.max_tokens !== undefined && body.max_tokens !== null ? 'max_tokens' : 'max_completion_tokens';
+  const maxTokensKey =
+    body.max_tokens !== undefined && body.max_tokens !== null ? 'max_tokens' : 'max_completion_tokens';
   const maxTokens = num(body, maxTokensKey, problems, { min: 1, max: 1_000_000, int: true });
   const req: ChatRequest = {
     model: typeof model === 'string' ? model : '',
@@ -126,7 +173,8 @@ export function validateChatRequest(body: unknown, opts: { defaultMaxTokens: num
   const stop = body.stop;
   if (typeof stop === 'string') req.stop = [stop];
   else if (Array.isArray(stop)) {
-    if (stop.length > 4 || !stop.every((s) => typeof s === 'string' && s.length > 0)) problems.push('stop: must be a string or an array of at most 4 non-empty strings');
+    if (stop.length > 4 || !stop.every((s) => typeof s === 'string' && s.length > 0))
+      problems.push('stop: must be a string or an array of at most 4 non-empty strings');
     else req.stop = stop as string[];
   } else if (stop !== undefined && stop !== null) problems.push('stop: must be a string or an array of strings');
 
@@ -135,7 +183,13 @@ export function validateChatRequest(body: unknown, opts: { defaultMaxTokens: num
 }
 
 /** Builds a `chat.completion.chunk` event body (the id and created come from the gateway). */
-export function chunk(opts: { id: string; created: number; model: string; delta: { role?: 'assistant'; content?: string }; finish: FinishReason | null }): string {
+export function chunk(opts: {
+  id: string;
+  created: number;
+  model: string;
+  delta: { role?: 'assistant'; content?: string };
+  finish: FinishReason | null;
+}): string {
   return JSON.stringify({
     id: opts.id,
     object: 'chat.completion.chunk',
@@ -150,13 +204,24 @@ export function chunk(opts: { id: string; created: number; model: string; delta:
  * serialised once: byte for byte what formatSse({ data: chunk(...) }) gives, without a
  * JSON.stringify of the whole object for every token.
  */
-export function chunkEncoder(meta: { id: string; created: number; model: string }): (delta: { role?: 'assistant'; content?: string }, finish: FinishReason | null) => string {
+export function chunkEncoder(meta: {
+  id: string;
+  created: number;
+  model: string;
+}): (delta: { role?: 'assistant'; content?: string }, finish: FinishReason | null) => string {
   const head = `data: {"id":${JSON.stringify(meta.id)},"object":"chat.completion.chunk","created":${JSON.stringify(meta.created)},"model":${JSON.stringify(meta.model)},"choices":[{"index":0,"delta":`;
   return (delta, finish) => `${head}${JSON.stringify(delta)},"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
 }
 
 export function usageChunk(opts: { id: string; created: number; model: string; usage: Usage }): string {
-  return JSON.stringify({ id: opts.id, object: 'chat.completion.chunk', created: opts.created, model: opts.model, choices: [], usage: opts.usage });
+  return JSON.stringify({
+    id: opts.id,
+    object: 'chat.completion.chunk',
+    created: opts.created,
+    model: opts.model,
+    choices: [],
+    usage: opts.usage,
+  });
 }
 
 /** The header a gateway sends with the id it wants on every chunk (so chunks relay verbatim). */

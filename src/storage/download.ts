@@ -2,7 +2,12 @@ import { createWriteStream } from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
-  CancelledError, InputTooLargeError, isMediaplaneError, TimeoutError, UpstreamUnavailableError, type MediaplaneError,
+  CancelledError,
+  InputTooLargeError,
+  isMediaplaneError,
+  TimeoutError,
+  UpstreamUnavailableError,
+  type MediaplaneError,
 } from '../lib/errors.ts';
 
 export interface DownloadLimits {
@@ -30,7 +35,10 @@ export class DownloadGuard {
     this.#job = job;
     this.#limits = limits;
     this.signal = AbortSignal.any([job, this.#ctrl.signal]);
-    this.#total = setTimeout(() => this.fail(new TimeoutError(`the input download took longer than ${limits.timeoutMs / 1000} s`)), limits.timeoutMs);
+    this.#total = setTimeout(
+      () => this.fail(new TimeoutError(`the input download took longer than ${limits.timeoutMs / 1000} s`)),
+      limits.timeoutMs,
+    );
     this.touch();
   }
 
@@ -48,7 +56,9 @@ export class DownloadGuard {
   }
 
   tooLarge(size: number): InputTooLargeError {
-    return new InputTooLargeError(`the input is too large: ${size} bytes or more, the limit is ${this.#limits.maxBytes} bytes`);
+    return new InputTooLargeError(
+      `the input is too large: ${size} bytes or more, the limit is ${this.#limits.maxBytes} bytes`,
+    );
   }
 
   checkDeclaredSize(size: number | undefined): void {
@@ -67,7 +77,10 @@ export class DownloadGuard {
     if (this.#ctrl.signal.aborted && isMediaplaneError(reason)) return reason;
     if (isMediaplaneError(err)) return err;
     const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
-    return new UpstreamUnavailableError(`${what} could not be read${code ? ` (${code})` : ''}; it will be tried again`, { cause: err });
+    return new UpstreamUnavailableError(
+      `${what} could not be read${code ? ` (${code})` : ''}; it will be tried again`,
+      { cause: err },
+    );
   }
 
   /** Streams `body` to `dest`, counting bytes against the limit. Returns the byte count. */

@@ -1,4 +1,10 @@
-import { CancelledError, InputTooLargeError, InputUnreadableError, isRetryable, type MediaplaneError } from '../lib/errors.ts';
+import {
+  CancelledError,
+  InputTooLargeError,
+  InputUnreadableError,
+  isRetryable,
+  type MediaplaneError,
+} from '../lib/errors.ts';
 import { HttpInput, type HttpInputOptions } from './http.ts';
 import type { FetchedInput, FetchOptions, InputSource } from './types.ts';
 
@@ -50,7 +56,9 @@ export function pathStyleHint(url: URL): string | null {
   const host = url.port ? `${sub.gateway}:${url.port}` : sub.gateway;
   const lostCase = LOWERCASED_CIDV0.test(sub.cid);
   const hint = `${url.protocol}//${host}/${sub.namespace}/${lostCase ? '<CID>' : sub.cid}${url.pathname === '/' ? '' : url.pathname}`;
-  return lostCase ? `${hint}, with the CIDv0 written in its original letter case (host names are lowercase, so it cannot be read back from this URL)` : hint;
+  return lostCase
+    ? `${hint}, with the CIDv0 written in its original letter case (host names are lowercase, so it cannot be read back from this URL)`
+    : hint;
 }
 
 /**
@@ -72,7 +80,9 @@ export function gatewayCandidates(raw: string, cfg: GatewayConfig): string[] | n
   }
   const hint = pathStyleHint(url);
   if (hint) {
-    throw new InputUnreadableError(`subdomain-style gateway URLs (https://CID.ipfs.GATEWAY/...) are not supported: use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`);
+    throw new InputUnreadableError(
+      `subdomain-style gateway URLs (https://CID.ipfs.GATEWAY/...) are not supported: use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`,
+    );
   }
   const path = `${url.pathname}${url.search}`;
   if (/^\/(ipfs|ipns)\/[^/]+/.test(url.pathname)) {

@@ -1,6 +1,12 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { assertHostAllowed, guardedLookup, hostNotAllowed, privateAddressError, type Resolve } from '../lib/net-guard.ts';
+import {
+  assertHostAllowed,
+  guardedLookup,
+  hostNotAllowed,
+  privateAddressError,
+  type Resolve,
+} from '../lib/net-guard.ts';
 import { InputUnreadableError, UpstreamUnavailableError } from '../lib/errors.ts';
 import { DownloadGuard, type DownloadLimits } from './download.ts';
 import type { FetchedInput, FetchOptions, InputSource } from './types.ts';
@@ -68,9 +74,15 @@ export class HttpInput implements InputSource {
       res.resume();
       const location = res.headers.location;
       if (status >= 300 && status < 400 && location) {
-        if (hop >= this.#opts.maxRedirects) throw new InputUnreadableError(`the input ${this.description} redirected more than ${this.#opts.maxRedirects} times`);
+        if (hop >= this.#opts.maxRedirects)
+          throw new InputUnreadableError(
+            `the input ${this.description} redirected more than ${this.#opts.maxRedirects} times`,
+          );
         url = new URL(location, url);
-        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InputUnreadableError(`the input ${this.description} redirected to an unsupported scheme ${url.protocol}`);
+        if (url.protocol !== 'http:' && url.protocol !== 'https:')
+          throw new InputUnreadableError(
+            `the input ${this.description} redirected to an unsupported scheme ${url.protocol}`,
+          );
         continue;
       }
       throw statusError(status, showUrl(url));
@@ -84,8 +96,10 @@ export function statusError(status: number, shown: string): InputUnreadableError
   if (status === 408 || status === 429 || status >= 500) {
     return new UpstreamUnavailableError(`the input ${shown} answered ${status} ${text}; it will be tried again`);
   }
-  if (status === 404 || status === 410) return new InputUnreadableError(`the input ${shown} was not found (HTTP ${status} ${text})`);
-  if (status === 401 || status === 403) return new InputUnreadableError(`access to the input ${shown} was denied (HTTP ${status} ${text})`);
+  if (status === 404 || status === 410)
+    return new InputUnreadableError(`the input ${shown} was not found (HTTP ${status} ${text})`);
+  if (status === 401 || status === 403)
+    return new InputUnreadableError(`access to the input ${shown} was denied (HTTP ${status} ${text})`);
   return new InputUnreadableError(`the input ${shown} could not be downloaded (HTTP ${status} ${text})`);
 }
 
@@ -95,7 +109,10 @@ export function statusError(status: number, shown: string): InputUnreadableError
  * rebinding) must not get through. Refused there, it is refused for good (issue #15), not
  * a network error worth another try.
  */
-function get(url: URL, opts: { signal: AbortSignal; allowPrivate: boolean; resolve?: Resolve | undefined }): Promise<IncomingMessage> {
+function get(
+  url: URL,
+  opts: { signal: AbortSignal; allowPrivate: boolean; resolve?: Resolve | undefined },
+): Promise<IncomingMessage> {
   const mod = url.protocol === 'https:' ? https : http;
   const lookup = opts.allowPrivate ? undefined : guardedLookup(opts.resolve);
   return new Promise((resolve, reject) => {

@@ -8,7 +8,16 @@ import { S3Input } from './s3-input.ts';
 import { S3ObjectStore } from './s3-store.ts';
 import type { InputSource, ObjectStore } from './types.ts';
 
-export type { FetchedInput, FetchOptions, FileRange, InputSource, ObjectStore, PartWriter, PutBody, PutOptions } from './types.ts';
+export type {
+  FetchedInput,
+  FetchOptions,
+  FileRange,
+  InputSource,
+  ObjectStore,
+  PartWriter,
+  PutBody,
+  PutOptions,
+} from './types.ts';
 export { FileInput, LocalDirStore } from './local.ts';
 export { S3ObjectStore } from './s3-store.ts';
 export { S3Input } from './s3-input.ts';
@@ -16,8 +25,18 @@ export { HttpInput, showUrl } from './http.ts';
 export { GatewayInput, gatewayCandidates, isSubdomainGatewayHost, pathStyleHint } from './gateway.ts';
 export { DownloadGuard, type DownloadLimits } from './download.ts';
 
-type StorageConfig = Pick<Config, 'inputMaxBytes' | 'inputTimeoutMs' | 'inputIdleTimeoutMs' | 'maxRedirects' | 'ipfsGateways'
-  | 'arweaveGateways' | 'allowPrivateUrls' | 's3MaxAttempts' | 'uploadPartSizeBytes'>;
+type StorageConfig = Pick<
+  Config,
+  | 'inputMaxBytes'
+  | 'inputTimeoutMs'
+  | 'inputIdleTimeoutMs'
+  | 'maxRedirects'
+  | 'ipfsGateways'
+  | 'arweaveGateways'
+  | 'allowPrivateUrls'
+  | 's3MaxAttempts'
+  | 'uploadPartSizeBytes'
+>;
 
 function limits(config: StorageConfig): DownloadLimits {
   return { maxBytes: config.inputMaxBytes, timeoutMs: config.inputTimeoutMs, idleTimeoutMs: config.inputIdleTimeoutMs };
@@ -26,7 +45,11 @@ function limits(config: StorageConfig): DownloadLimits {
 /** The InputSource for a request's `input`: S3 object, gateway content or plain HTTP(S). */
 export function createInputSource(input: TranscodeInput, config: StorageConfig): InputSource {
   if ('type' in input) {
-    return new S3Input(input, { limits: limits(config), maxAttempts: config.s3MaxAttempts, allowPrivate: config.allowPrivateUrls });
+    return new S3Input(input, {
+      limits: limits(config),
+      maxAttempts: config.s3MaxAttempts,
+      allowPrivate: config.allowPrivateUrls,
+    });
   }
   const http = { limits: limits(config), maxRedirects: config.maxRedirects, allowPrivate: config.allowPrivateUrls };
   let url: URL;
@@ -38,7 +61,9 @@ export function createInputSource(input: TranscodeInput, config: StorageConfig):
   const candidates = gatewayCandidates(input.url, config);
   if (candidates) return new GatewayInput(input.url, candidates, http);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new InputUnreadableError(`input.url: the scheme ${url.protocol} is not supported (use https://, http://, ipfs:// or ar://)`);
+    throw new InputUnreadableError(
+      `input.url: the scheme ${url.protocol} is not supported (use https://, http://, ipfs:// or ar://)`,
+    );
   }
   return new HttpInput(url, http);
 }

@@ -27,7 +27,8 @@ export class LocalDirStore implements ObjectStore {
   async put(key: string, body: PutBody, opts: PutOptions): Promise<void> {
     // The path rule first (issue #15), then the folder check as a second line of defence.
     const dest = path.resolve(this.#root, checkedObjectKey(key));
-    if (!dest.startsWith(this.#root + path.sep)) throw new StorageDeniedError(`output key ${key} leaves the output folder`);
+    if (!dest.startsWith(this.#root + path.sep))
+      throw new StorageDeniedError(`output key ${key} leaves the output folder`);
     await mkdir(path.dirname(dest), { recursive: true });
     if ('file' in body) await copyFile(body.file, dest);
     else await pipeline(body.stream, createWriteStream(dest), { signal: opts.signal });

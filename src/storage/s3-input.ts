@@ -54,12 +54,15 @@ export class S3Input implements InputSource {
   async #open(client: S3Client, guard: DownloadGuard): Promise<{ stream: Readable; size: number | undefined }> {
     let res;
     try {
-      res = await client.send(new GetObjectCommand({ Bucket: this.#loc.bucket, Key: this.#key }), { abortSignal: guard.signal });
+      res = await client.send(new GetObjectCommand({ Bucket: this.#loc.bucket, Key: this.#key }), {
+        abortSignal: guard.signal,
+      });
     } catch (err) {
       if (guard.signal.aborted) throw err;
       throw this.#explain(err);
     }
-    if (!(res.Body instanceof Readable)) throw new UpstreamUnavailableError(`the input ${this.description} returned no body`);
+    if (!(res.Body instanceof Readable))
+      throw new UpstreamUnavailableError(`the input ${this.description} returned no body`);
     guard.checkDeclaredSize(res.ContentLength);
     return { stream: res.Body, size: res.ContentLength };
   }
@@ -68,15 +71,23 @@ export class S3Input implements InputSource {
     const { bucket, endpoint } = this.#loc;
     switch (s3Failure(err)) {
       case 'denied':
-        return new InputUnreadableError(`the S3 server at ${endpoint} refused access to the input in bucket "${bucket}" (check the input credentials)`);
+        return new InputUnreadableError(
+          `the S3 server at ${endpoint} refused access to the input in bucket "${bucket}" (check the input credentials)`,
+        );
       case 'no-bucket':
         return new InputUnreadableError(`the input bucket "${bucket}" does not exist at ${endpoint}`);
       case 'no-key':
         return new InputUnreadableError(`the input ${this.description} was not found`);
       case 'refused-address':
-        return new InputUnreadableError(`the input S3 endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`, { cause: err });
+        return new InputUnreadableError(
+          `the input S3 endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`,
+          { cause: err },
+        );
       case 'unavailable':
-        return new UpstreamUnavailableError(`the S3 server at ${endpoint} (input bucket "${bucket}") did not answer; it will be tried again`, { cause: err });
+        return new UpstreamUnavailableError(
+          `the S3 server at ${endpoint} (input bucket "${bucket}") did not answer; it will be tried again`,
+          { cause: err },
+        );
     }
   }
 }

@@ -7,7 +7,14 @@
 
 import { webcrypto } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
-import { AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, UploadPartCommand, type CompletedPart, type S3Client } from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  UploadPartCommand,
+  type CompletedPart,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import type { FileRange, PartWriter } from './types.ts';
 
 /**
@@ -121,8 +128,13 @@ export class RangeMultipart implements PartWriter {
     this.#uploadId = uploadId;
   }
 
-  static async create(u: Pick<FileUpload, 'client' | 'bucket' | 'key' | 'buffers' | 'signal' | 'contentType'>): Promise<RangeMultipart> {
-    const created = await u.client.send(new CreateMultipartUploadCommand({ Bucket: u.bucket, Key: u.key, ContentType: u.contentType }), { abortSignal: u.signal });
+  static async create(
+    u: Pick<FileUpload, 'client' | 'bucket' | 'key' | 'buffers' | 'signal' | 'contentType'>,
+  ): Promise<RangeMultipart> {
+    const created = await u.client.send(
+      new CreateMultipartUploadCommand({ Bucket: u.bucket, Key: u.key, ContentType: u.contentType }),
+      { abortSignal: u.signal },
+    );
     if (!created.UploadId) throw new Error('the S3 server answered CreateMultipartUpload without an UploadId');
     return new RangeMultipart(u, created.UploadId);
   }
@@ -138,12 +150,24 @@ export class RangeMultipart implements PartWriter {
   }
 
   async complete(): Promise<void> {
-    const parts: CompletedPart[] = [...this.#parts].sort((a, b) => a[0] - b[0]).map(([n, p]) => ({ PartNumber: n, ETag: p.etag }));
-    await this.#u.client.send(new CompleteMultipartUploadCommand({ Bucket: this.#u.bucket, Key: this.#u.key, UploadId: this.#uploadId, MultipartUpload: { Parts: parts } }), { abortSignal: this.#u.signal });
+    const parts: CompletedPart[] = [...this.#parts]
+      .sort((a, b) => a[0] - b[0])
+      .map(([n, p]) => ({ PartNumber: n, ETag: p.etag }));
+    await this.#u.client.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: this.#u.bucket,
+        Key: this.#u.key,
+        UploadId: this.#uploadId,
+        MultipartUpload: { Parts: parts },
+      }),
+      { abortSignal: this.#u.signal },
+    );
   }
 
   async abort(): Promise<void> {
-    await this.#u.client.send(new AbortMultipartUploadCommand({ Bucket: this.#u.bucket, Key: this.#u.key, UploadId: this.#uploadId })).catch(() => undefined);
+    await this.#u.client
+      .send(new AbortMultipartUploadCommand({ Bucket: this.#u.bucket, Key: this.#u.key, UploadId: this.#uploadId }))
+      .catch(() => undefined);
   }
 
   async #withRange(range: FileRange, fn: (body: Buffer, sha256: string) => Promise<void>): Promise<void> {
@@ -155,7 +179,14 @@ export class RangeMultipart implements PartWriter {
   }
 
   async #send(part: number, body: Buffer, sha256: string): Promise<void> {
-    const cmd = new UploadPartCommand({ Bucket: this.#u.bucket, Key: this.#u.key, UploadId: this.#uploadId, PartNumber: part, Body: body, ContentLength: body.length });
+    const cmd = new UploadPartCommand({
+      Bucket: this.#u.bucket,
+      Key: this.#u.key,
+      UploadId: this.#uploadId,
+      PartNumber: part,
+      Body: body,
+      ContentLength: body.length,
+    });
     cmd.middlewareStack.add(
       (next) => async (args) => {
         (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = sha256;

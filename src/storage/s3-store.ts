@@ -39,12 +39,19 @@ export class S3ObjectStore implements ObjectStore {
     this.#opts = opts;
     this.parts = { minBytes: MIN_PART_BYTES, partBytes: opts.partSizeBytes, open: (key, o) => this.#openParts(key, o) };
     this.#buffers = new BufferPool(opts.partSizeBytes, KEEP_BUFFERS);
-    this.#client = s3Client(loc, { maxAttempts: opts.maxAttempts, allowPrivate: opts.allowPrivate, resolve: opts.resolve });
+    this.#client = s3Client(loc, {
+      maxAttempts: opts.maxAttempts,
+      allowPrivate: opts.allowPrivate,
+      resolve: opts.resolve,
+    });
     this.description = `s3 bucket "${loc.bucket}" at ${loc.endpoint}`;
   }
 
   async check(signal: AbortSignal): Promise<void> {
-    const problem = await endpointProblem(this.#loc.endpoint, { allowPrivate: this.#opts.allowPrivate, resolve: this.#opts.resolve });
+    const problem = await endpointProblem(this.#loc.endpoint, {
+      allowPrivate: this.#opts.allowPrivate,
+      resolve: this.#opts.resolve,
+    });
     if (problem) throw new StorageDeniedError(`the storage endpoint is not allowed: ${problem}`);
     try {
       await this.#client.send(new HeadBucketCommand({ Bucket: this.#loc.bucket }), { abortSignal: signal });
@@ -89,11 +96,31 @@ export class S3ObjectStore implements ObjectStore {
     try {
       const size = known ?? (await stat(file)).size;
       if (size > partSize) {
-        await uploadFileMultipart({ client: this.#client, bucket, key, file, size, contentType: opts.contentType, partSize, concurrency: QUEUE_SIZE, buffers: this.#buffers, signal: opts.signal });
+        await uploadFileMultipart({
+          client: this.#client,
+          bucket,
+          key,
+          file,
+          size,
+          contentType: opts.contentType,
+          partSize,
+          concurrency: QUEUE_SIZE,
+          buffers: this.#buffers,
+          signal: opts.signal,
+        });
         return;
       }
       await withFileRange(this.#buffers, { file, start: 0, length: size }, async (body) => {
-        await this.#client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: size, ContentType: opts.contentType }), { abortSignal: opts.signal });
+        await this.#client.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            Body: body,
+            ContentLength: size,
+            ContentType: opts.contentType,
+          }),
+          { abortSignal: opts.signal },
+        );
       });
     } catch (err) {
       throw this.#explain(err, opts.signal);
@@ -101,14 +128,23 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async #openParts(rawKey: string, opts: PutOptions): Promise<PartWriter> {
-    const u = { client: this.#client, bucket: this.#loc.bucket, key: checkedObjectKey(rawKey), buffers: this.#buffers, signal: opts.signal, contentType: opts.contentType };
-    const explained = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
-      try {
-        return await fn(...a);
-      } catch (err) {
-        throw this.#explain(err, opts.signal);
-      }
+    const u = {
+      client: this.#client,
+      bucket: this.#loc.bucket,
+      key: checkedObjectKey(rawKey),
+      buffers: this.#buffers,
+      signal: opts.signal,
+      contentType: opts.contentType,
     };
+    const explained =
+      <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+      async (...a: A): Promise<R> => {
+        try {
+          return await fn(...a);
+        } catch (err) {
+          throw this.#explain(err, opts.signal);
+        }
+      };
     const mp = await explained(() => RangeMultipart.create(u))();
     return {
       put: explained((part: number, range: FileRange) => mp.put(part, range)),
@@ -133,14 +169,22 @@ export class S3ObjectStore implements ObjectStore {
     const { bucket, endpoint } = this.#loc;
     switch (s3Failure(err)) {
       case 'denied':
-        return new StorageDeniedError(`storage denied: the S3 server at ${endpoint} refused access to bucket "${bucket}" (check the access key, secret and bucket permissions)`);
+        return new StorageDeniedError(
+          `storage denied: the S3 server at ${endpoint} refused access to bucket "${bucket}" (check the access key, secret and bucket permissions)`,
+        );
       case 'no-bucket':
       case 'no-key':
         return new StorageDeniedError(`storage denied: bucket "${bucket}" does not exist at ${endpoint}`);
       case 'refused-address':
-        return new StorageDeniedError(`the storage endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`, { cause: err });
+        return new StorageDeniedError(
+          `the storage endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`,
+          { cause: err },
+        );
       case 'unavailable':
-        return new UpstreamUnavailableError(`storage unreachable: the S3 server at ${endpoint} (bucket "${bucket}") did not answer; it will be tried again`, { cause: err });
+        return new UpstreamUnavailableError(
+          `storage unreachable: the S3 server at ${endpoint} (bucket "${bucket}") did not answer; it will be tried again`,
+          { cause: err },
+        );
     }
   }
 }

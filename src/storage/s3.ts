@@ -86,7 +86,10 @@ async function hashPayloadOffLoop(request: unknown): Promise<void> {
 }
 
 /** Says why an endpoint may not be used, or null; endpoints are user input like URLs are. */
-export async function endpointProblem(endpoint: string, opts: { allowPrivate: boolean; resolve?: Resolve | undefined }): Promise<string | null> {
+export async function endpointProblem(
+  endpoint: string,
+  opts: { allowPrivate: boolean; resolve?: Resolve | undefined },
+): Promise<string | null> {
   let url: URL;
   try {
     url = new URL(endpoint);
@@ -108,7 +111,8 @@ export function s3Failure(err: unknown): S3Failure {
   const code = e?.Code ?? e?.name ?? '';
   if (code === 'NoSuchBucket') return 'no-bucket';
   if (code === 'NoSuchKey' || code === 'NotFound') return 'no-key';
-  if (status === 403 || status === 401 || /AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|Forbidden/.test(code)) return 'denied';
+  if (status === 403 || status === 401 || /AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|Forbidden/.test(code))
+    return 'denied';
   if (status === 404) return 'no-key';
   if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) return 'denied';
   return 'unavailable';

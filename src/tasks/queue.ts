@@ -90,7 +90,11 @@ export class Queue {
    * Records a failure. A retryable one under the retry limit goes back to `waiting` after
    * `backoffMs * 2^retries`; anything else is final. Returns the phase the task ended in.
    */
-  async fail(id: string, workerId: string, f: { message: string; retryable: boolean; backoffMs: number }): Promise<'waiting' | 'failed' | null> {
+  async fail(
+    id: string,
+    workerId: string,
+    f: { message: string; retryable: boolean; backoffMs: number },
+  ): Promise<'waiting' | 'failed' | null> {
     const rows = await this.#db.query<{ phase: 'waiting' | 'failed' }>(
       `UPDATE tasks SET
          phase = CASE WHEN $4 AND retries < $5 THEN 'waiting' ELSE 'failed' END,

@@ -44,7 +44,10 @@ export class TaskStore {
       [randomUUID(), t.owner, t.projectId, t.type, JSON.stringify(t.params), t.requesterId, t.maxQueuedPerOwner],
     );
     const row = rows[0];
-    if (!row) throw new TooManyRequestsError(`too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`);
+    if (!row)
+      throw new TooManyRequestsError(
+        `too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`,
+      );
     await this.#db.notify(CHANNEL_WORK, row.id);
     return row;
   }
@@ -52,7 +55,10 @@ export class TaskStore {
   /** The owner's task; another owner's id is "not found", as if it did not exist. */
   async get(owner: string, id: string): Promise<TaskRow> {
     if (!UUID_RE.test(id)) throw new NotFoundError();
-    const rows = await this.#db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 AND owner = $2`, [id, owner]);
+    const rows = await this.#db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 AND owner = $2`, [
+      id,
+      owner,
+    ]);
     const row = rows[0];
     if (!row) throw new NotFoundError();
     return row;
@@ -102,12 +108,16 @@ export class TaskStore {
 
   async #refuse(owner: string, id: string, action: string, allowed: readonly string[]): Promise<never> {
     const task = await this.get(owner, id);
-    throw new InvalidStateError(`task ${id} is ${task.phase}; only a task that is ${allowed.filter((p) => p !== 'pending').join(' or ')} can be ${action}`);
+    throw new InvalidStateError(
+      `task ${id} is ${task.phase}; only a task that is ${allowed.filter((p) => p !== 'pending').join(' or ')} can be ${action}`,
+    );
   }
 
   /** Tasks by phase, for metrics. */
   async countByPhase(): Promise<Record<string, number>> {
-    const rows = await this.#db.query<{ phase: string; n: number }>('SELECT phase, count(*)::int AS n FROM tasks GROUP BY phase');
+    const rows = await this.#db.query<{ phase: string; n: number }>(
+      'SELECT phase, count(*)::int AS n FROM tasks GROUP BY phase',
+    );
     return Object.fromEntries(rows.map((r) => [r.phase, r.n]));
   }
 }

@@ -67,7 +67,11 @@ export class Worker {
   async start(): Promise<void> {
     await mkdir(this.#o.scratchRoot, { recursive: true });
     this.#unlisten.push(await this.#o.db.listen(CHANNEL_WORK, () => this.#wake()));
-    this.#unlisten.push(await this.#o.db.listen(CHANNEL_CANCEL, (id) => this.#running.get(id)?.controller.abort(new StopSignal('cancelled'))));
+    this.#unlisten.push(
+      await this.#o.db.listen(CHANNEL_CANCEL, (id) =>
+        this.#running.get(id)?.controller.abort(new StopSignal('cancelled')),
+      ),
+    );
     this.#loop = this.#run();
   }
 
@@ -141,7 +145,9 @@ export class Worker {
       // Nothing awaits a job's promise until shutdown, so a database error while recording
       // the outcome must end here: thrown on, it would be an unhandled rejection (exit).
       // The lease then runs out and the reaper gives the task back.
-      await this.#recordFailure(task, controller, err, log).catch((e: unknown) => log.error({ err: e }, 'could not record the task outcome; its lease will expire'));
+      await this.#recordFailure(task, controller, err, log).catch((e: unknown) =>
+        log.error({ err: e }, 'could not record the task outcome; its lease will expire'),
+      );
     } finally {
       clearInterval(heartbeat);
       progress.stop();
@@ -152,14 +158,20 @@ export class Worker {
    * Runs the handler in its scratch dir and removes the dir before the outcome is written,
    * so a client that sees the task finished also sees its disk space given back.
    */
-  async #runHandler(task: TaskRow, controller: AbortController, ctx: { scratchDir: string; progress: (f: number) => void; log: Logger }): Promise<unknown> {
+  async #runHandler(
+    task: TaskRow,
+    controller: AbortController,
+    ctx: { scratchDir: string; progress: (f: number) => void; log: Logger },
+  ): Promise<unknown> {
     const handler = this.#o.handlers[task.type];
     try {
       if (!handler) throw new Error(`no handler for task type ${task.type}`);
       await mkdir(ctx.scratchDir, { recursive: true });
       return await handler(task.params, { taskId: task.id, attempt: task.attempts, signal: controller.signal, ...ctx });
     } finally {
-      await rm(ctx.scratchDir, { recursive: true, force: true }).catch((err: unknown) => ctx.log.warn({ err }, 'could not remove scratch dir'));
+      await rm(ctx.scratchDir, { recursive: true, force: true }).catch((err: unknown) =>
+        ctx.log.warn({ err }, 'could not remove scratch dir'),
+      );
     }
   }
 
@@ -173,7 +185,11 @@ export class Worker {
     }
     const known = isMediaplaneError(err);
     const message = known ? err.message : 'internal error while running the task';
-    const phase = await this.#o.queue.fail(task.id, this.id, { message, retryable: known && err.retryable, backoffMs: this.#o.retryBackoffMs });
+    const phase = await this.#o.queue.fail(task.id, this.id, {
+      message,
+      retryable: known && err.retryable,
+      backoffMs: this.#o.retryBackoffMs,
+    });
     log[known ? 'warn' : 'error']({ err, phase }, 'task failed');
   }
 

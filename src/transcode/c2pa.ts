@@ -28,12 +28,21 @@ export interface C2paSigner {
   /** Roots (PEM) the engine validates an input's own manifest against when it becomes the parent. */
   readonly trustAnchorsPem: string | undefined;
   /** The wasm engine's signer definition (a fresh one per call). */
-  definition(): { alg: string; reserveSize: number; sign(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> };
+  definition(): {
+    alg: string;
+    reserveSize: number;
+    sign(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>>;
+  };
 }
 
 export type C2paConfig = Pick<Config, 'c2paKey' | 'c2paCerts' | 'c2paTrustAnchors'>;
 
-function makeSigner(key: KeyObject, alg: CoseAlg, chain: X509Certificate[], trustAnchorsPem: string | undefined): C2paSigner {
+function makeSigner(
+  key: KeyObject,
+  alg: CoseAlg,
+  chain: X509Certificate[],
+  trustAnchorsPem: string | undefined,
+): C2paSigner {
   const reserveSize = reserveSizeFor(chain);
   const leaf = chain[0];
   return Object.freeze({
@@ -44,7 +53,8 @@ function makeSigner(key: KeyObject, alg: CoseAlg, chain: X509Certificate[], trus
     definition: () => ({
       alg: alg.name,
       reserveSize,
-      sign: async (claim: Uint8Array<ArrayBuffer>) => new Uint8Array(coseSign1(claim, { key, alg, chain, reserveSize })),
+      sign: async (claim: Uint8Array<ArrayBuffer>) =>
+        new Uint8Array(coseSign1(claim, { key, alg, chain, reserveSize })),
     }),
   });
 }
@@ -58,7 +68,9 @@ export async function loadC2paSigner(config: C2paConfig): Promise<C2paSigner | u
   const { c2paKey, c2paCerts } = config;
   if (!c2paKey && !c2paCerts) return undefined;
   if (!c2paKey || !c2paCerts) {
-    throw new ConfigError([`${c2paKey ? 'MEDIAPLANE_C2PA_CERTS' : 'MEDIAPLANE_C2PA_KEY'}: must be set too when ${c2paKey ? 'MEDIAPLANE_C2PA_KEY' : 'MEDIAPLANE_C2PA_CERTS'} is set (C2PA signing needs both the key and its certificate chain)`]);
+    throw new ConfigError([
+      `${c2paKey ? 'MEDIAPLANE_C2PA_CERTS' : 'MEDIAPLANE_C2PA_KEY'}: must be set too when ${c2paKey ? 'MEDIAPLANE_C2PA_KEY' : 'MEDIAPLANE_C2PA_CERTS'} is set (C2PA signing needs both the key and its certificate chain)`,
+    ]);
   }
   const read = async (env: string, path: string) => {
     try {
@@ -76,11 +88,16 @@ export async function loadC2paSigner(config: C2paConfig): Promise<C2paSigner | u
     throw new ConfigError([`MEDIAPLANE_C2PA_KEY: ${c2paKey} is not a PEM private key`]);
   }
   const alg = algForKey(key);
-  if (!alg) throw new ConfigError([`MEDIAPLANE_C2PA_KEY: ${key.asymmetricKeyType ?? 'this'} key cannot sign C2PA manifests (use EC P-256/P-384/P-521, Ed25519 or RSA)`]);
+  if (!alg)
+    throw new ConfigError([
+      `MEDIAPLANE_C2PA_KEY: ${key.asymmetricKeyType ?? 'this'} key cannot sign C2PA manifests (use EC P-256/P-384/P-521, Ed25519 or RSA)`,
+    ]);
   const chain = parsePemChain(await read('MEDIAPLANE_C2PA_CERTS', c2paCerts));
   const problems = checkChain(chain, key);
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `MEDIAPLANE_C2PA_CERTS: ${p}`));
-  const anchors = config.c2paTrustAnchors ? await read('MEDIAPLANE_C2PA_TRUST_ANCHORS', config.c2paTrustAnchors) : selfSignedRoot(chain);
+  const anchors = config.c2paTrustAnchors
+    ? await read('MEDIAPLANE_C2PA_TRUST_ANCHORS', config.c2paTrustAnchors)
+    : selfSignedRoot(chain);
   const signer = makeSigner(key, alg, chain, anchors);
   await selfTest(signer, anchors);
   return signer;
@@ -98,33 +115,55 @@ function tinyPng(): Uint8Array {
     for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
     return c >>> 0;
   });
-  const crc = (b: Buffer) => { let c = 0xffffffff; for (const x of b) c = (crcTable[(c ^ x) & 0xff] ?? 0) ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
+  const crc = (b: Buffer) => {
+    let c = 0xffffffff;
+    for (const x of b) c = (crcTable[(c ^ x) & 0xff] ?? 0) ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
   const chunk = (type: string, data: Buffer) => {
     const td = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const len = Buffer.alloc(4); len.writeUInt32BE(data.length);
-    const c = Buffer.alloc(4); c.writeUInt32BE(crc(td));
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const c = Buffer.alloc(4);
+    c.writeUInt32BE(crc(td));
     return Buffer.concat([len, td, c]);
   };
   const ihdr = Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]);
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.from([0, 0, 0, 0]))), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.from([0, 0, 0, 0]))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** Signs a tiny PNG and reads it back: the engine's own verdict on the key and chain. */
 async function selfTest(signer: C2paSigner, trustAnchorsPem: string | undefined): Promise<void> {
   const { WasmBuilder, WasmReader } = engine();
-  const manifest = { claim_generator_info: [{ name: 'mediaplane', version: pkg.version }], title: 'self-test.png', format: 'image/png', assertions: [{ label: 'c2pa.actions.v2', data: actions(false) }] };
+  const manifest = {
+    claim_generator_info: [{ name: 'mediaplane', version: pkg.version }],
+    title: 'self-test.png',
+    format: 'image/png',
+    assertions: [{ label: 'c2pa.actions.v2', data: actions(false) }],
+  };
   let signed: Uint8Array;
   try {
     const b = WasmBuilder.fromJson(JSON.stringify(manifest), JSON.stringify(engineContext(undefined)));
     signed = await b.sign(signer.definition(), [], 'image/png', bytesBlob(tinyPng()));
     b.free();
   } catch (err) {
-    throw new ConfigError([`MEDIAPLANE_C2PA_CERTS: the C2PA engine could not sign with this key and chain: ${errorText(err)}`]);
+    throw new ConfigError([
+      `MEDIAPLANE_C2PA_CERTS: the C2PA engine could not sign with this key and chain: ${errorText(err)}`,
+    ]);
   }
   const report = await readBytes(signed, 'image/png', trustAnchorsPem);
-  const failures = report.failures.filter((f) => !(trustAnchorsPem === undefined && f.code === 'signingCredential.untrusted'));
+  const failures = report.failures.filter(
+    (f) => !(trustAnchorsPem === undefined && f.code === 'signingCredential.untrusted'),
+  );
   if (failures.length > 0) {
-    throw new ConfigError([`MEDIAPLANE_C2PA_CERTS: the C2PA engine rejects this certificate chain: ${failures.map((f) => `${f.code}${f.explanation ? ` (${f.explanation})` : ''}`).join(', ')}`]);
+    throw new ConfigError([
+      `MEDIAPLANE_C2PA_CERTS: the C2PA engine rejects this certificate chain: ${failures.map((f) => `${f.code}${f.explanation ? ` (${f.explanation})` : ''}`).join(', ')}`,
+    ]);
   }
 }
 
@@ -162,11 +201,24 @@ export interface SignMp4Options {
 // Formats the engine can open as an ingredient (it then keeps an input's own manifest as the
 // parent's). Others (webm, mkv) go in as a described ingredient with our own hash.
 const INGREDIENT_FORMATS: Record<string, string> = {
-  '.mp4': 'video/mp4', '.m4v': 'video/mp4', '.mov': 'video/quicktime', '.m4a': 'audio/mp4',
-  '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.webp': 'image/webp',
-  '.avi': 'video/avi', '.wav': 'audio/wav', '.mp3': 'audio/mpeg',
+  '.mp4': 'video/mp4',
+  '.m4v': 'video/mp4',
+  '.mov': 'video/quicktime',
+  '.m4a': 'audio/mp4',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.png': 'image/png',
+  '.webp': 'image/webp',
+  '.avi': 'video/avi',
+  '.wav': 'audio/wav',
+  '.mp3': 'audio/mpeg',
 };
-const OTHER_FORMATS: Record<string, string> = { '.webm': 'video/webm', '.mkv': 'video/x-matroska', '.ts': 'video/mp2t', '.flv': 'video/x-flv' };
+const OTHER_FORMATS: Record<string, string> = {
+  '.webm': 'video/webm',
+  '.mkv': 'video/x-matroska',
+  '.ts': 'video/mp2t',
+  '.flv': 'video/x-flv',
+};
 
 async function sha256File(path: string, signal?: AbortSignal): Promise<string> {
   const h = createHash('sha256');
@@ -179,8 +231,14 @@ function actions(hasParent: boolean): unknown {
   // A manifest's first action must be c2pa.opened (with a parent) or c2pa.created (spec 2.x, 18.15.4.8).
   const first = hasParent
     ? { action: 'c2pa.opened', parameters: { ingredientIds: ['parent'] }, softwareAgent: agent }
-    : { action: 'c2pa.created', digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture', softwareAgent: agent };
-  return { actions: [first, { action: 'c2pa.transcoded', softwareAgent: agent, description: 'Transcoded by Mediaplane' }] };
+    : {
+        action: 'c2pa.created',
+        digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture',
+        softwareAgent: agent,
+      };
+  return {
+    actions: [first, { action: 'c2pa.transcoded', softwareAgent: agent, description: 'Transcoded by Mediaplane' }],
+  };
 }
 
 /**
@@ -191,7 +249,9 @@ function actions(hasParent: boolean): unknown {
  */
 export async function signMp4(opts: SignMp4Options): Promise<void> {
   const { WasmBuilder } = engine();
-  const check = () => { if (opts.signal?.aborted) throw new CancelledError(); };
+  const check = () => {
+    if (opts.signal?.aborted) throw new CancelledError();
+  };
   check();
   const manifest = {
     claim_generator_info: [{ name: 'mediaplane', version: pkg.version }],
@@ -199,7 +259,10 @@ export async function signMp4(opts: SignMp4Options): Promise<void> {
     format: 'video/mp4',
     assertions: [{ label: 'c2pa.actions.v2', data: actions(opts.parent !== undefined) }],
   };
-  const builder = WasmBuilder.fromJson(JSON.stringify(manifest), JSON.stringify(engineContext(opts.signer.trustAnchorsPem)));
+  const builder = WasmBuilder.fromJson(
+    JSON.stringify(manifest),
+    JSON.stringify(engineContext(opts.signer.trustAnchorsPem)),
+  );
   const closers: (() => void)[] = [];
   const tmp = `${opts.output}.c2pa-${process.pid}.tmp`;
   try {
@@ -223,12 +286,23 @@ export async function signMp4(opts: SignMp4Options): Promise<void> {
   }
 }
 
-async function addParent(builder: WasmBuilder, parent: ParentAsset, signal: AbortSignal | undefined, closers: (() => void)[]): Promise<void> {
+async function addParent(
+  builder: WasmBuilder,
+  parent: ParentAsset,
+  signal: AbortSignal | undefined,
+  closers: (() => void)[],
+): Promise<void> {
   const ext = extname(parent.path).toLowerCase();
   const format = parent.format ?? INGREDIENT_FORMATS[ext] ?? OTHER_FORMATS[ext];
   // The input's hash goes in whatever the format: it ties the output to the exact bytes it came from.
   const hash = await sha256File(parent.path, signal);
-  const def = { title: parent.title ?? basename(parent.path), relationship: 'parentOf', label: 'parent', hash, description: `sha256 (base64) of the input: ${hash}` };
+  const def = {
+    title: parent.title ?? basename(parent.path),
+    relationship: 'parentOf',
+    label: 'parent',
+    hash,
+    description: `sha256 (base64) of the input: ${hash}`,
+  };
   if (format && Object.values(INGREDIENT_FORMATS).includes(format)) {
     const src = fileBlob(parent.path);
     closers.push(src.close);

@@ -12,7 +12,15 @@ interface Stream {
  * its own segments so it says what the encoder really produced.
  */
 async function codecsOf(file: string, opts: { ffprobePath: string; signal: AbortSignal }): Promise<string> {
-  const args = ['-v', 'error', '-print_format', 'json', '-show_entries', 'stream=codec_type,codec_name,profile,level', file];
+  const args = [
+    '-v',
+    'error',
+    '-print_format',
+    'json',
+    '-show_entries',
+    'stream=codec_type,codec_name,profile,level',
+    file,
+  ];
   const res = await runProcess(opts.ffprobePath, args, { signal: opts.signal, timeoutMs: 60_000, collectStdout: true });
   let streams: Stream[] = [];
   try {

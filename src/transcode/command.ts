@@ -46,14 +46,27 @@ export function segmentTiming(segmentSecs: number, r: Rendition): { segment: num
  * fMP4), so adding MP4 next to HLS costs no second encode.
  */
 export function buildFfmpegArgs(plan: CommandPlan): string[] {
-  const args = ['-hide_banner', '-nostdin', '-y', '-v', 'error', '-progress', 'pipe:1', '-stats_period', '1', '-i', plan.input];
+  const args = [
+    '-hide_banner',
+    '-nostdin',
+    '-y',
+    '-v',
+    'error',
+    '-progress',
+    'pipe:1',
+    '-stats_period',
+    '1',
+    '-i',
+    plan.input,
+  ];
   args.push('-filter_complex', filterGraph(plan));
   plan.renditions.forEach((r, i) => args.push(...outputArgs(plan, r, i)));
   return args;
 }
 
 /** Tone mapping to BT.709 SDR for PQ/HLG input (zscale + tonemap, the usual recipe). */
-const TONEMAP = 'zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv';
+const TONEMAP =
+  'zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv';
 
 /** Whether the renditions keep 10-bit: only when every one is HEVC (H.264 10-bit plays almost nowhere). */
 function keepsHighDepth(plan: CommandPlan): boolean {
@@ -67,8 +80,10 @@ function filterGraph(plan: CommandPlan): string {
   const pre = plan.probe.video.hdr && !keepsHighDepth(plan) ? `${TONEMAP},` : '';
   const pixFmt = keepsHighDepth(plan) ? 'yuv420p10le' : 'yuv420p';
   const heads = plan.renditions.map((_, i) => `[s${i}]`).join('');
-  const branches = plan.renditions.map((r, i) =>
-    `[s${i}]fps=${r.fps.num}/${r.fps.den},scale=${r.width}:${r.height}:flags=bicubic,setsar=1,format=${pixFmt}[v${i}]`);
+  const branches = plan.renditions.map(
+    (r, i) =>
+      `[s${i}]fps=${r.fps.num}/${r.fps.den},scale=${r.width}:${r.height}:flags=bicubic,setsar=1,format=${pixFmt}[v${i}]`,
+  );
   return [`[0:v:0]${pre}split=${n}${heads}`, ...branches].join(';');
 }
 
@@ -89,10 +104,28 @@ function outputArgs(plan: CommandPlan, r: Rendition, i: number): string[] {
 function videoCodecArgs(plan: CommandPlan, r: Rendition, segmentFrames: number): string[] {
   const gop = Math.min(r.gopFrames ?? segmentFrames, segmentFrames);
   const rate = r.crf !== undefined ? ['-crf', String(r.crf)] : ['-b:v', String(r.bitrate)];
-  const common = [...rate, '-maxrate', String(Math.round(r.bitrate * 1.5)), '-bufsize', String(r.bitrate * 2), '-g', String(gop), '-preset', plan.preset];
+  const common = [
+    ...rate,
+    '-maxrate',
+    String(Math.round(r.bitrate * 1.5)),
+    '-bufsize',
+    String(r.bitrate * 2),
+    '-g',
+    String(gop),
+    '-preset',
+    plan.preset,
+  ];
   if (r.codec === 'hevc') {
     // hvc1 is the sample entry Apple players require for HEVC in MP4.
-    return ['-c:v', 'libx265', ...common, '-tag:v', 'hvc1', '-x265-params', `log-level=error${r.noBFrames ? ':bframes=0' : ''}`];
+    return [
+      '-c:v',
+      'libx265',
+      ...common,
+      '-tag:v',
+      'hvc1',
+      '-x265-params',
+      `log-level=error${r.noBFrames ? ':bframes=0' : ''}`,
+    ];
   }
   const args = ['-c:v', 'libx264', ...common];
   if (r.profile) args.push('-profile:v', r.profile);
@@ -102,14 +135,26 @@ function videoCodecArgs(plan: CommandPlan, r: Rendition, segmentFrames: number):
 }
 
 function teeTargets(plan: CommandPlan, r: Rendition, cutAt: number): string {
-  const hlsCommon = [`hls_time=${cutAt.toFixed(6)}`, 'hls_list_size=0', 'hls_playlist_type=event', 'hls_flags=independent_segments+temp_file'];
+  const hlsCommon = [
+    `hls_time=${cutAt.toFixed(6)}`,
+    'hls_list_size=0',
+    'hls_playlist_type=event',
+    'hls_flags=independent_segments+temp_file',
+  ];
   const targets: string[] = [];
   if (plan.kinds.hls) {
-    targets.push(`[f=hls:${[...hlsCommon, `hls_segment_filename=${layout.hlsDir(r.name)}/%d.ts`].join(':')}]${layout.hlsPlaylist(r.name)}`);
+    targets.push(
+      `[f=hls:${[...hlsCommon, `hls_segment_filename=${layout.hlsDir(r.name)}/%d.ts`].join(':')}]${layout.hlsPlaylist(r.name)}`,
+    );
   }
   if (plan.kinds.mp4) targets.push(`[f=mp4:movflags=+faststart]${layout.mp4File(r.name)}`);
   if (plan.kinds.fmp4) {
-    const opts = [...hlsCommon, 'hls_segment_type=fmp4', 'hls_fmp4_init_filename=init.mp4', `hls_segment_filename=${layout.fmp4Dir(r.name)}/%d.m4s`];
+    const opts = [
+      ...hlsCommon,
+      'hls_segment_type=fmp4',
+      'hls_fmp4_init_filename=init.mp4',
+      `hls_segment_filename=${layout.fmp4Dir(r.name)}/%d.m4s`,
+    ];
     targets.push(`[f=hls:${opts.join(':')}]${layout.fmp4Playlist(r.name)}`);
   }
   return targets.join('|');

@@ -13,11 +13,29 @@ export interface ToolOptions {
  * message instead of producing empty playlists.
  */
 export async function checkDecodes(file: string, opts: ToolOptions): Promise<void> {
-  const args = ['-hide_banner', '-nostdin', '-v', 'error', '-progress', 'pipe:1', '-i', file, '-map', '0:v:0', '-frames:v', '3', '-f', 'null', '-'];
+  const args = [
+    '-hide_banner',
+    '-nostdin',
+    '-v',
+    'error',
+    '-progress',
+    'pipe:1',
+    '-i',
+    file,
+    '-map',
+    '0:v:0',
+    '-frames:v',
+    '3',
+    '-f',
+    'null',
+    '-',
+  ];
   const res = await runProcess(opts.ffmpegPath, args, { signal: opts.signal, timeoutMs: 120_000, collectStdout: true });
   const frames = Math.max(0, ...[...res.stdout.matchAll(/^frame=(\d+)/gm)].map((m) => Number(m[1])));
   if (frames === 0) {
-    throw new UnsupportedMediaError(`the video could not be decoded: the file is damaged or its codec is not supported${detail(res.stderrTail)}`);
+    throw new UnsupportedMediaError(
+      `the video could not be decoded: the file is damaged or its codec is not supported${detail(res.stderrTail)}`,
+    );
   }
 }
 
@@ -28,14 +46,33 @@ export async function checkDecodes(file: string, opts: ToolOptions): Promise<voi
 export async function measureDuration(file: string, opts: ToolOptions): Promise<number> {
   let seconds = 0;
   const parser = new ProgressParser((s) => (seconds = Math.max(seconds, s)));
-  const args = ['-hide_banner', '-nostdin', '-v', 'error', '-progress', 'pipe:1', '-i', file, '-map', '0:v:0', '-c', 'copy', '-f', 'null', '-'];
+  const args = [
+    '-hide_banner',
+    '-nostdin',
+    '-v',
+    'error',
+    '-progress',
+    'pipe:1',
+    '-i',
+    file,
+    '-map',
+    '0:v:0',
+    '-c',
+    'copy',
+    '-f',
+    'null',
+    '-',
+  ];
   await runProcess(opts.ffmpegPath, args, { signal: opts.signal, timeoutMs: 600_000, onStdout: (c) => parser.push(c) });
   return seconds;
 }
 
 /** ffmpeg's last error line, for the user: it names the decoder's complaint. */
 export function detail(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.replace(/^\[[^\]]+\]\s*/, '').trim()).filter((l) => l && !/^Last message repeated/.test(l));
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.replace(/^\[[^\]]+\]\s*/, '').trim())
+    .filter((l) => l && !/^Last message repeated/.test(l));
   const line = lines.find((l) => /invalid|error|not found|unsupported|corrupt/i.test(l)) ?? lines.at(-1);
   return line ? ` (ffmpeg: ${line.slice(0, 200)})` : '';
 }

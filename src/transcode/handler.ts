@@ -25,7 +25,8 @@ export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<T
   return async (params, ctx) => {
     const log = ctx.log ?? deps.log;
     // Issue 5: the API refuses this before queueing; checked again for tasks queued elsewhere.
-    if (params.c2pa && !deps.c2paSigner) throw new ValidationError('c2pa: C2PA signing is not configured on this server');
+    if (params.c2pa && !deps.c2paSigner)
+      throw new ValidationError('c2pa: C2PA signing is not configured on this server');
     const store = createObjectStore(params.storage, deps.config, deps.objectStores);
     const output = await runPipeline(deps.config, {
       source: createInputSource(params.input, deps.config),

@@ -34,7 +34,9 @@ const DEFAULT_RUNGS = [
 /** Plans the renditions: the caller's profiles, or the default ladder; never upscaled. */
 export function planLadder(probe: ProbeResult, opts: LadderOptions): Rendition[] {
   const cap = sourceVideoBitrate(probe);
-  const planned = opts.profiles?.length ? opts.profiles.map((p) => fromProfile(p, probe)) : defaultLadder(probe, opts.maxFps);
+  const planned = opts.profiles?.length
+    ? opts.profiles.map((p) => fromProfile(p, probe))
+    : defaultLadder(probe, opts.maxFps);
   return planned.map((r) => ({ ...r, bitrate: cap ? Math.min(r.bitrate, cap) : r.bitrate }));
 }
 
@@ -53,11 +55,13 @@ function defaultLadder(probe: ProbeResult, maxFps: number): Rendition[] {
 
 function fromProfile(p: ProfileParams, probe: ProbeResult): Rendition {
   if (p.encoder === 'VP8' || p.encoder === 'VP9') {
-    throw new UnsupportedMediaError(`profile ${p.name}: the ${p.encoder} encoder is not supported for HLS and MP4 outputs; use H.264 or HEVC`);
+    throw new UnsupportedMediaError(
+      `profile ${p.name}: the ${p.encoder} encoder is not supported for HLS and MP4 outputs; use H.264 or HEVC`,
+    );
   }
   const src = probe.video;
   // A landscape profile applied to a portrait video means the same size turned (phones).
-  const turn = (p.width > p.height) !== (src.width > src.height) && p.width !== p.height && src.width !== src.height;
+  const turn = p.width > p.height !== src.width > src.height && p.width !== p.height && src.width !== src.height;
   const box = turn ? { width: p.height, height: p.width } : { width: p.width, height: p.height };
   const dims = fitInBox(src.width, src.height, box);
   const srcFps = value(src.fps);
@@ -68,16 +72,32 @@ function fromProfile(p: ProfileParams, probe: ProbeResult): Rendition {
   return {
     ...base(p.name, dims, p.bitrate, fps),
     codec: p.encoder === 'HEVC' ? 'hevc' : 'h264',
-    profile: p.profile === 'H264Baseline' ? 'baseline' : p.profile === 'H264Main' ? 'main' : p.profile ? 'high' : undefined,
+    profile:
+      p.profile === 'H264Baseline' ? 'baseline' : p.profile === 'H264Main' ? 'main' : p.profile ? 'high' : undefined,
     noBFrames: p.profile === 'H264ConstrainedHigh' || p.profile === 'H264Baseline',
     // "intra" is Livepeer's every-frame-a-keyframe GOP (go-livepeer's GOPIntraOnly).
-    gopFrames: p.gop === 'intra' ? 1 : Number.isFinite(gopSecs) && gopSecs > 0 ? Math.max(1, Math.round(gopSecs * value(fps))) : undefined,
+    gopFrames:
+      p.gop === 'intra'
+        ? 1
+        : Number.isFinite(gopSecs) && gopSecs > 0
+          ? Math.max(1, Math.round(gopSecs * value(fps)))
+          : undefined,
     crf: p.quality,
   };
 }
 
 function base(name: string, dims: { width: number; height: number }, bitrate: number, fps: Rational): Rendition {
-  return { name, ...dims, bitrate, fps, codec: 'h264', profile: 'high', noBFrames: false, gopFrames: undefined, crf: undefined };
+  return {
+    name,
+    ...dims,
+    bitrate,
+    fps,
+    codec: 'h264',
+    profile: 'high',
+    noBFrames: false,
+    gopFrames: undefined,
+    crf: undefined,
+  };
 }
 
 /** Scales so the shorter side is `short`, aspect kept, both sides even. */

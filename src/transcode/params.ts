@@ -9,7 +9,10 @@ const S3Credentials = Type.Object(
   { additionalProperties: false },
 );
 
-export const UrlInput = Type.Object({ url: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false });
+export const UrlInput = Type.Object(
+  { url: Type.String({ minLength: 1, maxLength: 4096 }) },
+  { additionalProperties: false },
+);
 
 // Where an S3-compatible bucket is and how to reach it: shared by inputs and storage.
 const s3Bucket = {
@@ -23,10 +26,14 @@ const s3Bucket = {
 // Path rules (api/validate-transcode.ts, lib/object-path.ts): `/`-separated segments, no `.`,
 // `..` or empty segments, no backslash, `?`, `#`, `%` or control characters, at most 1,024
 // bytes of UTF-8 (issue #15). maxLength counts characters, so it only bounds the schema pass.
-const PATH_RULE = 'A /-separated path of at most 1,024 bytes (UTF-8); . and .. segments, empty segments (//), backslashes, ?, #, % (percent-encoding) and control characters are refused with 422.';
+const PATH_RULE =
+  'A /-separated path of at most 1,024 bytes (UTF-8); . and .. segments, empty segments (//), backslashes, ?, #, % (percent-encoding) and control characters are refused with 422.';
 
 export const S3Input = Type.Object(
-  { ...s3Bucket, path: Type.String({ minLength: 1, maxLength: 1024, description: `The input object's key. ${PATH_RULE}` }) },
+  {
+    ...s3Bucket,
+    path: Type.String({ minLength: 1, maxLength: 1024, description: `The input object's key. ${PATH_RULE}` }),
+  },
   { additionalProperties: false },
 );
 
@@ -35,13 +42,22 @@ export const S3Storage = Type.Object(s3Bucket, { additionalProperties: false });
 export const DwebStorage = Type.Object(
   {
     type: Type.Union([Type.Literal('dweb.storage'), Type.Literal('web3.storage')]),
-    credentials: Type.Object({ proof: Type.String({ minLength: 1, maxLength: 1_000_000 }) }, { additionalProperties: false }),
+    credentials: Type.Object(
+      { proof: Type.String({ minLength: 1, maxLength: 1_000_000 }) },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 );
 
 const OutputPath = Type.Object(
-  { path: Type.String({ minLength: 1, maxLength: 1024, description: `The folder the outputs go under; a leading / is added when missing, one trailing / is allowed and / alone is the bucket root. ${PATH_RULE}` }) },
+  {
+    path: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      description: `The folder the outputs go under; a leading / is added when missing, one trailing / is allowed and / alone is the bucket root. ${PATH_RULE}`,
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -53,15 +69,36 @@ export const Outputs = Type.Object(
 export const Profile = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
-    width: Type.Integer({ minimum: 128, maximum: 7680, description: 'Even; width x height at most 35,651,584 pixels (8192x4352), and at most 71,303,168 pixels for all profiles together.' }),
+    width: Type.Integer({
+      minimum: 128,
+      maximum: 7680,
+      description:
+        'Even; width x height at most 35,651,584 pixels (8192x4352), and at most 71,303,168 pixels for all profiles together.',
+    }),
     height: Type.Integer({ minimum: 128, maximum: 7680, description: 'Even; see width for the pixel bounds.' }),
     bitrate: Type.Integer({ minimum: 400, maximum: 200_000_000, description: 'Bits per second, 400 to 200,000,000.' }),
     // Issue #15: fps 0 passed `minimum: 0` (and was silently ignored), and fps 1 with fpsDen
     // 1001 cut one-frame segments 1001 s long: fps/fpsDen is held to 1..240 in validate-transcode.ts.
-    fps: Type.Optional(Type.Number({ minimum: 1, maximum: 240, description: 'Frame rate numerator, 1 to 240; the frame rate fps/fpsDen must be at least 1.' })),
-    fpsDen: Type.Optional(Type.Integer({ minimum: 1, maximum: 1001, description: 'Frame rate denominator, 1 to 1001 (default 1).' })),
-    gop: Type.Optional(Type.String({ maxLength: 32, description: 'Keyframe interval in seconds as a decimal string ("2", "0.5"), from 0.001 to 60, or "intra" (every frame a keyframe, as in Livepeer).' })),
-    profile: Type.Optional(Type.Union(['H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh'].map((v) => Type.Literal(v)))),
+    fps: Type.Optional(
+      Type.Number({
+        minimum: 1,
+        maximum: 240,
+        description: 'Frame rate numerator, 1 to 240; the frame rate fps/fpsDen must be at least 1.',
+      }),
+    ),
+    fpsDen: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1001, description: 'Frame rate denominator, 1 to 1001 (default 1).' }),
+    ),
+    gop: Type.Optional(
+      Type.String({
+        maxLength: 32,
+        description:
+          'Keyframe interval in seconds as a decimal string ("2", "0.5"), from 0.001 to 60, or "intra" (every frame a keyframe, as in Livepeer).',
+      }),
+    ),
+    profile: Type.Optional(
+      Type.Union(['H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh'].map((v) => Type.Literal(v))),
+    ),
     encoder: Type.Optional(Type.Union(['H.264', 'HEVC', 'VP8', 'VP9'].map((v) => Type.Literal(v)))),
     quality: Type.Optional(Type.Integer({ minimum: 0, maximum: 51 })),
   },
@@ -70,7 +107,10 @@ export const Profile = Type.Object(
 
 export const CreatorId = Type.Union([
   Type.String({ minLength: 1, maxLength: 256 }),
-  Type.Object({ type: Type.Literal('unverified'), value: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal('unverified'), value: Type.String({ minLength: 1, maxLength: 256 }) },
+    { additionalProperties: false },
+  ),
 ]);
 
 export const TranscodeRequest = Type.Object(
@@ -80,7 +120,9 @@ export const TranscodeRequest = Type.Object(
     outputs: Outputs,
     profiles: Type.Optional(Type.Array(Profile, { minItems: 1, maxItems: 10 })),
     // Issue #15: 1e-300 passed `exclusiveMinimum: 0` and cut one-frame segments.
-    targetSegmentSizeSecs: Type.Optional(Type.Number({ minimum: 1, maximum: 60, description: 'Segment duration in seconds, from 1 to 60 (default 6).' })),
+    targetSegmentSizeSecs: Type.Optional(
+      Type.Number({ minimum: 1, maximum: 60, description: 'Segment duration in seconds, from 1 to 60 (default 6).' }),
+    ),
     c2pa: Type.Optional(Type.Boolean()),
     creatorId: Type.Optional(CreatorId),
   },
@@ -117,7 +159,9 @@ export interface TranscodeFileOutput {
 }
 
 /** The params as they may be shown: no secret left in them. */
-export type RedactedParams = Omit<TranscodeParams, 'storage'> & { storage: S3StorageParams | { type: DwebStorageParams['type'] } };
+export type RedactedParams = Omit<TranscodeParams, 'storage'> & {
+  storage: S3StorageParams | { type: DwebStorageParams['type'] };
+};
 
 /** The spec's credential redaction: S3 keys show as `***`, the UCAN proof is omitted. */
 export function redactParams(p: TranscodeParams): RedactedParams {

@@ -17,8 +17,17 @@ import { SegmentWatcher, storageKey, UploadQueue } from './uploads.ts';
 import { StreamedMp4 } from './streamed-mp4.ts';
 import { signMp4, type C2paSigner } from './c2pa.ts';
 
-export type PipelineSettings = Pick<Config, 'ffmpegPath' | 'ffprobePath' | 'x264Preset' | 'ffmpegThreads' | 'transcodeTimeoutMs'
-  | 'defaultSegmentSecs' | 'maxOutputFps' | 'uploadConcurrency'>;
+export type PipelineSettings = Pick<
+  Config,
+  | 'ffmpegPath'
+  | 'ffprobePath'
+  | 'x264Preset'
+  | 'ffmpegThreads'
+  | 'transcodeTimeoutMs'
+  | 'defaultSegmentSecs'
+  | 'maxOutputFps'
+  | 'uploadConcurrency'
+>;
 
 export interface PipelineJob {
   source: InputSource;
@@ -48,7 +57,12 @@ export async function runPipeline(settings: PipelineSettings, job: PipelineJob):
   // the job fails: uploads still in flight must not outlive it or read a removed scratch dir.
   const stop = new AbortController();
   const signal = AbortSignal.any([job.signal, stop.signal]);
-  const queue = new UploadQueue({ store: job.store, signal, concurrency: settings.uploadConcurrency, onError: (e) => stop.abort(e) });
+  const queue = new UploadQueue({
+    store: job.store,
+    signal,
+    concurrency: settings.uploadConcurrency,
+    onError: (e) => stop.abort(e),
+  });
   try {
     return await transcode(settings, job, queue, signal);
   } catch (err) {
@@ -60,7 +74,12 @@ export async function runPipeline(settings: PipelineSettings, job: PipelineJob):
   }
 }
 
-async function transcode(settings: PipelineSettings, job: PipelineJob, queue: UploadQueue, signal: AbortSignal): Promise<TranscodeFileOutput> {
+async function transcode(
+  settings: PipelineSettings,
+  job: PipelineJob,
+  queue: UploadQueue,
+  signal: AbortSignal,
+): Promise<TranscodeFileOutput> {
   const report = throttledProgress(job.progress, 500);
   report(0);
   await job.store.check(job.signal);
@@ -74,14 +93,30 @@ async function transcode(settings: PipelineSettings, job: PipelineJob, queue: Up
   const info = await probeAndCheck(settings, input.path, tools);
   const duration = info.duration > 0 ? info.duration : await measureDuration(input.path, tools);
   const renditions = planLadder(info, { profiles: job.profiles, maxFps: settings.maxOutputFps });
-  job.log?.info({ duration, renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${r.bitrate}`) }, 'ladder planned');
+  job.log?.info(
+    { duration, renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${r.bitrate}`) },
+    'ladder planned',
+  );
 
   const outDir = path.join(job.scratchDir, 'out');
   const kinds: OutputKinds = { hls: !!job.outputs.hls, mp4: !!job.outputs.mp4, fmp4: !!job.outputs.fmp4 };
   await makeDirs(outDir, renditions, kinds);
   const codecs = new CodecsProbes({ ffprobePath: settings.ffprobePath, signal });
-  const encode = { outDir, kinds, renditions, info, duration, input: input.path, codecs, mp4Streams: streamedMp4s(job, { outDir, renditions, queue, signal }) };
-  await encodeAndUpload(settings, job, encode, { queue, signal, onFraction: (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f) });
+  const encode = {
+    outDir,
+    kinds,
+    renditions,
+    info,
+    duration,
+    input: input.path,
+    codecs,
+    mp4Streams: streamedMp4s(job, { outDir, renditions, queue, signal }),
+  };
+  await encodeAndUpload(settings, job, encode, {
+    queue,
+    signal,
+    onFraction: (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f),
+  });
   const output = await finish(settings, job, encode, queue);
   const { baseUrl } = await job.store.close(job.signal);
   report(1);
@@ -93,12 +128,21 @@ async function transcode(settings: PipelineSettings, job: PipelineJob, queue: Up
  * otherwise run one after the other before the encode). The probe's verdict comes first: a
  * file that is not a video at all says so, not merely that it does not decode.
  */
-async function probeAndCheck(settings: PipelineSettings, file: string, tools: { ffmpegPath: string; signal: AbortSignal }): Promise<ProbeResult> {
-  const checked = checkDecodes(file, tools).then(() => undefined, (err: unknown) => err);
-  const info = await probe(file, { ffprobePath: settings.ffprobePath, signal: tools.signal }).catch(async (err: unknown) => {
-    await checked;
-    throw err;
-  });
+async function probeAndCheck(
+  settings: PipelineSettings,
+  file: string,
+  tools: { ffmpegPath: string; signal: AbortSignal },
+): Promise<ProbeResult> {
+  const checked = checkDecodes(file, tools).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  const info = await probe(file, { ffprobePath: settings.ffprobePath, signal: tools.signal }).catch(
+    async (err: unknown) => {
+      await checked;
+      throw err;
+    },
+  );
   const failed = await checked;
   if (failed) throw failed;
   return info;
@@ -132,7 +176,11 @@ async function encodeAndUpload(
   enc: Encode,
   { queue, signal, onFraction }: { queue: UploadQueue; signal: AbortSignal; onFraction: (f: number) => void },
 ): Promise<void> {
-  const watcher = new SegmentWatcher(queue, watchedPlaylists(job, enc), (dir, sample) => void enc.codecs.of(dir, sample));
+  const watcher = new SegmentWatcher(
+    queue,
+    watchedPlaylists(job, enc),
+    (dir, sample) => void enc.codecs.of(dir, sample),
+  );
   const timer = setInterval(() => {
     void watcher.scan();
     for (const s of enc.mp4Streams.values()) s.poll((err) => queue.fail(err));
@@ -149,7 +197,12 @@ async function encodeAndUpload(
   });
   job.log?.debug({ args }, 'ffmpeg');
   try {
-    const res = await runProcess(settings.ffmpegPath, args, { signal, cwd: enc.outDir, timeoutMs: settings.transcodeTimeoutMs, onStdout: (c) => parser.push(c) });
+    const res = await runProcess(settings.ffmpegPath, args, {
+      signal,
+      cwd: enc.outDir,
+      timeoutMs: settings.transcodeTimeoutMs,
+      onStdout: (c) => parser.push(c),
+    });
     if (res.code !== 0) throw ffmpegFailure(res.stderrTail);
     job.log?.info('encoded');
     // The last segments join the queue; finish() adds the MP4s and playlists beside them
@@ -164,7 +217,8 @@ async function encodeAndUpload(
 
 /** The real reason when ffmpeg was killed: the job's cancel, or the upload that failed. */
 function whyStopped(err: unknown, jobSignal: AbortSignal, queue: UploadQueue): unknown {
-  if (jobSignal.aborted) return err instanceof CancelledError ? err : new CancelledError('cancelled', { cause: jobSignal.reason });
+  if (jobSignal.aborted)
+    return err instanceof CancelledError ? err : new CancelledError('cancelled', { cause: jobSignal.reason });
   return queue.error ?? err;
 }
 
@@ -176,13 +230,21 @@ function ffmpegFailure(stderr: string): MediaplaneError {
 }
 
 /** An MP4 per rendition that can go up during the encode: S3-like stores, and no C2PA (it signs the finished file). */
-function streamedMp4s(job: PipelineJob, o: { outDir: string; renditions: Rendition[]; queue: UploadQueue; signal: AbortSignal }): Map<string, StreamedMp4> {
+function streamedMp4s(
+  job: PipelineJob,
+  o: { outDir: string; renditions: Rendition[]; queue: UploadQueue; signal: AbortSignal },
+): Map<string, StreamedMp4> {
   const parts = job.store.parts;
   const mp4 = job.outputs.mp4;
   const out = new Map<string, StreamedMp4>();
   if (!parts || !mp4 || job.c2pa) return out;
   for (const r of o.renditions) {
-    const s = new StreamedMp4({ parts, key: storageKey(mp4.path, `${r.name}.mp4`), file: path.join(o.outDir, layout.mp4File(r.name)), put: { contentType: 'video/mp4', signal: o.signal } });
+    const s = new StreamedMp4({
+      parts,
+      key: storageKey(mp4.path, `${r.name}.mp4`),
+      file: path.join(o.outDir, layout.mp4File(r.name)),
+      put: { contentType: 'video/mp4', signal: o.signal },
+    });
     o.queue.whenAbandoned(() => s.abandon());
     out.set(r.name, s);
   }
@@ -191,8 +253,17 @@ function streamedMp4s(job: PipelineJob, o: { outDir: string; renditions: Renditi
 
 function watchedPlaylists(job: PipelineJob, enc: Encode): { local: string; keyDir: string }[] {
   return enc.renditions.flatMap((r) => [
-    ...(job.outputs.hls ? [{ local: path.join(enc.outDir, layout.hlsPlaylist(r.name)), keyDir: storageKey(job.outputs.hls.path, r.name) }] : []),
-    ...(job.outputs.fmp4 ? [{ local: path.join(enc.outDir, layout.fmp4Playlist(r.name)), keyDir: storageKey(job.outputs.fmp4.path, r.name) }] : []),
+    ...(job.outputs.hls
+      ? [{ local: path.join(enc.outDir, layout.hlsPlaylist(r.name)), keyDir: storageKey(job.outputs.hls.path, r.name) }]
+      : []),
+    ...(job.outputs.fmp4
+      ? [
+          {
+            local: path.join(enc.outDir, layout.fmp4Playlist(r.name)),
+            keyDir: storageKey(job.outputs.fmp4.path, r.name),
+          },
+        ]
+      : []),
   ]);
 }
 
@@ -201,28 +272,46 @@ function watchedPlaylists(job: PipelineJob, enc: Encode): { local: string; keyDi
  * queue bounds how many at once), then each master playlist last, once everything it names
  * is in the bucket.
  */
-async function finish(settings: PipelineSettings, job: PipelineJob, enc: Encode, queue: UploadQueue): Promise<Omit<TranscodeFileOutput, 'input_video'>> {
+async function finish(
+  settings: PipelineSettings,
+  job: PipelineJob,
+  enc: Encode,
+  queue: UploadQueue,
+): Promise<Omit<TranscodeFileOutput, 'input_video'>> {
   const { mp4, hls, fmp4 } = job.outputs;
   const [mp4Out, hlsOut, fmp4Out] = await settledAll([
     mp4 ? uploadMp4s(job, enc, queue, mp4.path) : undefined,
     hls ? publishHls(settings, job, enc, queue, { prefix: hls.path, dir: 'hls' }) : undefined,
     fmp4 ? publishHls(settings, job, enc, queue, { prefix: fmp4.path, dir: 'fmp4' }) : undefined,
   ] as const);
-  return { ...(mp4Out ? { mp4: mp4Out } : {}), ...(hlsOut ? { hls: hlsOut } : {}), ...(fmp4Out ? { fmp4: fmp4Out } : {}) };
+  return {
+    ...(mp4Out ? { mp4: mp4Out } : {}),
+    ...(hlsOut ? { hls: hlsOut } : {}),
+    ...(fmp4Out ? { fmp4: fmp4Out } : {}),
+  };
 }
 
 /**
  * Promise.all that waits for every branch before it throws the first failure: a branch
  * still running must not touch the scratch directory after the job has cleaned it up.
  */
-async function settledAll<T extends readonly unknown[]>(items: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+async function settledAll<T extends readonly unknown[]>(
+  items: T,
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
   const results = await Promise.allSettled(items);
   const failed = results.find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
-  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
 }
 
-async function uploadMp4s(job: PipelineJob, enc: Encode, queue: UploadQueue, prefix: string): Promise<RenditionOutput[]> {
+async function uploadMp4s(
+  job: PipelineJob,
+  enc: Encode,
+  queue: UploadQueue,
+  prefix: string,
+): Promise<RenditionOutput[]> {
   // Issue 5 hook: C2PA-sign each MP4 in place before upload; a signing failure fails the task.
   if (job.c2pa) {
     for (const r of enc.renditions) {
@@ -233,15 +322,20 @@ async function uploadMp4s(job: PipelineJob, enc: Encode, queue: UploadQueue, pre
   }
   const key = (r: Rendition): string => storageKey(prefix, `${r.name}.mp4`);
   const streamed = new Map<string, number>();
-  await settledAll(enc.renditions.map(async (r) => {
-    const stream = enc.mp4Streams.get(r.name);
-    const size = await stream?.finish();
-    if (size === undefined) return queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
-    streamed.set(key(r), size);
-    job.log?.debug({ rendition: r.name, size, partsDuringEncode: stream?.earlyParts }, 'mp4 uploaded while encoding');
-  }));
+  await settledAll(
+    enc.renditions.map(async (r) => {
+      const stream = enc.mp4Streams.get(r.name);
+      const size = await stream?.finish();
+      if (size === undefined) return queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
+      streamed.set(key(r), size);
+      job.log?.debug({ rendition: r.name, size, partsDuringEncode: stream?.earlyParts }, 'mp4 uploaded while encoding');
+    }),
+  );
   await queue.drain();
-  return enc.renditions.map((r) => ({ ...rendition(r, `/${key(r)}`, streamed.get(key(r)) ?? queue.sizes.get(key(r)) ?? 0), ...(job.c2pa ? { signed: true } : {}) }));
+  return enc.renditions.map((r) => ({
+    ...rendition(r, `/${key(r)}`, streamed.get(key(r)) ?? queue.sizes.get(key(r)) ?? 0),
+    ...(job.c2pa ? { signed: true } : {}),
+  }));
 }
 
 function rendition(r: Rendition, key: string, size: number): RenditionOutput {
@@ -249,24 +343,52 @@ function rendition(r: Rendition, key: string, size: number): RenditionOutput {
 }
 
 /** Uploads one HLS tree's playlists (with an honest target duration) and its master. */
-async function publishHls(settings: PipelineSettings, job: PipelineJob, enc: Encode, queue: UploadQueue, where: { prefix: string; dir: 'hls' | 'fmp4' }): Promise<{ path: string; renditions: RenditionOutput[] }> {
-  const done = await settledAll(enc.renditions.map((r) => publishRendition(enc.codecs, queue, r, { ...where, localDir: path.join(enc.outDir, where.dir, r.name) })));
+async function publishHls(
+  settings: PipelineSettings,
+  job: PipelineJob,
+  enc: Encode,
+  queue: UploadQueue,
+  where: { prefix: string; dir: 'hls' | 'fmp4' },
+): Promise<{ path: string; renditions: RenditionOutput[] }> {
+  const done = await settledAll(
+    enc.renditions.map((r) =>
+      publishRendition(enc.codecs, queue, r, { ...where, localDir: path.join(enc.outDir, where.dir, r.name) }),
+    ),
+  );
   await queue.drain();
   const master = path.join(enc.outDir, where.dir, 'index.m3u8');
-  await writeFile(master, masterPlaylist(done.map((d) => d.variant), true));
+  await writeFile(
+    master,
+    masterPlaylist(
+      done.map((d) => d.variant),
+      true,
+    ),
+  );
   queue.add(storageKey(where.prefix, 'index.m3u8'), master);
   await queue.drain();
   return { path: `/${storageKey(where.prefix, 'index.m3u8')}`, renditions: done.map((d) => d.output) };
 }
 
 /** One rendition's media playlist (and fMP4 init segment) queued; its variant line for the master. */
-async function publishRendition(codecs: CodecsProbes, queue: UploadQueue, r: Rendition, where: { prefix: string; localDir: string }): Promise<{ variant: Variant; output: RenditionOutput }> {
+async function publishRendition(
+  codecs: CodecsProbes,
+  queue: UploadQueue,
+  r: Rendition,
+  where: { prefix: string; localDir: string },
+): Promise<{ variant: Variant; output: RenditionOutput }> {
   const { localDir, prefix } = where;
   const playlistFile = path.join(localDir, 'index.m3u8');
   const text = await readFile(playlistFile, 'utf8');
   const playlist = parseMediaPlaylist(text);
-  if (playlist.segments.length === 0) throw new UnsupportedMediaError('the video could not be decoded: no frames came out of it');
-  await writeFile(playlistFile, finalPlaylist(text, playlist.segments.map((s) => s.duration)));
+  if (playlist.segments.length === 0)
+    throw new UnsupportedMediaError('the video could not be decoded: no frames came out of it');
+  await writeFile(
+    playlistFile,
+    finalPlaylist(
+      text,
+      playlist.segments.map((s) => s.duration),
+    ),
+  );
   if (playlist.map) queue.add(storageKey(prefix, `${r.name}/${playlist.map}`), path.join(localDir, playlist.map));
   queue.add(storageKey(prefix, `${r.name}/index.m3u8`), playlistFile);
   const stats = await segmentStats(localDir, playlist.segments);
@@ -283,7 +405,10 @@ async function publishRendition(codecs: CodecsProbes, queue: UploadQueue, r: Ren
   return { variant, output: rendition(r, `/${storageKey(prefix, `${r.name}/index.m3u8`)}`, stats.bytes) };
 }
 
-async function segmentStats(dir: string, segments: { uri: string; duration: number }[]): Promise<{ peak: number; average: number; bytes: number }> {
+async function segmentStats(
+  dir: string,
+  segments: { uri: string; duration: number }[],
+): Promise<{ peak: number; average: number; bytes: number }> {
   let bytes = 0;
   let seconds = 0;
   let peak = 0;
@@ -296,4 +421,3 @@ async function segmentStats(dir: string, segments: { uri: string; duration: numb
   }
   return { peak: Math.round(peak), average: Math.round((bytes * 8) / Math.max(seconds, 0.001)), bytes };
 }
-

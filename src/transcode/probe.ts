@@ -77,7 +77,11 @@ export interface ProbeOptions {
 /** Runs ffprobe; a file it cannot read, or one with no video, is an UnsupportedMediaError. */
 export async function probe(file: string, opts: ProbeOptions): Promise<ProbeResult> {
   const args = ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file];
-  const res = await runProcess(opts.ffprobePath, args, { signal: opts.signal, timeoutMs: opts.timeoutMs ?? 120_000, collectStdout: true });
+  const res = await runProcess(opts.ffprobePath, args, {
+    signal: opts.signal,
+    timeoutMs: opts.timeoutMs ?? 120_000,
+    collectStdout: true,
+  });
   let json: FfProbeJson;
   try {
     json = JSON.parse(res.stdout) as FfProbeJson;
@@ -97,10 +101,14 @@ export function parseProbe(json: FfProbeJson): ProbeResult {
   const v = streams.find((s) => s.codec_type === 'video' && s.disposition?.attached_pic !== 1);
   const a = streams.find((s) => s.codec_type === 'audio');
   if (!v) {
-    throw new UnsupportedMediaError(a ? 'the input has no video stream (it is audio only)' : 'the input has no video stream');
+    throw new UnsupportedMediaError(
+      a ? 'the input has no video stream (it is audio only)' : 'the input has no video stream',
+    );
   }
   if (!v.codec_name || v.codec_name === 'none' || !v.width || !v.height) {
-    throw new UnsupportedMediaError(`the input's video codec${v.codec_name ? ` (${v.codec_name})` : ''} is not supported`);
+    throw new UnsupportedMediaError(
+      `the input's video codec${v.codec_name ? ` (${v.codec_name})` : ''} is not supported`,
+    );
   }
   const format = json.format ?? {};
   return {
@@ -109,7 +117,15 @@ export function parseProbe(json: FfProbeJson): ProbeResult {
     formatName: format.format_name ?? 'unknown',
     bitrate: num(format.bit_rate),
     video: videoInfo(v),
-    audio: a && a.codec_name ? { codec: a.codec_name, channels: a.channels ?? 2, sampleRate: num(a.sample_rate) ?? 48000, bitrate: num(a.bit_rate) } : undefined,
+    audio:
+      a && a.codec_name
+        ? {
+            codec: a.codec_name,
+            channels: a.channels ?? 2,
+            sampleRate: num(a.sample_rate) ?? 48000,
+            bitrate: num(a.bit_rate),
+          }
+        : undefined,
   };
 }
 
@@ -149,7 +165,7 @@ function rotationOf(v: FfStream): number {
 function frameRate(avg: Rational | undefined, r: Rational | undefined): { fps: Rational; variableFps: boolean } {
   const a = avg && avg.num > 0 ? avg : undefined;
   const rr = r && r.num > 0 ? r : undefined;
-  const fps = rr && (!a || Math.abs(value(rr) - value(a)) / value(a) < 0.05) ? rr : a ?? rr ?? { num: 30, den: 1 };
+  const fps = rr && (!a || Math.abs(value(rr) - value(a)) / value(a) < 0.05) ? rr : (a ?? rr ?? { num: 30, den: 1 });
   const variableFps = !!(a && rr && Math.abs(value(rr) - value(a)) / value(a) > 0.001);
   return { fps, variableFps };
 }

@@ -38,7 +38,10 @@ export function runProcess(cmd: string, args: string[], opts: RunOptions): Promi
     };
     const onAbort = (): void => stop(new CancelledError('cancelled', { cause: opts.signal.reason }));
     opts.signal.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => stop(new TimeoutError(`${cmd} ran longer than ${Math.round(opts.timeoutMs / 1000)} s`)), opts.timeoutMs);
+    const timer = setTimeout(
+      () => stop(new TimeoutError(`${cmd} ran longer than ${Math.round(opts.timeoutMs / 1000)} s`)),
+      opts.timeoutMs,
+    );
     child.stdout.on('data', (c: Buffer) => {
       if (opts.collectStdout) stdout += c.toString('utf8');
       opts.onStdout?.(c);

@@ -27,7 +27,7 @@ export async function topLevelBoxes(file: string): Promise<Box[]> {
     const { size: fileSize } = await fh.stat();
     const head = Buffer.alloc(16);
     const boxes: Box[] = [];
-    for (let at = 0; at + 8 <= fileSize;) {
+    for (let at = 0; at + 8 <= fileSize; ) {
       const { bytesRead } = await fh.read(head, 0, 16, at);
       if (bytesRead < 8) break;
       const small = head.readUInt32BE(0);
@@ -164,7 +164,13 @@ export class StreamedMp4 {
     const mdats = boxes.filter((b) => b.type === 'mdat');
     const mdat = mdats[0];
     const last = boxes.at(-1);
-    if (mdats.length !== 1 || !mdat || last !== mdat || !boxes.slice(0, boxes.indexOf(mdat)).some((b) => b.type === 'moov')) return undefined;
+    if (
+      mdats.length !== 1 ||
+      !mdat ||
+      last !== mdat ||
+      !boxes.slice(0, boxes.indexOf(mdat)).some((b) => b.type === 'moov')
+    )
+      return undefined;
     const payloadBytes = mdat.size - mdat.header;
     if (this.#first + this.#sent * this.#partBytes > payloadBytes) return undefined;
     return { payload: mdat.start + mdat.header, payloadBytes, fileSize: mdat.start + mdat.size };
@@ -174,7 +180,10 @@ export class StreamedMp4 {
     for (let i = 0; i < this.#sent; i++) await writer.ensure(2 + i, this.#range(layout.payload, i, this.#partBytes));
     let index = this.#sent;
     for (let at = this.#first + index * this.#partBytes; at < layout.payloadBytes; at += this.#partBytes, index++) {
-      await writer.put(2 + index, this.#range(layout.payload, index, Math.min(this.#partBytes, layout.payloadBytes - at)));
+      await writer.put(
+        2 + index,
+        this.#range(layout.payload, index, Math.min(this.#partBytes, layout.payloadBytes - at)),
+      );
     }
     await writer.put(1, { file: this.#o.file, start: 0, length: layout.payload + this.#first });
   }

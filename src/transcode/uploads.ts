@@ -37,7 +37,12 @@ export class UploadQueue {
   /** Bytes uploaded per key, for the per-rendition sizes of the output. */
   readonly sizes = new Map<string, number>();
 
-  constructor(opts: { store: ObjectStore; signal: AbortSignal; concurrency: number; onError(err: MediaplaneError): void }) {
+  constructor(opts: {
+    store: ObjectStore;
+    signal: AbortSignal;
+    concurrency: number;
+    onError(err: MediaplaneError): void;
+  }) {
     this.#store = opts.store;
     this.#signal = opts.signal;
     this.#free = opts.concurrency;
@@ -53,7 +58,9 @@ export class UploadQueue {
   /** Records an upload's failure (the first one counts) and reports it. */
   fail(err: unknown): void {
     if (this.error) return;
-    this.error = isMediaplaneError(err) ? err : new InternalError(`an upload failed: ${(err as Error).message}`, { cause: err });
+    this.error = isMediaplaneError(err)
+      ? err
+      : new InternalError(`an upload failed: ${(err as Error).message}`, { cause: err });
     this.#onError(this.error);
   }
 
@@ -101,7 +108,11 @@ export class SegmentWatcher {
   readonly #onFirst: ((dir: string, sample: string) => void) | undefined;
 
   /** `onFirst` hears of each playlist's first file (its init segment, else its first segment). */
-  constructor(queue: UploadQueue, playlists: { local: string; keyDir: string }[], onFirst?: (dir: string, sample: string) => void) {
+  constructor(
+    queue: UploadQueue,
+    playlists: { local: string; keyDir: string }[],
+    onFirst?: (dir: string, sample: string) => void,
+  ) {
     this.#queue = queue;
     this.#playlists = playlists;
     this.#onFirst = onFirst;

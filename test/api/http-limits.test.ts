@@ -18,7 +18,11 @@ interface RawAnswer {
 }
 
 /** Opens a socket, sends `head`, then drips `drip` one byte every `everyMs` until the server closes it. */
-function rawRequest(url: string, head: string, opts: { drip?: string; everyMs?: number; end?: boolean; giveUpMs?: number } = {}): Promise<RawAnswer> {
+function rawRequest(
+  url: string,
+  head: string,
+  opts: { drip?: string; everyMs?: number; end?: boolean; giveUpMs?: number } = {},
+): Promise<RawAnswer> {
   const { port } = new URL(url);
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -28,7 +32,11 @@ function rawRequest(url: string, head: string, opts: { drip?: string; everyMs?: 
       socket.write(head);
       if (opts.end) socket.end();
       let i = 0;
-      if (opts.drip) timer = setInterval(() => socket.writable && socket.write(opts.drip?.[i++ % (opts.drip?.length ?? 1)] ?? ' '), opts.everyMs ?? 50);
+      if (opts.drip)
+        timer = setInterval(
+          () => socket.writable && socket.write(opts.drip?.[i++ % (opts.drip?.length ?? 1)] ?? ' '),
+          opts.everyMs ?? 50,
+        );
     });
     const giveUp = setTimeout(() => {
       socket.destroy();
@@ -55,7 +63,12 @@ describe('HTTP server limits', () => {
   before(async () => {
     server = await startTestServer({
       roles: { api: true, worker: false, gateway: true, orchestrator: true },
-      settings: { requestTimeoutMs: TIMEOUT_MS, modelsDir: MODELS_DIR, orchestratorModels: [TINY], gatewayPollMs: 60_000 },
+      settings: {
+        requestTimeoutMs: TIMEOUT_MS,
+        modelsDir: MODELS_DIR,
+        orchestratorModels: [TINY],
+        gatewayPollMs: 60_000,
+      },
     });
     key = await server.key('alice');
   });
@@ -63,7 +76,9 @@ describe('HTTP server limits', () => {
 
   it('answers 408 in the task API shape and closes a request whose body trickles in, for every such connection', async () => {
     const head = `POST /api/transcode HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`;
-    const answers = await Promise.all(Array.from({ length: 30 }, () => rawRequest(server.url, head, { drip: '{"input": ', everyMs: 50 })));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => rawRequest(server.url, head, { drip: '{"input": ', everyMs: 50 })),
+    );
     for (const a of answers) {
       assert.match(a.text, /^HTTP\/1\.1 408 /);
       assert.deepEqual(jsonBodyOf(a.text), { errors: [`the request did not arrive in full within ${TIMEOUT_MS} ms`] });
@@ -82,7 +97,13 @@ describe('HTTP server limits', () => {
     const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
     const a = await rawRequest(server.url, head, { drip: '{"model": ', everyMs: 50 });
     assert.match(a.text, /^HTTP\/1\.1 408 /);
-    assert.deepEqual(jsonBodyOf(a.text), { error: { message: `the request did not arrive in full within ${TIMEOUT_MS} ms`, type: 'timeout_error', code: 'request_timeout' } });
+    assert.deepEqual(jsonBodyOf(a.text), {
+      error: {
+        message: `the request did not arrive in full within ${TIMEOUT_MS} ms`,
+        type: 'timeout_error',
+        code: 'request_timeout',
+      },
+    });
   });
 
   it('does not cut a streamed answer that lasts longer than the request timeout', async () => {
@@ -90,12 +111,21 @@ describe('HTTP server limits', () => {
     const res = await fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 1500, seed: 1, stream: true }),
+      body: JSON.stringify({
+        model: TINY,
+        messages: [{ role: 'user', content: 'Hello' }],
+        max_tokens: 1500,
+        seed: 1,
+        stream: true,
+      }),
     });
     assert.equal(res.status, 200);
     const events = await readSse(res);
     const elapsed = performance.now() - started;
-    assert.ok(elapsed > TIMEOUT_MS, `the stream took ${elapsed} ms, not longer than the timeout: the test proves nothing`);
+    assert.ok(
+      elapsed > TIMEOUT_MS,
+      `the stream took ${elapsed} ms, not longer than the timeout: the test proves nothing`,
+    );
     assert.equal(events.at(-1)?.data, '[DONE]');
   });
 
@@ -104,7 +134,9 @@ describe('HTTP server limits', () => {
     const head = `POST /api/transcode HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n${body}`;
     const a = await rawRequest(server.url, head);
     assert.match(a.text, /^HTTP\/1\.1 400 /);
-    assert.deepEqual(jsonBodyOf(a.text), { errors: ['the request is not valid HTTP (does Content-Length match the body?)'] });
+    assert.deepEqual(jsonBodyOf(a.text), {
+      errors: ['the request is not valid HTTP (does Content-Length match the body?)'],
+    });
   });
 
   it('answers a body shorter than its Content-Length in the task API shape', async () => {
@@ -116,8 +148,29 @@ describe('HTTP server limits', () => {
   });
 
   it('never builds a link from the Host header', async () => {
-    for (let i = 0; i < 3; i++) assert.equal((await server.call('POST', '/api/transcode', { key, body: { input: { url: 'https://example.com/a.mp4' }, storage: { type: 's3', endpoint: 'https://s3.example.com', bucket: 'b', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }, outputs: { hls: { path: '/h' } } } })).status, 200);
-    const a = await rawRequest(server.url, `GET /api/task?limit=1 HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        (
+          await server.call('POST', '/api/transcode', {
+            key,
+            body: {
+              input: { url: 'https://example.com/a.mp4' },
+              storage: {
+                type: 's3',
+                endpoint: 'https://s3.example.com',
+                bucket: 'b',
+                credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+              },
+              outputs: { hls: { path: '/h' } },
+            },
+          })
+        ).status,
+        200,
+      );
+    const a = await rawRequest(
+      server.url,
+      `GET /api/task?limit=1 HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`,
+    );
     const link = /\r\nlink: ([^\r]*)/i.exec(a.text)?.[1];
     assert.ok(link, a.text);
     assert.doesNotMatch(link, /evil/);
@@ -128,26 +181,55 @@ describe('HTTP server limits', () => {
 describe('links under MEDIAPLANE_PUBLIC_URL', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer({ roles: { api: true, worker: false }, settings: { publicUrl: 'https://media.example.com/' } });
+    server = await startTestServer({
+      roles: { api: true, worker: false },
+      settings: { publicUrl: 'https://media.example.com/' },
+    });
   });
   after(() => server.stop());
 
   it('starts the Link header with the configured base URL', async () => {
     const key = await server.key('bob');
-    for (let i = 0; i < 2; i++) await server.call('POST', '/api/transcode', { key, body: { input: { url: 'https://example.com/a.mp4' }, storage: { type: 's3', endpoint: 'https://s3.example.com', bucket: 'b', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }, outputs: { hls: { path: '/h' } } } });
+    for (let i = 0; i < 2; i++)
+      await server.call('POST', '/api/transcode', {
+        key,
+        body: {
+          input: { url: 'https://example.com/a.mp4' },
+          storage: {
+            type: 's3',
+            endpoint: 'https://s3.example.com',
+            bucket: 'b',
+            credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+          },
+          outputs: { hls: { path: '/h' } },
+        },
+      });
     const res = await server.call('GET', '/api/task?limit=1', { key, headers: { 'x-forwarded-host': 'evil.example' } });
-    assert.match(res.headers.get('link') ?? '', /^<https:\/\/media\.example\.com\/api\/task\?limit=1&cursor=[0-9a-f-]{36}>; rel="next"$/);
+    assert.match(
+      res.headers.get('link') ?? '',
+      /^<https:\/\/media\.example\.com\/api\/task\?limit=1&cursor=[0-9a-f-]{36}>; rel="next"$/,
+    );
   });
 });
 
 describe('a standalone orchestrator', () => {
   it('closes a slow request with 408 in the OpenAI shape', async () => {
-    const orch = await startOrchestrator({ config: testConfig({ host: '127.0.0.1', port: 0, requestTimeoutMs: TIMEOUT_MS, orchestratorModels: [] }), log: quietLog });
+    const orch = await startOrchestrator({
+      config: testConfig({ host: '127.0.0.1', port: 0, requestTimeoutMs: TIMEOUT_MS, orchestratorModels: [] }),
+      log: quietLog,
+    });
     try {
-      const head = 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n';
+      const head =
+        'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n';
       const a = await rawRequest(orch.url ?? '', head, { drip: '{"model": ', everyMs: 50 });
       assert.match(a.text, /^HTTP\/1\.1 408 /);
-      assert.deepEqual(jsonBodyOf(a.text), { error: { message: `the request did not arrive in full within ${TIMEOUT_MS} ms`, type: 'timeout_error', code: 'request_timeout' } });
+      assert.deepEqual(jsonBodyOf(a.text), {
+        error: {
+          message: `the request did not arrive in full within ${TIMEOUT_MS} ms`,
+          type: 'timeout_error',
+          code: 'request_timeout',
+        },
+      });
     } finally {
       await orch.close();
     }

@@ -20,14 +20,21 @@ for (const { kind, skip } of await databaseKinds()) {
     };
 
     before(async () => {
-      server = await startTestServer({ database: kind, roles: { api: true, worker: false }, settings: { maxQueuedPerOwner: 6 } });
+      server = await startTestServer({
+        database: kind,
+        roles: { api: true, worker: false },
+        settings: { maxQueuedPerOwner: 6 },
+      });
       alice = await server.key('alice');
       bob = await server.key('bob');
     });
     after(() => server.stop());
 
     it('queues a transcode and returns the Task as the spec shows it', async () => {
-      const res = await call('POST', '/api/transcode', { key: alice, body: transcodeBody({ creatorId: { type: 'unverified', value: 'c1' } }) });
+      const res = await call('POST', '/api/transcode', {
+        key: alice,
+        body: transcodeBody({ creatorId: { type: 'unverified', value: 'c1' } }),
+      });
       assert.equal(res.status, 200);
       const t = res.body;
       assert.equal(t.type, 'transcode-file');
@@ -51,7 +58,12 @@ for (const { kind, skip } of await databaseKinds()) {
       const sdk = new Livepeer({ apiKey: alice, serverURL: `${server.url}/api` });
       const created = await sdk.transcode.create({
         input: { url: 'https://example.com/video.mp4' },
-        storage: { type: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'out', credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET } },
+        storage: {
+          type: 's3',
+          endpoint: 'http://127.0.0.1:9000',
+          bucket: 'out',
+          credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET },
+        },
         outputs: { hls: { path: '/sdk/hls' } },
       } as Parameters<typeof sdk.transcode.create>[0]);
       seen.push(JSON.stringify(created.task));
@@ -68,7 +80,9 @@ for (const { kind, skip } of await databaseKinds()) {
 
     it('answers 401 without a key, with an unknown key and with a revoked one; the scheme is case-insensitive', async () => {
       assert.equal((await call('GET', '/api/task')).status, 401);
-      assert.deepEqual((await call('GET', '/api/task', { headers: { authorization: 'Bearer mp_nope' } })).body, { errors: ['invalid API key'] });
+      assert.deepEqual((await call('GET', '/api/task', { headers: { authorization: 'Bearer mp_nope' } })).body, {
+        errors: ['invalid API key'],
+      });
       assert.equal((await call('GET', '/api/task', { headers: { authorization: `bEaReR ${alice}` } })).status, 200);
       const temp = await server.running.core.accounts.createKey('carol');
       assert.equal((await call('GET', '/api/task', { key: temp.key })).status, 200);
@@ -78,7 +92,11 @@ for (const { kind, skip } of await databaseKinds()) {
 
     it("hides another owner's tasks: 404 on get, cancel and retry, absent from lists", async () => {
       const t = (await call('POST', '/api/transcode', { key: alice, body: transcodeBody() })).body;
-      for (const [method, path] of [['GET', `/api/task/${t.id}`], ['POST', `/api/task/${t.id}/cancel`], ['POST', `/api/task/${t.id}/retry`]] as const) {
+      for (const [method, path] of [
+        ['GET', `/api/task/${t.id}`],
+        ['POST', `/api/task/${t.id}/cancel`],
+        ['POST', `/api/task/${t.id}/retry`],
+      ] as const) {
         const res = await call(method, path, { key: bob });
         assert.equal(res.status, 404, `${method} ${path}`);
         assert.deepEqual(res.body, { errors: ['not found'] });
@@ -96,7 +114,11 @@ for (const { kind, skip } of await databaseKinds()) {
       const again = await call('POST', `/api/task/${t.id}/cancel`, { key: alice });
       assert.equal(again.status, 400);
       assert.match(again.body.errors[0], /is cancelled; only a task that is waiting or running can be cancelled/);
-      const retried = await call('POST', `/api/task/${t.id}/retry`, { key: alice, raw: '', headers: { 'content-type': 'application/json' } });
+      const retried = await call('POST', `/api/task/${t.id}/retry`, {
+        key: alice,
+        raw: '',
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(retried.status, 200);
       assert.equal(retried.body.status.phase, 'waiting');
       const bad = await call('POST', `/api/task/${t.id}/retry`, { key: alice });
@@ -107,7 +129,8 @@ for (const { kind, skip } of await databaseKinds()) {
     it('answers 429 when an owner has too many queued tasks', async () => {
       const dave = await server.key('dave');
       const codes: number[] = [];
-      for (let i = 0; i < 8; i++) codes.push((await call('POST', '/api/transcode', { key: dave, body: transcodeBody() })).status);
+      for (let i = 0; i < 8; i++)
+        codes.push((await call('POST', '/api/transcode', { key: dave, body: transcodeBody() })).status);
       assert.deepEqual(codes, [200, 200, 200, 200, 200, 200, 429, 429]);
       const res = await call('POST', '/api/transcode', { key: dave, body: transcodeBody() });
       assert.match(res.body.errors[0], /too many queued tasks/);
@@ -118,7 +141,8 @@ for (const { kind, skip } of await databaseKinds()) {
     it('pages through tasks newest first with a Link header', async () => {
       const erin = await server.key('erin');
       const ids: string[] = [];
-      for (let i = 0; i < 5; i++) ids.push((await call('POST', '/api/transcode', { key: erin, body: transcodeBody() })).body.id);
+      for (let i = 0; i < 5; i++)
+        ids.push((await call('POST', '/api/transcode', { key: erin, body: transcodeBody() })).body.id);
       const pages: string[][] = [];
       let path: string | null = '/api/task?limit=2';
       while (path) {
@@ -127,10 +151,15 @@ for (const { kind, skip } of await databaseKinds()) {
         pages.push(res.body.map((t: { id: string }) => t.id));
         const link = res.headers.get('link');
         // The link is relative (RFC 8288: resolved against the request's URL).
-        const next: URL | null = link ? new URL(/<([^>]+)>; rel="next"/.exec(link)?.[1] ?? '', server.url + path) : null;
+        const next: URL | null = link
+          ? new URL(/<([^>]+)>; rel="next"/.exec(link)?.[1] ?? '', server.url + path)
+          : null;
         path = next ? next.pathname + next.search : null;
       }
-      assert.deepEqual(pages.map((p) => p.length), [2, 2, 1]);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [2, 2, 1],
+      );
       assert.deepEqual(pages.flat(), [...ids].reverse());
       assert.equal((await call('GET', '/api/task?limit=0', { key: erin })).status, 422);
     });

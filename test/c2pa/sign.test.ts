@@ -23,14 +23,17 @@ async function ffmpeg(args: string[]): Promise<string> {
 /** framemd5 of every stream without the header comments: equal means frame-identical decode. */
 async function framemd5(path: string): Promise<string> {
   const out = await ffmpeg(['-i', path, '-map', '0', '-f', 'framemd5', '-']);
-  return out.split('\n').filter((l) => !l.startsWith('#')).join('\n');
+  return out
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .join('\n');
 }
 
 /** Top-level box types of an MP4, in order. */
 async function topBoxes(path: string): Promise<{ type: string; offset: number; size: number }[]> {
   const buf = await readFile(path);
   const boxes: { type: string; offset: number; size: number }[] = [];
-  for (let off = 0; off + 8 <= buf.length;) {
+  for (let off = 0; off + 8 <= buf.length; ) {
     let size = buf.readUInt32BE(off);
     const type = buf.toString('latin1', off + 4, off + 8);
     if (size === 1) size = Number(buf.readBigUInt64BE(off + 8));
@@ -42,7 +45,10 @@ async function topBoxes(path: string): Promise<{ type: string; offset: number; s
 }
 
 const config = (over: Partial<{ c2paKey: string; c2paCerts: string; c2paTrustAnchors: string }>) => ({
-  c2paKey: undefined, c2paCerts: undefined, c2paTrustAnchors: undefined, ...over,
+  c2paKey: undefined,
+  c2paCerts: undefined,
+  c2paTrustAnchors: undefined,
+  ...over,
 });
 
 before(async () => {
@@ -54,8 +60,33 @@ before(async () => {
   plain = join(dir, 'plain.mp4');
   fragmented = join(dir, 'frag.mp4');
   // A small faststart H.264 + AAC file, 3 s, like a rendition the pipeline writes.
-  await ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=320x180:rate=25', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-    '-t', '3', '-c:v', 'libx264', '-preset', 'ultrafast', '-g', '25', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '64k', '-movflags', '+faststart', plain]);
+  await ffmpeg([
+    '-f',
+    'lavfi',
+    '-i',
+    'testsrc=size=320x180:rate=25',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=frequency=440:sample_rate=48000',
+    '-t',
+    '3',
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-g',
+    '25',
+    '-pix_fmt',
+    'yuv420p',
+    '-c:a',
+    'aac',
+    '-b:a',
+    '64k',
+    '-movflags',
+    '+faststart',
+    plain,
+  ]);
   await ffmpeg(['-i', plain, '-c', 'copy', '-movflags', '+frag_keyframe+empty_moov+default_base_moof', fragmented]);
 });
 
@@ -107,7 +138,10 @@ test('flipping a byte of mdat makes the reader report a hash mismatch', async ()
   await fh.close();
   const r = await readManifest(out, certs.rootPem);
   assert.equal(r.state, 'Invalid');
-  assert.ok(r.failures.some((f) => f.code === 'assertion.bmffHash.mismatch'), JSON.stringify(r.failures));
+  assert.ok(
+    r.failures.some((f) => f.code === 'assertion.bmffHash.mismatch'),
+    JSON.stringify(r.failures),
+  );
 });
 
 test('a C2PA-signed input is kept as the parent ingredient with its manifest', async () => {
@@ -121,7 +155,10 @@ test('a C2PA-signed input is kept as the parent ingredient with its manifest', a
   assert.equal(ingredient?.relationship, 'parentOf');
   assert.ok(ingredient?.active_manifest, 'the parent manifest is referenced');
   const manifests = r.manifestStore.manifests as Record<string, { title: string }>;
-  assert.ok(Object.values(manifests).some((m) => m.title === 'gen1'), 'the parent manifest is in the store');
+  assert.ok(
+    Object.values(manifests).some((m) => m.title === 'gen1'),
+    'the parent manifest is in the store',
+  );
 });
 
 test('a single-file fragmented MP4 (CMAF) signs and verifies too', async () => {
@@ -133,21 +170,34 @@ test('a single-file fragmented MP4 (CMAF) signs and verifies too', async () => {
 });
 
 test('a certificate the C2PA rules reject stops start-up with a message naming the setting', async () => {
-  await assert.rejects(loadC2paSigner(config({ c2paKey: certs.selfSignedKeyPath, c2paCerts: certs.selfSignedChainPath })),
-    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_CERTS: .*self-signed/.test(e.message));
-  await assert.rejects(loadC2paSigner(config({ c2paKey: certs.wrongEkuKeyPath, c2paCerts: certs.wrongEkuChainPath })),
-    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_CERTS: .*extended key usage/.test(e.message));
-  await assert.rejects(loadC2paSigner(config({ c2paKey: certs.wrongEkuKeyPath, c2paCerts: certs.chainPath })),
-    (e: unknown) => e instanceof ConfigError && /key does not belong/.test(e.message));
-  await assert.rejects(loadC2paSigner(config({ c2paKey: certs.keyPath })),
-    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_CERTS: must be set/.test(e.message));
-  await assert.rejects(loadC2paSigner(config({ c2paKey: certs.chainPath, c2paCerts: certs.chainPath })),
-    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_KEY: .* is not a PEM private key/.test(e.message));
+  await assert.rejects(
+    loadC2paSigner(config({ c2paKey: certs.selfSignedKeyPath, c2paCerts: certs.selfSignedChainPath })),
+    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_CERTS: .*self-signed/.test(e.message),
+  );
+  await assert.rejects(
+    loadC2paSigner(config({ c2paKey: certs.wrongEkuKeyPath, c2paCerts: certs.wrongEkuChainPath })),
+    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_CERTS: .*extended key usage/.test(e.message),
+  );
+  await assert.rejects(
+    loadC2paSigner(config({ c2paKey: certs.wrongEkuKeyPath, c2paCerts: certs.chainPath })),
+    (e: unknown) => e instanceof ConfigError && /key does not belong/.test(e.message),
+  );
+  await assert.rejects(
+    loadC2paSigner(config({ c2paKey: certs.keyPath })),
+    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_CERTS: must be set/.test(e.message),
+  );
+  await assert.rejects(
+    loadC2paSigner(config({ c2paKey: certs.chainPath, c2paCerts: certs.chainPath })),
+    (e: unknown) => e instanceof ConfigError && /MEDIAPLANE_C2PA_KEY: .* is not a PEM private key/.test(e.message),
+  );
 });
 
 test('the signing key never shows in the signer, its inspection or an error', async () => {
   const keyPem = await readFile(certs.keyPath, 'utf8');
-  const body = keyPem.split('\n').filter((l) => l && !l.startsWith('-----')).join('');
+  const body = keyPem
+    .split('\n')
+    .filter((l) => l && !l.startsWith('-----'))
+    .join('');
   const shown = [JSON.stringify(signer), inspect(signer, { depth: 10, showHidden: true })];
   try {
     await loadC2paSigner(config({ c2paKey: certs.keyPath, c2paCerts: certs.wrongEkuChainPath }));
@@ -162,5 +212,8 @@ test('the signing key never shows in the signer, its inspection or an error', as
 test('a signing failure rejects with a message (the task fails, nothing is skipped)', async () => {
   const notMp4 = join(dir, 'not.mp4');
   await (await open(notMp4, 'w')).writeFile('this is not a video');
-  await assert.rejects(signMp4({ input: notMp4, output: join(dir, 'x.mp4'), title: 'broken', signer }), /C2PA signing of broken failed/);
+  await assert.rejects(
+    signMp4({ input: notMp4, output: join(dir, 'x.mp4'), title: 'broken', signer }),
+    /C2PA signing of broken failed/,
+  );
 });

@@ -21,7 +21,11 @@ const tempDir = () => {
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -75,7 +79,7 @@ describe('mediaplane CLI', () => {
       const t = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 60_000);
       server.stdout.on('data', () => {
         const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-        if (m?.[1]) (clearTimeout(t), resolve(m[1]));
+        if (m?.[1]) clearTimeout(t), resolve(m[1]);
       });
     });
     const created = cli(['keys', 'create', '--owner', 'bob'], { MEDIAPLANE_DATA_DIR: dataDir });
@@ -94,7 +98,14 @@ describe('mediaplane CLI', () => {
 describe('mediaplane start: every role on one port', () => {
   it('queues a transcode and answers chat completions (openai client, non-streaming and streaming)', async () => {
     const dataDir = tempDir();
-    const env = { ...process.env, MEDIAPLANE_DATA_DIR: dataDir, MEDIAPLANE_PORT: '0', MEDIAPLANE_MODELS_DIR: MODELS, MEDIAPLANE_ORCHESTRATOR_MODELS: 'stas/tiny-random-llama-2', MEDIAPLANE_GATEWAY_POLL_MS: '200' };
+    const env = {
+      ...process.env,
+      MEDIAPLANE_DATA_DIR: dataDir,
+      MEDIAPLANE_PORT: '0',
+      MEDIAPLANE_MODELS_DIR: MODELS,
+      MEDIAPLANE_ORCHESTRATOR_MODELS: 'stas/tiny-random-llama-2',
+      MEDIAPLANE_GATEWAY_POLL_MS: '200',
+    };
     const server = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     server.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -104,14 +115,23 @@ describe('mediaplane start: every role on one port', () => {
         const t = setTimeout(() => reject(new Error(`server did not start: ${out.slice(-2000)}`)), 90_000);
         server.stdout.on('data', () => {
           const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-          if (m?.[1]) (clearTimeout(t), resolve(m[1]));
+          if (m?.[1]) clearTimeout(t), resolve(m[1]);
         });
       });
       const key = cli(['keys', 'create', '--owner', 'alice'], { MEDIAPLANE_DATA_DIR: dataDir }).stdout.trim();
       const task = await fetch(`${url}/api/transcode`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ input: { url: 'https://example.com/v.mp4' }, storage: { type: 's3', endpoint: 'https://s3.example.com', bucket: 'b', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }, outputs: { hls: { path: '/hls' } } }),
+        body: JSON.stringify({
+          input: { url: 'https://example.com/v.mp4' },
+          storage: {
+            type: 's3',
+            endpoint: 'https://s3.example.com',
+            bucket: 'b',
+            credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+          },
+          outputs: { hls: { path: '/hls' } },
+        }),
       });
       assert.equal(task.status, 200);
       assert.equal(((await task.json()) as { type: string }).type, 'transcode-file');
@@ -119,11 +139,25 @@ describe('mediaplane start: every role on one port', () => {
       const openai = new OpenAI({ apiKey: key, baseURL: `${url}/v1` });
       // The gateway finds the local orchestrator on its first poll once the server is ready.
       // Seeded: unseeded, the random test model now and then ends (EOS) before max_tokens.
-      const chat = await waitForOk(() => openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, seed: 1 }));
+      const chat = await waitForOk(() =>
+        openai.chat.completions.create({
+          model: 'stas/tiny-random-llama-2',
+          messages: [{ role: 'user', content: 'Hello' }],
+          max_tokens: 8,
+          seed: 1,
+        }),
+      );
       assert.equal(chat.object, 'chat.completion');
       assert.equal(chat.usage?.completion_tokens, 8);
       assert.equal(chat.choices[0]?.finish_reason, 'length');
-      const stream = await openai.chat.completions.create({ model: 'stas/tiny-random-llama-2', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, seed: 1, stream: true, stream_options: { include_usage: true } });
+      const stream = await openai.chat.completions.create({
+        model: 'stas/tiny-random-llama-2',
+        messages: [{ role: 'user', content: 'Hello' }],
+        max_tokens: 5,
+        seed: 1,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let text = '';
       let usage: OpenAI.CompletionUsage | undefined | null;
       for await (const chunk of stream) {
@@ -135,7 +169,13 @@ describe('mediaplane start: every role on one port', () => {
 
       // One GET /metrics for every role of the process: the API's, the gateway's, the local orchestrator's.
       const metrics = await (await fetch(`${url}/metrics`)).text();
-      assert.equal(sampleSum(metrics, 'mediaplane_llm_completions_total', { model: 'stas/tiny-random-llama-2', outcome: 'completed' }), 2);
+      assert.equal(
+        sampleSum(metrics, 'mediaplane_llm_completions_total', {
+          model: 'stas/tiny-random-llama-2',
+          outcome: 'completed',
+        }),
+        2,
+      );
       assert.equal(sampleSum(metrics, 'mediaplane_llm_tokens_total', { kind: 'completion' }), 8 + 5);
       assert.equal(sampleSum(metrics, 'mediaplane_llm_orchestrators', { state: 'up' }), 1);
       assert.ok(sampleSum(metrics, 'mediaplane_orchestrator_tokens_computed_total') >= 8 + 5);

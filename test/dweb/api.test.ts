@@ -49,10 +49,19 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
 }
 
 /** A base64 proof (the `storacha delegation create --base64` form) from `space` to `audience`. */
-async function proofFor(space: ed25519.EdSigner, audience: { did(): `did:${string}:${string}` }, opts: { can?: readonly Ability[]; expiration?: number } = {}): Promise<string> {
+async function proofFor(
+  space: ed25519.EdSigner,
+  audience: { did(): `did:${string}:${string}` },
+  opts: { can?: readonly Ability[]; expiration?: number } = {},
+): Promise<string> {
   const [first, ...rest] = (opts.can ?? ABILITIES).map((can) => ({ can, with: space.did() }));
   assert.ok(first);
-  const d = await delegate({ issuer: space, audience, capabilities: [first, ...rest], ...(opts.expiration ? { expiration: opts.expiration } : {}) });
+  const d = await delegate({
+    issuer: space,
+    audience,
+    capabilities: [first, ...rest],
+    ...(opts.expiration ? { expiration: opts.expiration } : {}),
+  });
   const archive = await d.archive();
   assert.ok(archive.ok);
   return CID.createV1(0x0202, identity.digest(archive.ok)).toString(base64);
@@ -69,17 +78,24 @@ function transcodeBody(storage: unknown, over: Record<string, unknown> = {}): Re
     input: { url: inputUrl },
     storage,
     outputs: { hls: { path: '/out/hls' }, mp4: { path: 'out/mp4' } },
-    profiles: [{ name: '180p0', width: 320, height: 180, bitrate: 300_000 }, { name: '144p0', width: 256, height: 144, bitrate: 200_000 }],
+    profiles: [
+      { name: '180p0', width: 320, height: 180, bitrate: 300_000 },
+      { name: '144p0', width: 256, height: 144, bitrate: 200_000 },
+    ],
     ...over,
   };
 }
 
 async function completed(id: string): Promise<any> {
-  return waitFor(async () => {
-    const t = (await call('GET', `/api/task/${id}`)).body;
-    assert.notEqual(t.status.phase, 'failed', t.status.errorMessage);
-    return t.status.phase === 'completed' && t;
-  }, 30_000, `task ${id} to complete`);
+  return waitFor(
+    async () => {
+      const t = (await call('GET', `/api/task/${id}`)).body;
+      assert.notEqual(t.status.phase, 'failed', t.status.errorMessage);
+      return t.status.phase === 'completed' && t;
+    },
+    30_000,
+    `task ${id} to complete`,
+  );
 }
 
 /** Every block of every shard the service stored for `root` in `space`, keyed by CID, hashes checked. */
@@ -127,8 +143,29 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'mp-dweb-api-'));
   const src = join(dir, 'input.mp4');
   const [, c, s] = await Promise.all([
-    run('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=320x180:rate=25', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-      '-t', '2', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', src]),
+    run('ffmpeg', [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=size=320x180:rate=25',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:sample_rate=48000',
+      '-t',
+      '2',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-pix_fmt',
+      'yuv420p',
+      '-c:a',
+      'aac',
+      src,
+    ]),
     makeTestCerts(),
     startUploadService(),
   ]);
@@ -143,8 +180,13 @@ before(async () => {
   server = await startTestServer({
     roles: { api: true, worker: true },
     settings: {
-      dwebServiceUrl: svc.url, dwebServiceDid: svc.did, dwebGateway: 'https://gw.example',
-      c2paKey: certs.keyPath, c2paCerts: certs.chainPath, allowPrivateUrls: true, logLevel: 'debug',
+      dwebServiceUrl: svc.url,
+      dwebServiceDid: svc.did,
+      dwebGateway: 'https://gw.example',
+      c2paKey: certs.keyPath,
+      c2paCerts: certs.chainPath,
+      allowPrivateUrls: true,
+      logLevel: 'debug',
     },
   });
   key = await server.key('alice');
@@ -167,13 +209,25 @@ test('dweb.storage with c2pa: true completes; ipfs:// root; paths resolve to the
   const aliasProof = await proofFor(aliasSpace, server.running.core.agent);
   proofs.push(proof, aliasProof);
 
-  const posted = await call('POST', '/api/transcode', transcodeBody({ type: 'dweb.storage', credentials: { proof } }, { c2pa: true }));
+  const posted = await call(
+    'POST',
+    '/api/transcode',
+    transcodeBody({ type: 'dweb.storage', credentials: { proof } }, { c2pa: true }),
+  );
   assert.equal(posted.status, 200, JSON.stringify(posted.body));
   assert.deepEqual(posted.body.params['transcode-file'].storage, { type: 'dweb.storage' }, 'the proof is omitted');
   // The alias, smaller: one rendition, MP4 only, unsigned.
-  const alias = await call('POST', '/api/transcode', transcodeBody({ type: 'web3.storage', credentials: { proof: aliasProof } }, {
-    outputs: { mp4: { path: '/alias' } }, profiles: [{ name: '144p0', width: 256, height: 144, bitrate: 200_000 }],
-  }));
+  const alias = await call(
+    'POST',
+    '/api/transcode',
+    transcodeBody(
+      { type: 'web3.storage', credentials: { proof: aliasProof } },
+      {
+        outputs: { mp4: { path: '/alias' } },
+        profiles: [{ name: '144p0', width: 256, height: 144, bitrate: 200_000 }],
+      },
+    ),
+  );
   assert.equal(alias.status, 200, JSON.stringify(alias.body));
 
   const task = await completed(posted.body.id);
@@ -201,7 +255,9 @@ test('dweb.storage with c2pa: true completes; ipfs:// root; paths resolve to the
     const listed = out.files.find((f: { path: string }) => `/${f.path}` === rendition.path);
     assert.equal(listed?.cid, cid, `${rendition.path}: the CID the output lists is the one under the root`);
     assert.equal(listed?.url, `https://gw.example/ipfs/${root}${rendition.path}`);
-    const recomputed = await encodeFile({ stream: () => Readable.toWeb(Readable.from([bytes])) as ReadableStream<Uint8Array> });
+    const recomputed = await encodeFile({
+      stream: () => Readable.toWeb(Readable.from([bytes])) as ReadableStream<Uint8Array>,
+    });
     assert.equal(recomputed.cid.toString(), cid, `${rendition.path}: the CID is that of the bytes`);
     const file = join(dir, rendition.path.replaceAll('/', '_'));
     await writeFile(file, bytes);
@@ -214,24 +270,42 @@ test('dweb.storage with c2pa: true completes; ipfs:// root; paths resolve to the
   const aliasOut = aliasTask.output.transcodeFile;
   assert.match(aliasOut.baseUrl, /^ipfs:\/\/bafy/);
   assert.ok((await svc.uploads(aliasSpace.did())).includes(aliasOut.baseUrl.slice('ipfs://'.length)));
-  assert.deepEqual(aliasOut.mp4.map((m: { path: string }) => m.path), ['/alias/144p0.mp4']);
+  assert.deepEqual(
+    aliasOut.mp4.map((m: { path: string }) => m.path),
+    ['/alias/144p0.mp4'],
+  );
   assert.deepEqual(aliasTask.params['transcode-file'].storage, { type: 'web3.storage' });
 });
 
 test('an upload the service refuses (space never provisioned) fails the task with a message', async () => {
   const proof = await proofFor(await ed25519.generate(), server.running.core.agent);
   proofs.push(proof);
-  const posted = await call('POST', '/api/transcode', transcodeBody({ type: 'dweb.storage', credentials: { proof } }, {
-    outputs: { mp4: { path: '/unprovisioned' } }, profiles: [{ name: '144p0', width: 256, height: 144, bitrate: 200_000 }],
-  }));
+  const posted = await call(
+    'POST',
+    '/api/transcode',
+    transcodeBody(
+      { type: 'dweb.storage', credentials: { proof } },
+      {
+        outputs: { mp4: { path: '/unprovisioned' } },
+        profiles: [{ name: '144p0', width: 256, height: 144, bitrate: 200_000 }],
+      },
+    ),
+  );
   assert.equal(posted.status, 200, JSON.stringify(posted.body));
-  const task = await waitFor(async () => {
-    const t = (await call('GET', `/api/task/${posted.body.id}`)).body;
-    return t.status.phase === 'failed' && t;
-  }, 30_000, 'the task to fail');
+  const task = await waitFor(
+    async () => {
+      const t = (await call('GET', `/api/task/${posted.body.id}`)).body;
+      return t.status.phase === 'failed' && t;
+    },
+    30_000,
+    'the task to fail',
+  );
   assert.equal(task.output, undefined);
   // Refused by the service: a user-fixable failure, not retried, and saying why.
-  assert.match(task.status.errorMessage, /^dweb\.storage: the upload service refused the upload: .*has no storage provider/);
+  assert.match(
+    task.status.errorMessage,
+    /^dweb\.storage: the upload service refused the upload: .*has no storage provider/,
+  );
   assert.ok(!task.status.retries, 'not retried');
 });
 
@@ -241,9 +315,23 @@ test('bad proofs are refused at POST with 422 naming the field and the problem; 
   const other = await ed25519.generate();
   const cases: [string, string, RegExp][] = [
     ['unparseable', 'bm90IGEgcHJvb2Y=', /^storage\.credentials\.proof: cannot be parsed/],
-    ['another agent', await proofFor(space, other), new RegExp(`^storage\\.credentials\\.proof: is delegated to ${other.did()}, not to this service's agent ${agent.did()}`)],
-    ['expired', await proofFor(space, agent, { expiration: Math.floor(Date.now() / 1000) - 60 }), /^storage\.credentials\.proof: has expired/],
-    ['no upload/add', await proofFor(space, agent, { can: ['space/blob/add', 'space/index/add'] }), /^storage\.credentials\.proof: lacks upload\/add/],
+    [
+      'another agent',
+      await proofFor(space, other),
+      new RegExp(
+        `^storage\\.credentials\\.proof: is delegated to ${other.did()}, not to this service's agent ${agent.did()}`,
+      ),
+    ],
+    [
+      'expired',
+      await proofFor(space, agent, { expiration: Math.floor(Date.now() / 1000) - 60 }),
+      /^storage\.credentials\.proof: has expired/,
+    ],
+    [
+      'no upload/add',
+      await proofFor(space, agent, { can: ['space/blob/add', 'space/index/add'] }),
+      /^storage\.credentials\.proof: lacks upload\/add/,
+    ],
   ];
   const before = (await call('GET', '/api/task?limit=100')).body.length;
   for (const [what, proof, message] of cases) {
@@ -259,12 +347,18 @@ test('bad proofs are refused at POST with 422 naming the field and the problem; 
 });
 
 test('a server without C2PA settings refuses c2pa: true with 422', async () => {
-  const plain = await startTestServer({ roles: { api: true, worker: false }, settings: { dwebServiceUrl: svc.url, dwebServiceDid: svc.did } });
+  const plain = await startTestServer({
+    roles: { api: true, worker: false },
+    settings: { dwebServiceUrl: svc.url, dwebServiceDid: svc.did },
+  });
   try {
     const k = await plain.key('bob');
     const proof = await proofFor(await newSpace(), plain.running.core.agent);
     proofs.push(proof);
-    const res = await plain.call('POST', '/api/transcode', { key: k, body: transcodeBody({ type: 'dweb.storage', credentials: { proof } }, { c2pa: true }) });
+    const res = await plain.call('POST', '/api/transcode', {
+      key: k,
+      body: transcodeBody({ type: 'dweb.storage', credentials: { proof } }, { c2pa: true }),
+    });
     bodies.push(JSON.stringify(res.body));
     assert.equal(res.status, 422);
     assert.deepEqual(res.body, { errors: ['c2pa: C2PA signing is not configured on this server'] });
@@ -289,7 +383,10 @@ test('no proof and no C2PA key in any response body or log line', async () => {
       assert.ok(!logs.includes(part), 'the proof is in no log line');
     }
   }
-  assert.ok(svc.requests.every((r) => proofs.every((p) => !r.includes(p.slice(8, 48)))), 'no proof in a URL sent to the upload service');
+  assert.ok(
+    svc.requests.every((r) => proofs.every((p) => !r.includes(p.slice(8, 48)))),
+    'no proof in a URL sent to the upload service',
+  );
   for (const line of keyLines) {
     assert.ok(!seen.includes(line), 'the C2PA key is in no response body');
     assert.ok(!logs.includes(line), 'the C2PA key is in no log line');

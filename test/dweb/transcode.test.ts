@@ -37,9 +37,33 @@ before(async () => {
   svc = await startUploadService();
   dir = await mkdtemp(join(tmpdir(), 'mp-dweb-e2e-'));
   const src = join(dir, 'input.mp4');
-  await run('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=320x180:rate=25', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-    '-t', '2', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', src]);
-  input = http.createServer((_req, res) => { res.writeHead(200, { 'content-type': 'video/mp4' }); createReadStream(src).pipe(res); });
+  await run('ffmpeg', [
+    '-v',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    'testsrc=size=320x180:rate=25',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=frequency=440:sample_rate=48000',
+    '-t',
+    '2',
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-pix_fmt',
+    'yuv420p',
+    '-c:a',
+    'aac',
+    src,
+  ]);
+  input = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'video/mp4' });
+    createReadStream(src).pipe(res);
+  });
   await new Promise<void>((r) => input.listen(0, '127.0.0.1', r));
   inputUrl = `http://127.0.0.1:${(input.address() as AddressInfo).port}/input.mp4`;
 });
@@ -51,30 +75,53 @@ after(async () => {
 
 test('transcode with c2pa: true to dweb.storage: ipfs:// root, signed Trusted MP4s, CIDs of the produced bytes', async () => {
   const certs = await makeTestCerts();
-  const config = loadConfig({ env: {}, overrides: {
-    dataDir: join(dir, 'data'), allowPrivateUrls: true, dwebServiceUrl: svc.url, dwebServiceDid: svc.did, dwebGateway: 'https://gw.example',
-    c2paKey: certs.keyPath, c2paCerts: certs.chainPath,
-  } });
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      dataDir: join(dir, 'data'),
+      allowPrivateUrls: true,
+      dwebServiceUrl: svc.url,
+      dwebServiceDid: svc.did,
+      dwebGateway: 'https://gw.example',
+      c2paKey: certs.keyPath,
+      c2paCerts: certs.chainPath,
+    },
+  });
   const agent = await loadAgent(config);
   const signer = await loadC2paSigner(config);
   const space = await ed25519.generate();
   await svc.provision(space.did());
-  const d = await delegate({ issuer: space, audience: agent, capabilities: [{ can: 'space/blob/add', with: space.did() }, { can: 'space/index/add', with: space.did() }, { can: 'upload/add', with: space.did() }] });
+  const d = await delegate({
+    issuer: space,
+    audience: agent,
+    capabilities: [
+      { can: 'space/blob/add', with: space.did() },
+      { can: 'space/index/add', with: space.did() },
+      { can: 'upload/add', with: space.did() },
+    ],
+  });
   const archive = await d.archive();
   assert.ok(archive.ok);
   const proof = CID.createV1(0x0202, identity.digest(archive.ok)).toString(base64);
   const factory = dwebStoreFactory(config, agent);
-  const handler = createTranscodeHandler({ config, c2paSigner: signer, objectStores: { 'dweb.storage': factory, 'web3.storage': factory } });
+  const handler = createTranscodeHandler({
+    config,
+    c2paSigner: signer,
+    objectStores: { 'dweb.storage': factory, 'web3.storage': factory },
+  });
   const scratchDir = await mkdtemp(join(tmpdir(), 'mp-dweb-scratch-'));
   const logs: string[] = [];
   const log = pino({ level: 'trace' }, { write: (l: string) => void logs.push(l) });
-  const out = await handler({
-    input: { url: inputUrl },
-    storage: { type: 'web3.storage', credentials: { proof } },
-    outputs: { mp4: { path: '/out/mp4' }, hls: { path: '/out/hls' } },
-    profiles: [{ name: '180p0', width: 320, height: 180, bitrate: 300_000 }],
-    c2pa: true,
-  }, { taskId: 't1', attempt: 1, signal: new AbortController().signal, scratchDir, progress: () => {}, log });
+  const out = await handler(
+    {
+      input: { url: inputUrl },
+      storage: { type: 'web3.storage', credentials: { proof } },
+      outputs: { mp4: { path: '/out/mp4' }, hls: { path: '/out/hls' } },
+      profiles: [{ name: '180p0', width: 320, height: 180, bitrate: 300_000 }],
+      c2pa: true,
+    },
+    { taskId: 't1', attempt: 1, signal: new AbortController().signal, scratchDir, progress: () => {}, log },
+  );
   assert.match(out.baseUrl ?? '', /^ipfs:\/\/bafy/);
   const root = (out.baseUrl ?? '').slice('ipfs://'.length);
   assert.ok((await svc.uploads(space.did())).includes(root));
@@ -89,8 +136,13 @@ test('transcode with c2pa: true to dweb.storage: ipfs:// root, signed Trusted MP
   const report = await readManifest(produced, certs.rootPem);
   assert.equal(report.state, 'Trusted', JSON.stringify(report.failures));
   const bytes = await readFile(produced);
-  const { cid } = await encodeFile({ stream: () => Readable.toWeb(Readable.from([bytes])) as ReadableStream<Uint8Array> });
+  const { cid } = await encodeFile({
+    stream: () => Readable.toWeb(Readable.from([bytes])) as ReadableStream<Uint8Array>,
+  });
   assert.equal(mp4.cid, cid.toString());
-  assert.ok(logs.every((l) => !l.includes(proof.slice(0, 40))), 'the proof is in no log line');
+  assert.ok(
+    logs.every((l) => !l.includes(proof.slice(0, 40))),
+    'the proof is in no log line',
+  );
   assert.ok(!JSON.stringify(out).includes(proof.slice(0, 40)), 'the proof is not in the output');
 });

@@ -23,7 +23,12 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 const validTranscode = (): Json => ({
   input: { url: 'https://videos.example.com/in.mp4?X-Amz-Signature=fuzzsig' },
-  storage: { type: 's3', endpoint: 'https://s3.example.com', bucket: 'out', credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET } },
+  storage: {
+    type: 's3',
+    endpoint: 'https://s3.example.com',
+    bucket: 'out',
+    credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET },
+  },
   outputs: { hls: { path: '/out/hls' }, mp4: { path: '/out/mp4' } },
   profiles: [{ name: '360p', width: 640, height: 360, bitrate: 900_000, fps: 30 }],
   targetSegmentSizeSecs: 4,
@@ -32,7 +37,10 @@ const validTranscode = (): Json => ({
 
 const validChat = (): Json => ({
   model: TINY,
-  messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello' }],
+  messages: [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Hello' },
+  ],
   max_tokens: 4,
   temperature: 0.5,
   seed: 1,
@@ -43,27 +51,45 @@ const validChat = (): Json => ({
 function pathsOf(v: Json, prefix: (string | number)[] = []): (string | number)[][] {
   const out = [prefix];
   if (Array.isArray(v)) v.forEach((x, i) => out.push(...pathsOf(x, [...prefix, i])));
-  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(...pathsOf(x, [...prefix, k]));
+  else if (v !== null && typeof v === 'object')
+    for (const [k, x] of Object.entries(v)) out.push(...pathsOf(x, [...prefix, k]));
   return out;
 }
 
-type Edit = { pick: number; op: 'delete' | 'replace' | 'add' | 'inject'; value: Json; key: string; char: string; at: number };
+type Edit = {
+  pick: number;
+  op: 'delete' | 'replace' | 'add' | 'inject';
+  value: Json;
+  key: string;
+  char: string;
+  at: number;
+};
 
 /** Applies one edit at the picked path of a copy of `body`. */
 function mutate(body: Json, edit: Edit): Json {
   const copy = structuredClone(body);
   const all = pathsOf(copy);
-  const strings = all.filter((p) => typeof p.reduce<Json>((node, k) => (node as Record<string | number, Json>)[k] ?? null, copy) === 'string');
+  const strings = all.filter(
+    (p) => typeof p.reduce<Json>((node, k) => (node as Record<string | number, Json>)[k] ?? null, copy) === 'string',
+  );
   const paths = edit.op === 'inject' && strings.length > 0 ? strings : all;
   const path = paths[edit.pick % paths.length] ?? [];
   if (path.length === 0) return edit.op === 'replace' ? edit.value : copy;
-  const parent = path.slice(0, -1).reduce<Json>((node, k) => (node as Record<string | number, Json>)[k] ?? null, copy) as Record<string | number, Json>;
+  const parent = path
+    .slice(0, -1)
+    .reduce<Json>((node, k) => (node as Record<string | number, Json>)[k] ?? null, copy) as Record<
+    string | number,
+    Json
+  >;
   const last = path.at(-1) as string | number;
   if (edit.op === 'inject') {
     // A character slipped into a string that is otherwise valid, where a whole random value
     // would be refused by the schema before it reached anything deeper.
     const v = parent[last];
-    parent[last] = typeof v === 'string' ? v.slice(0, edit.at % (v.length + 1)) + edit.char + v.slice(edit.at % (v.length + 1)) : edit.value;
+    parent[last] =
+      typeof v === 'string'
+        ? v.slice(0, edit.at % (v.length + 1)) + edit.char + v.slice(edit.at % (v.length + 1))
+        : edit.value;
   } else if (edit.op === 'delete') {
     if (Array.isArray(parent)) parent.splice(last as number, 1);
     else delete parent[last];
@@ -76,7 +102,20 @@ function mutate(body: Json, edit: Edit): Json {
 // Strings where bugs live: control characters, NUL, lone surrogates, path and URL tricks, huge.
 const nastyString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('\u0000', 'a\u0000b', '../../etc/passwd', '/a/%2e%2e/b', 'http://127.0.0.1:1/x', 'http://[::1]/x', 'ipfs://', 'x'.repeat(5000), '\ud800', '€', '', ' '),
+  fc.constantFrom(
+    '\u0000',
+    'a\u0000b',
+    '../../etc/passwd',
+    '/a/%2e%2e/b',
+    'http://127.0.0.1:1/x',
+    'http://[::1]/x',
+    'ipfs://',
+    'x'.repeat(5000),
+    '\ud800',
+    '€',
+    '',
+    ' ',
+  ),
 );
 const anyValue: fc.Arbitrary<Json> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<Json> },
@@ -87,7 +126,10 @@ const edit: fc.Arbitrary<Edit> = fc.record({
   pick: fc.nat(),
   op: fc.constantFrom('delete', 'replace', 'replace', 'add', 'inject', 'inject'),
   value: anyValue,
-  key: fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('__proto__', 'constructor', 'stream', 'n', 'credentials')),
+  key: fc.oneof(
+    fc.string({ maxLength: 12 }),
+    fc.constantFrom('__proto__', 'constructor', 'stream', 'n', 'credentials'),
+  ),
   char: fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom('\u0000', '\u0001', '\n', '\u007f') },
     { weight: 2, arbitrary: fc.constantFrom('\u202e', '\ud800', '/../', '%2e', '\\', '?', '#') },
@@ -95,7 +137,8 @@ const edit: fc.Arbitrary<Edit> = fc.record({
   ),
   at: fc.nat(),
 });
-const mutated = (valid: () => Json) => fc.array(edit, { minLength: 1, maxLength: 4 }).map((edits) => edits.reduce(mutate, valid()));
+const mutated = (valid: () => Json) =>
+  fc.array(edit, { minLength: 1, maxLength: 4 }).map((edits) => edits.reduce(mutate, valid()));
 
 interface Sent {
   path: string;
@@ -107,9 +150,28 @@ const asJson = (body: Json): string => JSON.stringify(body);
 const rawBodies = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 200 }),
   fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
-  fc.constantFrom('', '{', '{"a":1,}', '[]', 'null', '"x"', '{"model":1e999}', '\u0000', '{"__proto__":{"admin":true}}'),
+  fc.constantFrom(
+    '',
+    '{',
+    '{"a":1,}',
+    '[]',
+    'null',
+    '"x"',
+    '{"model":1e999}',
+    '\u0000',
+    '{"__proto__":{"admin":true}}',
+  ),
 );
-const contentTypes = fc.constantFrom('application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/JSON', '');
+const contentTypes = fc.constantFrom(
+  'application/json',
+  'application/json',
+  'application/json; charset=utf-8',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/JSON',
+  '',
+);
 
 describe('fuzz: POST bodies against every API', () => {
   let server: TestServer;
@@ -120,7 +182,14 @@ describe('fuzz: POST bodies against every API', () => {
   before(async () => {
     server = await startTestServer({
       roles: { api: true, worker: false, gateway: true, orchestrator: true },
-      settings: { allowPrivateUrls: false, modelsDir: MODELS_DIR, orchestratorModels: [TINY], gatewayPollMs: 60_000, maxQueuedPerOwner: 100_000, bodyLimitBytes: 64 * 1024 },
+      settings: {
+        allowPrivateUrls: false,
+        modelsDir: MODELS_DIR,
+        orchestratorModels: [TINY],
+        gatewayPollMs: 60_000,
+        maxQueuedPerOwner: 100_000,
+        bodyLimitBytes: 64 * 1024,
+      },
     });
     key = await server.key('fuzzer');
     orchestratorSecret = readFileSync(join(server.dataDir, 'orchestrator-secret'), 'utf8').trim();
@@ -136,12 +205,18 @@ describe('fuzz: POST bodies against every API', () => {
     seen.push(text, JSON.stringify([...res.headers]));
     const where = `${s.path} ${s.contentType} ${s.body.slice(0, 300)} -> ${res.status} ${text.slice(0, 300)}`;
     assert.ok(res.status < 500, `5xx: ${where}`);
-    for (const secret of [S3_SECRET, S3_ACCESS_KEY, key, orchestratorSecret]) assert.ok(!text.includes(secret), `a secret in the response: ${where}`);
+    for (const secret of [S3_SECRET, S3_ACCESS_KEY, key, orchestratorSecret])
+      assert.ok(!text.includes(secret), `a secret in the response: ${where}`);
     if (res.status < 400) return;
     const body = JSON.parse(text) as Record<string, unknown>;
     if (s.path.startsWith('/api/')) {
       assert.deepEqual(Object.keys(body), ['errors'], where);
-      assert.ok(Array.isArray(body.errors) && body.errors.length > 0 && body.errors.every((e) => typeof e === 'string' && e.length > 0), where);
+      assert.ok(
+        Array.isArray(body.errors) &&
+          body.errors.length > 0 &&
+          body.errors.every((e) => typeof e === 'string' && e.length > 0),
+        where,
+      );
     } else {
       assert.deepEqual(Object.keys(body), ['error'], where);
       const e = body.error as Record<string, unknown>;
@@ -151,19 +226,38 @@ describe('fuzz: POST bodies against every API', () => {
   }
 
   const property = (sent: fc.Arbitrary<Sent>) => fc.asyncProperty(sent, (s) => send(s));
-  const options = { numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, ...(SEED === undefined ? {} : { seed: SEED }) };
+  const options = {
+    numRuns: RUNS,
+    interruptAfterTimeLimit: TIME_LIMIT_MS,
+    ...(SEED === undefined ? {} : { seed: SEED }),
+  };
 
   it('POST /api/transcode: mutations of a valid body', async () => {
-    await fc.assert(property(mutated(validTranscode).map((b) => ({ path: '/api/transcode', body: asJson(b), contentType: 'application/json' }))), options);
+    await fc.assert(
+      property(
+        mutated(validTranscode).map((b) => ({
+          path: '/api/transcode',
+          body: asJson(b),
+          contentType: 'application/json',
+        })),
+      ),
+      options,
+    );
   });
 
   it('POST /llm and /v1/chat/completions: mutations of a valid body, streamed or not', async () => {
-    const sent = fc.record({ path: fc.constantFrom('/llm', '/v1/chat/completions'), b: mutated(validChat) }).map(({ path, b }) => ({ path, body: asJson(b), contentType: 'application/json' }));
+    const sent = fc
+      .record({ path: fc.constantFrom('/llm', '/v1/chat/completions'), b: mutated(validChat) })
+      .map(({ path, b }) => ({ path, body: asJson(b), contentType: 'application/json' }));
     await fc.assert(property(sent), options);
   });
 
   it('every route: random bytes and random JSON under random content types', async () => {
-    const sent = fc.record({ path: fc.constantFrom('/api/transcode', '/llm', '/v1/chat/completions'), body: rawBodies, contentType: contentTypes });
+    const sent = fc.record({
+      path: fc.constantFrom('/api/transcode', '/llm', '/v1/chat/completions'),
+      body: rawBodies,
+      contentType: contentTypes,
+    });
     await fc.assert(property(sent), options);
   });
 

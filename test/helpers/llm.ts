@@ -28,7 +28,15 @@ export const quietLog = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 export function testConfig(overrides: Partial<Record<SettingKey, unknown>> = {}): Config {
   return loadConfig({
     env: {},
-    overrides: { host: '127.0.0.1', port: 0, modelsDir: MODELS_DIR, llmGpu: 'cpu', maxNumSeqs: 4, logLevel: 'silent', ...overrides },
+    overrides: {
+      host: '127.0.0.1',
+      port: 0,
+      modelsDir: MODELS_DIR,
+      llmGpu: 'cpu',
+      maxNumSeqs: 4,
+      logLevel: 'silent',
+      ...overrides,
+    },
   });
 }
 
@@ -55,7 +63,11 @@ export function orchestratorEnv(env: Record<string, string> = {}): NodeJS.Proces
 
 /** Runs the orchestrator fixture until it prints its URL (or exits: then rejects with its stderr). */
 export async function startOrchestratorProcess(env: Record<string, string> = {}): Promise<OrchestratorProcess> {
-  const child = spawn(process.execPath, [FIXTURE], { cwd: REPO_ROOT, env: orchestratorEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [FIXTURE], {
+    cwd: REPO_ROOT,
+    env: orchestratorEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (b: Buffer) => {
     stderr += b.toString();
@@ -79,8 +91,14 @@ export async function startOrchestratorProcess(env: Record<string, string> = {})
 }
 
 /** Runs the fixture expecting it to fail; resolves with its exit code and stderr. */
-export async function orchestratorFailure(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [FIXTURE], { cwd: REPO_ROOT, env: orchestratorEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export async function orchestratorFailure(
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [FIXTURE], {
+    cwd: REPO_ROOT,
+    env: orchestratorEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
@@ -102,7 +120,14 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(opts: { orchestrators?: string[]; config?: Partial<Record<SettingKey, unknown>>; db?: Db; mount?: (app: FastifyInstance) => Promise<void> } = {}): Promise<TestGateway> {
+export async function startGateway(
+  opts: {
+    orchestrators?: string[];
+    config?: Partial<Record<SettingKey, unknown>>;
+    db?: Db;
+    mount?: (app: FastifyInstance) => Promise<void>;
+  } = {},
+): Promise<TestGateway> {
   const config = testConfig({ gatewayPollMs: 60_000, ...opts.config });
   const db = opts.db ?? (await openDb({}));
   // As in production (src/main.ts): checked keys are reused for MEDIAPLANE_AUTH_CACHE_MS.
@@ -110,13 +135,29 @@ export async function startGateway(opts: { orchestrators?: string[]; config?: Pa
   const app = Fastify();
   await opts.mount?.(app);
   const metrics = new MetricsRegistry();
-  const gw = await registerGateway(app, { config, db, accounts, log: quietLog, orchestrators: opts.orchestrators ?? [], metrics });
+  const gw = await registerGateway(app, {
+    config,
+    db,
+    accounts,
+    log: quietLog,
+    orchestrators: opts.orchestrators ?? [],
+    metrics,
+  });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
-    url, app, db, accounts, config, metrics,
+    url,
+    app,
+    db,
+    accounts,
+    config,
+    metrics,
     async owner(name, usd) {
       const { key } = await accounts.createKey(name);
-      if (usd) await db.query(`INSERT INTO llm_balances (owner, balance_usd) VALUES ($1, $2) ON CONFLICT (owner) DO UPDATE SET balance_usd = llm_balances.balance_usd + EXCLUDED.balance_usd`, [name, usd]);
+      if (usd)
+        await db.query(
+          `INSERT INTO llm_balances (owner, balance_usd) VALUES ($1, $2) ON CONFLICT (owner) DO UPDATE SET balance_usd = llm_balances.balance_usd + EXCLUDED.balance_usd`,
+          [name, usd],
+        );
       return key;
     },
     async close() {

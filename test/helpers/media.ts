@@ -45,7 +45,18 @@ export async function makeClip(o: ClipOptions): Promise<string> {
     // On a stream copy the mov muxer turns the "rotate" tag into a display matrix, as a
     // phone writes it (on an encode ffmpeg 5 drops the tag).
     const turned = `${tmp}.rot.mp4`;
-    await run('ffmpeg', ['-v', 'error', '-y', '-i', tmp, '-c', 'copy', '-metadata:s:v:0', `rotate=${o.rotate}`, turned]);
+    await run('ffmpeg', [
+      '-v',
+      'error',
+      '-y',
+      '-i',
+      tmp,
+      '-c',
+      'copy',
+      '-metadata:s:v:0',
+      `rotate=${o.rotate}`,
+      turned,
+    ]);
     await rename(turned, tmp);
   }
   await rename(tmp, file);
@@ -60,14 +71,26 @@ export interface ProbedStream {
   side_data_list?: { rotation?: number }[];
 }
 
-export async function ffprobe(file: string): Promise<{ streams: ProbedStream[]; format: { duration?: string; tags?: Record<string, string> } }> {
-  const { stdout } = await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_streams', '-show_format', file]);
+export async function ffprobe(
+  file: string,
+): Promise<{ streams: ProbedStream[]; format: { duration?: string; tags?: Record<string, string> } }> {
+  const { stdout } = await run('ffprobe', [
+    '-v',
+    'error',
+    '-print_format',
+    'json',
+    '-show_streams',
+    '-show_format',
+    file,
+  ]);
   return JSON.parse(stdout) as { streams: ProbedStream[]; format: { duration?: string } };
 }
 
 /** Decodes a file or playlist end to end; resolves with ffmpeg's error output (empty when clean). */
 export async function decodeErrors(file: string): Promise<string> {
-  const { stderr } = await run('ffmpeg', ['-v', 'error', '-nostdin', '-i', file, '-f', 'null', '-'], { maxBuffer: 16 << 20 });
+  const { stderr } = await run('ffmpeg', ['-v', 'error', '-nostdin', '-i', file, '-f', 'null', '-'], {
+    maxBuffer: 16 << 20,
+  });
   return stderr.trim();
 }
 

@@ -64,14 +64,38 @@ async function start(): Promise<TestPostgres | null> {
   // Spawned directly under the postgres user's ids, so signals reach the server itself.
   let ids: { uid: number; gid: number } | Record<string, never> = {};
   if (asRoot) {
-    ids = { uid: Number(execFileSync('id', ['-u', 'postgres']).toString().trim()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString().trim()) };
+    ids = {
+      uid: Number(execFileSync('id', ['-u', 'postgres']).toString().trim()),
+      gid: Number(execFileSync('id', ['-g', 'postgres']).toString().trim()),
+    };
     chownSync(dir, ids.uid, ids.gid);
     chownSync(sockDir, ids.uid, ids.gid);
   }
   const env = { ...process.env, HOME: dir };
-  execFileSync(join(bin, 'initdb'), ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { stdio: 'ignore', cwd: dir, env, ...ids });
+  execFileSync(
+    join(bin, 'initdb'),
+    ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'],
+    { stdio: 'ignore', cwd: dir, env, ...ids },
+  );
   const port = await freePort();
-  const args = ['-D', join(dir, 'data'), '-p', String(port), '-k', sockDir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'];
+  const args = [
+    '-D',
+    join(dir, 'data'),
+    '-p',
+    String(port),
+    '-k',
+    sockDir,
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'fsync=off',
+    '-c',
+    'synchronous_commit=off',
+    '-c',
+    'full_page_writes=off',
+    '-c',
+    'max_connections=200',
+  ];
   const child: ChildProcess = spawn(join(bin, 'postgres'), args, { stdio: 'ignore', cwd: dir, env, ...ids });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   await waitReady(url, child);

@@ -3,7 +3,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createRequire } from 'node:module';
@@ -67,7 +74,14 @@ export async function startS3(opts: { verify?: boolean } = {}): Promise<TestS3> 
 }
 
 function wrap(endpoint: string, region: string, credentials: TestS3['credentials'], stop: () => Promise<void>): TestS3 {
-  const client = new S3Client({ endpoint, region, credentials, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+  const client = new S3Client({
+    endpoint,
+    region,
+    credentials,
+    forcePathStyle: true,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
   let n = 0;
   return {
     endpoint,
@@ -115,20 +129,28 @@ async function buffer(req: http.IncomingMessage): Promise<Buffer> {
 }
 
 /** Re-signs each request with the known secret and compares signatures before forwarding. */
-async function startVerifyingProxy(upstreamPort: number, creds: { accessKeyId: string; secretAccessKey: string }): Promise<http.Server> {
+async function startVerifyingProxy(
+  upstreamPort: number,
+  creds: { accessKeyId: string; secretAccessKey: string },
+): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     void verify(req, creds).then((problem) => {
       if (problem) {
         req.resume();
         res.writeHead(403, { 'content-type': 'application/xml' });
-        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${problem}</Code><Message>${problem}</Message></Error>`);
+        res.end(
+          `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${problem}</Code><Message>${problem}</Message></Error>`,
+        );
         return;
       }
       const forward = (): http.ClientRequest => {
-        const up = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers }, (ur) => {
-          res.writeHead(ur.statusCode ?? 502, ur.headers);
-          ur.pipe(res);
-        });
+        const up = http.request(
+          { host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers },
+          (ur) => {
+            res.writeHead(ur.statusCode ?? 502, ur.headers);
+            ur.pipe(res);
+          },
+        );
         up.on('error', () => res.destroy());
         return up;
       };
@@ -138,7 +160,9 @@ async function startVerifyingProxy(upstreamPort: number, creds: { accessKeyId: s
       void buffer(req).then((body) => {
         if (createHash('sha256').update(body).digest('hex') === claimed) return void forward().end(body);
         res.writeHead(400, { 'content-type': 'application/xml' });
-        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>XAmzContentSHA256Mismatch</Code><Message>The provided x-amz-content-sha256 header does not match what was computed.</Message></Error>');
+        res.end(
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>XAmzContentSHA256Mismatch</Code><Message>The provided x-amz-content-sha256 header does not match what was computed.</Message></Error>',
+        );
       });
     });
   });
@@ -146,9 +170,15 @@ async function startVerifyingProxy(upstreamPort: number, creds: { accessKeyId: s
   return server;
 }
 
-async function verify(req: http.IncomingMessage, creds: { accessKeyId: string; secretAccessKey: string }): Promise<string | null> {
+async function verify(
+  req: http.IncomingMessage,
+  creds: { accessKeyId: string; secretAccessKey: string },
+): Promise<string | null> {
   const auth = req.headers.authorization ?? '';
-  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]+)$/.exec(auth);
+  const m =
+    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]+)$/.exec(
+      auth,
+    );
   if (!m) return 'AccessDenied';
   const [, keyId, , region, signedHeaders, signature] = m;
   if (keyId !== creds.accessKeyId) return 'InvalidAccessKeyId';
@@ -165,12 +195,29 @@ async function verify(req: http.IncomingMessage, creds: { accessKeyId: string; s
   }
   const amzDate = String(req.headers['x-amz-date'] ?? '');
   const date = new Date(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
-  const signer = new SignatureV4({ credentials: creds, region: region ?? 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
+  const signer = new SignatureV4({
+    credentials: creds,
+    region: region ?? 'us-east-1',
+    service: 's3',
+    sha256: Sha256,
+    uriEscapePath: false,
+    applyChecksum: false,
+  });
   const [hostname, port] = (req.headers.host ?? '').split(':');
   const signed = await signer.sign(
-    { method: req.method ?? 'GET', protocol: 'http:', hostname: hostname ?? '', ...(port ? { port: Number(port) } : {}), path: url.pathname, query, headers },
+    {
+      method: req.method ?? 'GET',
+      protocol: 'http:',
+      hostname: hostname ?? '',
+      ...(port ? { port: Number(port) } : {}),
+      path: url.pathname,
+      query,
+      headers,
+    },
     { signingDate: date },
   );
-  const got = /Signature=([0-9a-f]+)/.exec(String(signed.headers.authorization ?? signed.headers.Authorization ?? ''))?.[1];
+  const got = /Signature=([0-9a-f]+)/.exec(
+    String(signed.headers.authorization ?? signed.headers.Authorization ?? ''),
+  )?.[1];
   return got === signature ? null : 'SignatureDoesNotMatch';
 }

@@ -31,7 +31,11 @@ export interface TestServer {
   /** Creates an API key for `owner` and returns it. */
   key(owner: string): Promise<string>;
   /** fetch against the server with a bearer key and JSON body. */
-  call(method: string, path: string, opts?: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    opts?: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   stop(): Promise<void>;
 }
 
@@ -65,10 +69,27 @@ export async function startTestServer(opts: {
   const databaseUrl = opts.databaseUrl ?? (await databaseFor(opts.database ?? 'embedded'));
   const config = loadConfig({
     env: {},
-    overrides: { port: 0, host: '127.0.0.1', dataDir, databaseUrl, allowPrivateUrls: true, pollMs: 50, heartbeatMs: 200, leaseMs: 2000, retryBackoffMs: 50, shutdownGraceMs: 2000, logLevel: 'info', ...opts.settings },
+    overrides: {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      databaseUrl,
+      allowPrivateUrls: true,
+      pollMs: 50,
+      heartbeatMs: 200,
+      leaseMs: 2000,
+      retryBackoffMs: 50,
+      shutdownGraceMs: 2000,
+      logLevel: 'info',
+      ...opts.settings,
+    },
   });
   const logs = new LogCapture();
-  const running = await startRoles(config, opts.roles ?? { api: true, worker: true }, createLogger({ level: config.logLevel, destination: logs }));
+  const running = await startRoles(
+    config,
+    opts.roles ?? { api: true, worker: true },
+    createLogger({ level: config.logLevel, destination: logs }),
+  );
   const url = running.url ?? '';
   return {
     url,
@@ -99,7 +120,11 @@ export async function startTestServer(opts: {
 }
 
 /** Polls until `check` returns a truthy value, or fails after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T | undefined | false | null>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false | null>,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<T> {
   const start = Date.now();
   for (;;) {
     const v = await check();
@@ -113,7 +138,12 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false | nu
 export function transcodeBody(over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     input: { url: 'http://127.0.0.1:9/video.mp4' },
-    storage: { type: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'out', credentials: { accessKeyId: 'AKIATESTKEY', secretAccessKey: 'sEcReT/do-not-leak+123' } },
+    storage: {
+      type: 's3',
+      endpoint: 'http://127.0.0.1:9000',
+      bucket: 'out',
+      credentials: { accessKeyId: 'AKIATESTKEY', secretAccessKey: 'sEcReT/do-not-leak+123' },
+    },
     outputs: { hls: { path: '/out/hls' }, mp4: { path: 'out/mp4' } },
     ...over,
   };

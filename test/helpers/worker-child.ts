@@ -35,5 +35,8 @@ const worker = new Worker({
 await worker.start();
 process.stdout.write('ready\n');
 process.on('SIGTERM', () => {
-  void worker.stop(1000).then(() => core.db.close()).then(() => process.exit(0));
+  void worker
+    .stop(1000)
+    .then(() => core.db.close())
+    .then(() => process.exit(0));
 });

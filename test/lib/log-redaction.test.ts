@@ -17,7 +17,10 @@ const SECRET = 'sEcReT/do-not-leak+123';
 const ACCESS_KEY = 'AKIATESTKEY';
 const SIGNATURE = 'S1GN4TUR3';
 
-function logged(fn: (log: ReturnType<typeof createLogger>) => void): { lines: Record<string, unknown>[]; text: string } {
+function logged(fn: (log: ReturnType<typeof createLogger>) => void): {
+  lines: Record<string, unknown>[];
+  text: string;
+} {
   const out = new LogCapture();
   fn(createLogger({ level: 'debug', destination: out }));
   return { lines: out.lines.map((l) => JSON.parse(l) as Record<string, unknown>), text: out.text };
@@ -25,14 +28,19 @@ function logged(fn: (log: ReturnType<typeof createLogger>) => void): { lines: Re
 
 function assertClean(text: string): void {
   for (const line of text.split('\n')) {
-    for (const s of [SECRET, ACCESS_KEY, SIGNATURE]) assert.ok(!line.includes(s), `${s} in a log line: ${line.slice(0, 2000)}`);
+    for (const s of [SECRET, ACCESS_KEY, SIGNATURE])
+      assert.ok(!line.includes(s), `${s} in a log line: ${line.slice(0, 2000)}`);
   }
 }
 
 describe('the logger censors secrets at any depth', () => {
   it('drops the SQL and its values from an error shaped like PGlite’s and pg’s, and keeps what helps', () => {
     const params = JSON.stringify(transcodeBody());
-    const pglite = Object.assign(new Error('new row for relation "tasks" violates check constraint'), { code: '23514', query: 'INSERT INTO tasks ...', params: ['id', params] });
+    const pglite = Object.assign(new Error('new row for relation "tasks" violates check constraint'), {
+      code: '23514',
+      query: 'INSERT INTO tasks ...',
+      params: ['id', params],
+    });
     const pg = Object.assign(new Error('unsupported Unicode escape sequence'), {
       code: '22P05',
       detail: `Failing row contains (${params})`,
@@ -50,13 +58,19 @@ describe('the logger censors secrets at any depth', () => {
   });
 
   it('censors secret names deep inside objects, causes, aggregates and child bindings', () => {
-    const deep = { a: { b: { c: { storage: { credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET } } } } } };
-    const cause = Object.assign(new Error('upload refused'), { request: { headers: { Authorization: `AWS4-HMAC-SHA256 Credential=${ACCESS_KEY}/x, Signature=${SIGNATURE}` } } });
+    const deep = {
+      a: { b: { c: { storage: { credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET } } } } },
+    };
+    const cause = Object.assign(new Error('upload refused'), {
+      request: { headers: { Authorization: `AWS4-HMAC-SHA256 Credential=${ACCESS_KEY}/x, Signature=${SIGNATURE}` } },
+    });
     const { text } = logged((log) => {
       log.info(deep, 'deep');
       log.warn({ err: new Error('task failed', { cause }) }, 'cause');
       log.warn({ err: new AggregateError([cause], 'several') }, 'aggregate');
-      log.child({ sharedSecret: SECRET, apiKey: SECRET }).info({ proof: SECRET, password: SECRET, token: SECRET, orchestratorSecret: SECRET }, 'names');
+      log
+        .child({ sharedSecret: SECRET, apiKey: SECRET })
+        .info({ proof: SECRET, password: SECRET, token: SECRET, orchestratorSecret: SECRET }, 'names');
       log.info({ task: { params: transcodeBody() } }, 'a row');
     });
     assertClean(text);
@@ -96,14 +110,19 @@ for (const { kind, skip } of kinds) {
       key = await server.key('alice');
       // A constraint the request passes validation for: the insert fails inside the database,
       // whose error then quotes the row (pg's `detail`) or carries the parameters (PGlite).
-      await server.running.core.db.query(`ALTER TABLE tasks ADD CONSTRAINT refuse_for_test CHECK (params->>'creatorId' IS DISTINCT FROM 'refuse-me')`);
+      await server.running.core.db.query(
+        `ALTER TABLE tasks ADD CONSTRAINT refuse_for_test CHECK (params->>'creatorId' IS DISTINCT FROM 'refuse-me')`,
+      );
     });
     after(() => server?.stop());
 
     it('a failed insert is a bare 500, logged with its code and without the secret', async () => {
       // pg quotes the failing row, each value cut at 64 bytes: a short signed URL fits.
       const input = { url: `http://127.1/v?X-Amz-Signature=${SIGNATURE}` };
-      const res = await server.call('POST', '/api/transcode', { key, body: transcodeBody({ creatorId: 'refuse-me', input }) });
+      const res = await server.call('POST', '/api/transcode', {
+        key,
+        body: transcodeBody({ creatorId: 'refuse-me', input }),
+      });
       assert.equal(res.status, 500);
       assert.deepEqual(res.body, { errors: ['internal server error'] });
       const errors = server.logs.lines.filter((l) => l.includes('"level":50'));
@@ -114,10 +133,27 @@ for (const { kind, skip } of kinds) {
     });
 
     it('an insert that bypasses validation with a NUL after the secret logs no secret', async () => {
-      const params = transcodeBody({ storage: { type: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'out', credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: `${SECRET}\u0000` } } });
+      const params = transcodeBody({
+        storage: {
+          type: 's3',
+          endpoint: 'http://127.0.0.1:9000',
+          bucket: 'out',
+          credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: `${SECRET}\u0000` },
+        },
+      });
       const err = await server.running.core.tasks
-        .create({ owner: 'alice', projectId: '00000000-0000-4000-8000-000000000000', type: 'transcode-file', params, requesterId: null, maxQueuedPerOwner: 100 })
-        .then(() => undefined, (e: unknown) => e);
+        .create({
+          owner: 'alice',
+          projectId: '00000000-0000-4000-8000-000000000000',
+          type: 'transcode-file',
+          params,
+          requesterId: null,
+          maxQueuedPerOwner: 100,
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       assert.ok(err instanceof Error, 'the database refused the NUL');
       server.running.core.log.error({ err }, 'task insert failed');
       server.running.core.log.error(err, 'task insert failed');

@@ -30,17 +30,29 @@ test('every split point of a stream with multi-byte UTF-8 gives the same events'
     assert.deepEqual(parseInPieces(bytes, [i]), expected, `single cut at byte ${i}`);
   }
   // and one byte at a time
-  assert.deepEqual(parseInPieces(bytes, Array.from({ length: bytes.length }, (_, i) => i)), expected);
+  assert.deepEqual(
+    parseInPieces(
+      bytes,
+      Array.from({ length: bytes.length }, (_, i) => i),
+    ),
+    expected,
+  );
 });
 
 test('CRLF split between chunks, CR-only line ends, comments, multi-line data, id and retry', () => {
-  const bytes = enc.encode(': keep-alive\r\nid: 7\r\nretry: 1500\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\re\rdata: d\r\r');
+  const bytes = enc.encode(
+    ': keep-alive\r\nid: 7\r\nretry: 1500\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\re\rdata: d\r\r',
+  );
   for (let i = 0; i <= bytes.length; i++) {
-    assert.deepEqual(parseInPieces(bytes, [i]), [
-      { data: 'a\nb', id: '7', retry: 1500 },
-      { data: 'c', id: '7' },
-      { data: 'd', id: '7' },
-    ], `cut at ${i}`);
+    assert.deepEqual(
+      parseInPieces(bytes, [i]),
+      [
+        { data: 'a\nb', id: '7', retry: 1500 },
+        { data: 'c', id: '7' },
+        { data: 'd', id: '7' },
+      ],
+      `cut at ${i}`,
+    );
   }
 });
 
@@ -77,7 +89,10 @@ function batchInPieces(bytes: Buffer, cuts: number[]): Array<{ bytes: string | u
     const batch = b.push(bytes.subarray(from, cut));
     if (batch) {
       assert.equal(batch.count, batch.events.length, 'count without parsing agrees with the parse');
-      out.push({ bytes: batch.bytes?.toString(), events: batch.events.map((e) => (e.event ? `${e.event}:${e.data}` : e.data)) });
+      out.push({
+        bytes: batch.bytes?.toString(),
+        events: batch.events.map((e) => (e.event ? `${e.event}:${e.data}` : e.data)),
+      });
     }
     from = cut;
   }
@@ -98,7 +113,11 @@ test('SseBatcher: whole LF-framed events pass as the bytes that came, one batch 
   for (let i = 0; i <= bytes.length; i++) {
     const batches = batchInPieces(bytes, [i]);
     assert.equal(batches.map((x) => x.bytes).join(''), wire, `cut at ${i}`);
-    assert.deepEqual(batches.flatMap((x) => x.events), expected, `cut at ${i}`);
+    assert.deepEqual(
+      batches.flatMap((x) => x.events),
+      expected,
+      `cut at ${i}`,
+    );
   }
 });
 
@@ -106,10 +125,17 @@ test('SseBatcher: the first CR switches to the parser, without losing what was h
   const bytes = Buffer.from('data: a\n\ndata: b\r\n\r\ndata: c\r\rdata: d\n\n');
   for (let i = 0; i <= bytes.length; i++) {
     const batches = batchInPieces(bytes, [i]);
-    assert.deepEqual(batches.flatMap((x) => x.events), ['a', 'b', 'c', 'd'], `cut at ${i}`);
+    assert.deepEqual(
+      batches.flatMap((x) => x.events),
+      ['a', 'b', 'c', 'd'],
+      `cut at ${i}`,
+    );
     // Once a CR has been seen, batches carry only parsed events (the CRs are not passed on).
     assert.equal(batches.at(-1)?.bytes, undefined, `cut at ${i}`);
-    assert.ok(batches.every((x) => !x.bytes?.includes('\r')), `cut at ${i}`);
+    assert.ok(
+      batches.every((x) => !x.bytes?.includes('\r')),
+      `cut at ${i}`,
+    );
   }
 });
 
@@ -130,7 +156,9 @@ test('SseWriter waits for drain under backpressure and stops writing after close
   });
   const w = new SseWriter(slow);
   let resolved = false;
-  const p = w.send('an-event-longer-than-the-high-water-mark').then(() => { resolved = true; });
+  const p = w.send('an-event-longer-than-the-high-water-mark').then(() => {
+    resolved = true;
+  });
   await new Promise((r) => setImmediate(r));
   assert.equal(resolved, false, 'send waits while the consumer has not drained');
   release?.();

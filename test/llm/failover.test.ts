@@ -4,7 +4,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo } from 'node:net';
-import { sampleSum, startGateway, startOrchestratorProcess, TINY, type OrchestratorProcess, type TestGateway } from '../helpers/llm.ts';
+import {
+  sampleSum,
+  startGateway,
+  startOrchestratorProcess,
+  TINY,
+  type OrchestratorProcess,
+  type TestGateway,
+} from '../helpers/llm.ts';
 
 const PRICE = 0.000001; // USD per output token
 const SECRET = 'test-shared-secret-0123456789';
@@ -13,7 +20,11 @@ let a: OrchestratorProcess;
 let b: OrchestratorProcess;
 let alice: string;
 let bob: string;
-const procEnv = { MEDIAPLANE_ORCHESTRATOR_MODELS: TINY, MEDIAPLANE_ORCHESTRATOR_PRICE_PER_TOKEN: String(PRICE), MEDIAPLANE_ORCHESTRATOR_SECRET: SECRET };
+const procEnv = {
+  MEDIAPLANE_ORCHESTRATOR_MODELS: TINY,
+  MEDIAPLANE_ORCHESTRATOR_PRICE_PER_TOKEN: String(PRICE),
+  MEDIAPLANE_ORCHESTRATOR_SECRET: SECRET,
+};
 
 before(async () => {
   [a, b] = await Promise.all([startOrchestratorProcess(procEnv), startOrchestratorProcess(procEnv)]);
@@ -29,16 +40,36 @@ after(async () => {
 // Seeded: the same answers every run, ones that reach max_tokens, which the tests count on
 // (unseeded, the random test model now and then ends with EOS before it).
 const ask = (key: string, body: object, signal?: AbortSignal): Promise<Response> =>
-  fetch(`${gw.url}/llm`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hello' }], seed: 1, ...body }), ...(signal ? { signal } : {}) });
+  fetch(`${gw.url}/llm`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hello' }], seed: 1, ...body }),
+    ...(signal ? { signal } : {}),
+  });
 
-async function ledger(key: string): Promise<{ owner: string; balanceUsd: number; entries: Array<{ kind: string; amountUsd: number; requestId: string | null; status: string; maxTokens: number | null }> }> {
+async function ledger(
+  key: string,
+): Promise<{
+  owner: string;
+  balanceUsd: number;
+  entries: Array<{
+    kind: string;
+    amountUsd: number;
+    requestId: string | null;
+    status: string;
+    maxTokens: number | null;
+  }>;
+}> {
   const res = await fetch(`${gw.url}/api/ledger`, { headers: { authorization: `Bearer ${key}` } });
   assert.equal(res.status, 200);
   return (await res.json()) as any;
 }
 
 const charges = async (key: string) => (await ledger(key)).entries.filter((e) => e.kind === 'charge');
-const caps = async (o: OrchestratorProcess) => (await (await fetch(`${o.url}/capabilities`, { headers: { authorization: `Bearer ${SECRET}` } })).json()) as { stats: { active: number; tokensComputed: number } };
+const caps = async (o: OrchestratorProcess) =>
+  (await (await fetch(`${o.url}/capabilities`, { headers: { authorization: `Bearer ${SECRET}` } })).json()) as {
+    stats: { active: number; tokensComputed: number };
+  };
 
 test('orchestrators refuse callers without the shared secret', async () => {
   const res = await fetch(`${a.url}/capabilities`);
@@ -60,7 +91,7 @@ test('a priced request is charged max_tokens x price; 402 when the balance is sh
   assert.match(err.message, /balance too low/);
   const bobs = await ledger(bob);
   assert.equal(bobs.owner, 'bob');
-  assert.deepEqual(bobs.entries, [], 'bob sees none of alice\'s charges, and a 402 charges nothing');
+  assert.deepEqual(bobs.entries, [], "bob sees none of alice's charges, and a 402 charges nothing");
 });
 
 test('a client that disconnects stops its generation', async () => {
@@ -95,10 +126,20 @@ test('SIGKILL one orchestrator before a request: the other answers, one charge o
 
 test('an orchestrator registers itself; SIGKILL mid-stream gives the client event: error', async () => {
   const port = await freePort();
-  a = await startOrchestratorProcess({ ...procEnv, MEDIAPLANE_PORT: String(port), MEDIAPLANE_ORCHESTRATOR_REGISTER_WITH: gw.url, MEDIAPLANE_ORCHESTRATOR_PUBLIC_URL: `http://127.0.0.1:${port}` });
-  for (let i = 0; i < 50 && !gw.app.hasRoute({ method: 'GET', url: '/v1/models' }); i++) await new Promise((r) => setTimeout(r, 50));
+  a = await startOrchestratorProcess({
+    ...procEnv,
+    MEDIAPLANE_PORT: String(port),
+    MEDIAPLANE_ORCHESTRATOR_REGISTER_WITH: gw.url,
+    MEDIAPLANE_ORCHESTRATOR_PUBLIC_URL: `http://127.0.0.1:${port}`,
+  });
+  for (let i = 0; i < 50 && !gw.app.hasRoute({ method: 'GET', url: '/v1/models' }); i++)
+    await new Promise((r) => setTimeout(r, 50));
   await waitFor(async () => (await caps(a)).stats !== undefined);
-  const wrong = await fetch(`${gw.url}/llm/orchestrators`, { method: 'POST', headers: { authorization: 'Bearer nope', 'content-type': 'application/json' }, body: JSON.stringify({ url: a.url }) });
+  const wrong = await fetch(`${gw.url}/llm/orchestrators`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer nope', 'content-type': 'application/json' },
+    body: JSON.stringify({ url: a.url }),
+  });
   assert.equal(wrong.status, 401);
 
   const res = await ask(alice, { max_tokens: 3500, stream: true });
@@ -114,7 +155,10 @@ test('an orchestrator registers itself; SIGKILL mid-stream gives the client even
     if (done) break;
     text += dec.decode(value, { stream: true });
   }
-  assert.match(text, /event: error\ndata: \{"error":\{"message":"[^"]+","type":"server_error","code":"upstream_failed"\}\}\n\n$/);
+  assert.match(
+    text,
+    /event: error\ndata: \{"error":\{"message":"[^"]+","type":"server_error","code":"upstream_failed"\}\}\n\n$/,
+  );
   assert.ok(!text.includes('[DONE]'));
 });
 
@@ -132,16 +176,24 @@ test('every orchestrator down before the first token: 503 and nothing charged', 
 });
 
 // Runs last: it counts what the tests above did.
-test('the gateway\'s metrics count completions by outcome, their tokens, first tokens and failovers', async () => {
+test("the gateway's metrics count completions by outcome, their tokens, first tokens and failovers", async () => {
   const text = await gw.metrics.metrics();
-  const completions = (outcome: string): number => sampleSum(text, 'mediaplane_llm_completions_total', { model: TINY, outcome });
-  assert.equal(completions('completed'), 3, 'alice\'s first request and the two after the SIGKILL');
-  assert.equal(completions('refused'), 1, 'bob\'s 402');
+  const completions = (outcome: string): number =>
+    sampleSum(text, 'mediaplane_llm_completions_total', { model: TINY, outcome });
+  assert.equal(completions('completed'), 3, "alice's first request and the two after the SIGKILL");
+  assert.equal(completions('refused'), 1, "bob's 402");
   assert.equal(completions('cancelled'), 1, 'the client that disconnected');
   assert.equal(completions('failed'), 3, 'SIGKILL mid-stream, and the two requests with every orchestrator down');
   assert.equal(sampleSum(text, 'mediaplane_llm_tokens_total', { model: TINY, kind: 'completion' }), 10 + 6 + 6);
-  assert.equal(sampleSum(text, 'mediaplane_llm_time_to_first_token_seconds_count', { model: TINY }), 5, 'every request that got a first token');
-  assert.ok(sampleSum(text, 'mediaplane_llm_failovers_total', { model: TINY }) >= 4, 'each of the last two requests tried both orchestrators');
+  assert.equal(
+    sampleSum(text, 'mediaplane_llm_time_to_first_token_seconds_count', { model: TINY }),
+    5,
+    'every request that got a first token',
+  );
+  assert.ok(
+    sampleSum(text, 'mediaplane_llm_failovers_total', { model: TINY }) >= 4,
+    'each of the last two requests tried both orchestrators',
+  );
   assert.equal(sampleSum(text, 'mediaplane_llm_orchestrators', { state: 'up' }), 0);
   assert.ok(!text.includes(SECRET));
 });

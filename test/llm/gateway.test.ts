@@ -21,7 +21,11 @@ before(async () => {
     orchestrators: ['/orchestrator'],
     config: { orchestratorSecret: SECRET },
     mount: async (app) => {
-      const o = await startOrchestrator({ config: testConfig({ orchestratorModels: [TINY], orchestratorSecret: SECRET }), log: quietLog, app });
+      const o = await startOrchestrator({
+        config: testConfig({ orchestratorModels: [TINY], orchestratorSecret: SECRET }),
+        log: quietLog,
+        app,
+      });
       orch = o;
       url = o.url ?? '';
     },
@@ -35,10 +39,19 @@ after(async () => {
 });
 
 const post = (path: string, body: unknown, auth = key): Promise<Response> =>
-  fetch(gw.url + path, { method: 'POST', headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(gw.url + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 test('POST /llm answers a chat.completion with usage counted by the tokenizer; finish_reason length when cut', async () => {
-  const res = await post('/llm', { model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 7, seed: 1 });
+  const res = await post('/llm', {
+    model: TINY,
+    messages: [{ role: 'user', content: 'Hello' }],
+    max_tokens: 7,
+    seed: 1,
+  });
   assert.equal(res.status, 200);
   const body = (await res.json()) as Record<string, any>;
   assert.match(body.id, /^chatcmpl-/);
@@ -56,7 +69,13 @@ test('POST /llm answers a chat.completion with usage counted by the tokenizer; f
 test('streaming: SSE chunks, finish_reason, a usage chunk, then data: [DONE]', async () => {
   // Seeded: the same answer every run, one that reaches max_tokens (unseeded, the random test
   // model now and then ends with EOS before it).
-  const res = await post('/llm', { model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, seed: 1, stream: true });
+  const res = await post('/llm', {
+    model: TINY,
+    messages: [{ role: 'user', content: 'Hello' }],
+    max_tokens: 5,
+    seed: 1,
+    stream: true,
+  });
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
   const events = await readSse(res);
@@ -69,8 +88,11 @@ test('streaming: SSE chunks, finish_reason, a usage chunk, then data: [DONE]', a
   assert.equal(usage?.usage.completion_tokens, 5);
   // API.md: the last content chunk carries finish_reason; no chunk with an empty delta.
   const content = chunks.slice(0, -1);
-  assert.ok(content.every((c) => typeof c.choices[0].delta.content === 'string'), 'every chunk before the usage chunk has content');
-  assert.ok(content.at(-1)?.choices[0].delta.content, 'the last content chunk has the last token\'s text');
+  assert.ok(
+    content.every((c) => typeof c.choices[0].delta.content === 'string'),
+    'every chunk before the usage chunk has content',
+  );
+  assert.ok(content.at(-1)?.choices[0].delta.content, "the last content chunk has the last token's text");
   assert.equal(content.at(-1)?.choices[0].finish_reason, 'length');
   assert.ok(content.slice(0, -1).every((c) => c.choices[0].finish_reason === null));
 });
@@ -79,10 +101,27 @@ test('the official openai client: non-streaming and streaming with baseURL /v1',
   const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1` });
   const models = await client.models.list();
   assert.deepEqual(models.data.map((m) => m.id).sort(), [STORIES, TINY]);
-  const done = await client.chat.completions.create({ model: STORIES, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, seed: 7, temperature: 0.5 });
-  assert.equal(done.usage?.completion_tokens, done.choices[0]?.finish_reason === 'length' ? 12 : done.usage?.completion_tokens);
+  const done = await client.chat.completions.create({
+    model: STORIES,
+    messages: [{ role: 'user', content: 'Once upon a time' }],
+    max_tokens: 12,
+    seed: 7,
+    temperature: 0.5,
+  });
+  assert.equal(
+    done.usage?.completion_tokens,
+    done.choices[0]?.finish_reason === 'length' ? 12 : done.usage?.completion_tokens,
+  );
   assert.ok(done.choices[0]?.message.content);
-  const stream = await client.chat.completions.create({ model: STORIES, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, seed: 7, temperature: 0.5, stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: STORIES,
+    messages: [{ role: 'user', content: 'Once upon a time' }],
+    max_tokens: 12,
+    seed: 7,
+    temperature: 0.5,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let usage: OpenAI.CompletionUsage | undefined | null;
   const finishes: Array<string | null | undefined> = [];
@@ -109,7 +148,14 @@ test('the @livepeer/ai client parses generate.llm (it needs id and usage)', asyn
 
 test('seed makes answers repeatable and stop cuts the text', async () => {
   const ask = async (extra: object): Promise<string> => {
-    const r = await post('/llm', { model: STORIES, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 40, temperature: 1, seed: 42, ...extra });
+    const r = await post('/llm', {
+      model: STORIES,
+      messages: [{ role: 'user', content: 'Once upon a time' }],
+      max_tokens: 40,
+      temperature: 1,
+      seed: 42,
+      ...extra,
+    });
     return ((await r.json()) as any).choices[0].message.content as string;
   };
   const a = await ask({});
@@ -117,7 +163,10 @@ test('seed makes answers repeatable and stop cuts the text', async () => {
   const word = a.trim().split(/\s+/)[2] ?? '';
   assert.ok(word, `needs a third word in ${JSON.stringify(a)}`);
   const cut = await ask({ stop: [word] });
-  assert.ok(!cut.includes(word) && a.startsWith(cut.trimEnd().slice(0, 5)), `stop ${JSON.stringify(word)} cut ${JSON.stringify(cut)}`);
+  assert.ok(
+    !cut.includes(word) && a.startsWith(cut.trimEnd().slice(0, 5)),
+    `stop ${JSON.stringify(word)} cut ${JSON.stringify(cut)}`,
+  );
 });
 
 test('bad requests get 400 naming the field, never reaching an orchestrator; no key is 401', async () => {
@@ -125,7 +174,10 @@ test('bad requests get 400 naming the field, never reaching an orchestrator; no 
     [{ messages: [{ role: 'user', content: 'x' }] }, /model: required/],
     [{ model: TINY, messages: [] }, /messages: required, must be a non-empty array/],
     [{ model: TINY, messages: [{ role: 'robot', content: 'x' }] }, /messages\[0\]\.role: must be one of/],
-    [{ model: TINY, messages: [{ role: 'user', content: 'x' }], temperature: 3 }, /temperature: must be between 0 and 2/],
+    [
+      { model: TINY, messages: [{ role: 'user', content: 'x' }], temperature: 3 },
+      /temperature: must be between 0 and 2/,
+    ],
     [{ model: TINY, messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }, /max_tokens: must be between 1/],
     [{ model: TINY, messages: [{ role: 'user', content: 'x' }], logit_bias: {} }, /logit_bias: not supported/],
   ];
@@ -136,13 +188,20 @@ test('bad requests get 400 naming the field, never reaching an orchestrator; no 
     assert.match(err.message, re);
     assert.equal(err.type, 'invalid_request_error');
   }
-  const broken = await fetch(`${gw.url}/llm`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":' });
+  const broken = await fetch(`${gw.url}/llm`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: '{"model":',
+  });
   assert.equal(broken.status, 400);
   assert.ok(((await broken.json()) as any).error.message);
   const anon = await post('/llm', { model: TINY, messages: [{ role: 'user', content: 'x' }] }, 'mp_not_a_key');
   assert.equal(anon.status, 401);
   assert.equal(((await anon.json()) as any).error.type, 'authentication_error');
-  const unknown = await post('/v1/chat/completions', { model: 'nobody/nothing', messages: [{ role: 'user', content: 'x' }] });
+  const unknown = await post('/v1/chat/completions', {
+    model: 'nobody/nothing',
+    messages: [{ role: 'user', content: 'x' }],
+  });
   assert.equal(unknown.status, 404);
   assert.equal(((await unknown.json()) as any).error.code, 'model_not_found');
 });
@@ -151,14 +210,20 @@ test('price 0 (the local default) answers without credits and records a zero cha
   const bob = await gw.owner('bob');
   const res = await post('/llm', { model: TINY, messages: [{ role: 'user', content: 'x' }], max_tokens: 2 }, bob);
   assert.equal(res.status, 200);
-  const ledger = (await (await fetch(`${gw.url}/api/ledger`, { headers: { authorization: `bearer ${bob}` } })).json()) as any;
+  const ledger = (await (
+    await fetch(`${gw.url}/api/ledger`, { headers: { authorization: `bearer ${bob}` } })
+  ).json()) as any;
   assert.equal(ledger.owner, 'bob');
   assert.equal(ledger.entries.length, 1);
   assert.equal(ledger.entries[0].amountUsd, 0);
 });
 
 test('unknown routes under /v1 and /llm answer 404 in the LLM error shape', async () => {
-  for (const [method, path] of [['GET', '/v1/embeddings'], ['POST', '/v1/completions'], ['GET', '/llm']] as const) {
+  for (const [method, path] of [
+    ['GET', '/v1/embeddings'],
+    ['POST', '/v1/completions'],
+    ['GET', '/llm'],
+  ] as const) {
     const res = await fetch(gw.url + path, { method, headers: { authorization: `Bearer ${key}` } });
     assert.equal(res.status, 404, `${method} ${path}`);
     const body = (await res.json()) as { error?: { message?: string; type?: string } };

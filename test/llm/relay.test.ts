@@ -19,7 +19,13 @@ before(async () => {
   server = createServer((req, res) => {
     if (req.url === '/capabilities') {
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ engine: 'scripted', pricePerToken: 0, models: [{ id: TINY, warm: true, free: 8, total: 8, queued: 0 }] }));
+      res.end(
+        JSON.stringify({
+          engine: 'scripted',
+          pricePerToken: 0,
+          models: [{ id: TINY, warm: true, free: 8, total: 8, queued: 0 }],
+        }),
+      );
       return;
     }
     req.resume();
@@ -47,7 +53,8 @@ async function play(res: import('node:http').ServerResponse, pieces: Buffer[]): 
   res.end();
 }
 
-const chunk = (content: string): string => `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: TINY, choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+const chunk = (content: string): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: TINY, choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
 const usage = `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: TINY, choices: [], usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } })}\n\n`;
 
 /** Cuts `wire` into pieces at the given byte offsets. */
@@ -74,7 +81,10 @@ test('LF-framed token chunks reach the client byte for byte, whatever the networ
   script = cut(wire, [10, llama + 2, Buffer.byteLength(wire) - 14]);
   const { raw, events } = await stream();
   assert.equal(raw, wire);
-  assert.deepEqual(events.slice(0, 3).map((e) => JSON.parse(e.data).choices[0].delta.content), ['caf', 'é 🦙', '!']);
+  assert.deepEqual(
+    events.slice(0, 3).map((e) => JSON.parse(e.data).choices[0].delta.content),
+    ['caf', 'é 🦙', '!'],
+  );
 });
 
 test('CRLF framing is parsed and passed on as LF events, nothing lost', async () => {
@@ -82,14 +92,20 @@ test('CRLF framing is parsed and passed on as LF events, nothing lost', async ()
   script = cut(wire, [7, Buffer.from(wire).indexOf('\r\n\r\n') + 1]);
   const { raw, events } = await stream();
   assert.ok(!raw.includes('\r'), 'no CR passed on');
-  assert.deepEqual(events.map((e) => e.data), [chunk('a'), chunk('b'), usage, 'data: [DONE]\n\n'].map((s) => s.slice(6, -2)));
+  assert.deepEqual(
+    events.map((e) => e.data),
+    [chunk('a'), chunk('b'), usage, 'data: [DONE]\n\n'].map((s) => s.slice(6, -2)),
+  );
 });
 
 test('an error event in the same write as token chunks: the tokens, then event: error, and the stream ends', async () => {
   const error = `event: error\ndata: ${JSON.stringify({ error: { message: 'generation failed', type: 'server_error', code: 'upstream_failed' } })}\n\n`;
   script = [Buffer.from(chunk('one')), Buffer.from(chunk('two') + error + chunk('never'))];
   const { events } = await stream();
-  assert.deepEqual(events.slice(0, 2).map((e) => JSON.parse(e.data).choices[0].delta.content), ['one', 'two']);
+  assert.deepEqual(
+    events.slice(0, 2).map((e) => JSON.parse(e.data).choices[0].delta.content),
+    ['one', 'two'],
+  );
   assert.equal(events[2]?.event, 'error');
   assert.match(events[2]?.data ?? '', /orchestrator failed during the answer/);
   assert.equal(events.length, 3, 'nothing after the error');

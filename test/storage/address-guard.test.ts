@@ -10,7 +10,13 @@ import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import { InputUnreadableError, StorageDeniedError, isRetryable } from '../../src/lib/errors.ts';
 import { addressProblem, hostProblem, type Resolve } from '../../src/lib/net-guard.ts';
-import { gatewayCandidates, isSubdomainGatewayHost, pathStyleHint, S3Input, S3ObjectStore } from '../../src/storage/index.ts';
+import {
+  gatewayCandidates,
+  isSubdomainGatewayHost,
+  pathStyleHint,
+  S3Input,
+  S3ObjectStore,
+} from '../../src/storage/index.ts';
 import { anyHandler, Worker } from '../../src/tasks/index.ts';
 import { createTranscodeHandler } from '../../src/transcode/index.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
@@ -62,7 +68,16 @@ const REFUSED: { host: string; says: RegExp }[] = [
   { host: '255.255.255.255', says: /broadcast/ },
 ];
 
-const PUBLIC = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'];
+const PUBLIC = [
+  '8.8.8.8',
+  '1.1.1.1',
+  '93.184.216.34',
+  '2606:4700::1111',
+  '2a00:1450:4001:80b::200e',
+  '::ffff:8.8.8.8',
+  '64:ff9b::808:808',
+  '2002:808:808::1',
+];
 
 describe('address classifier (ipaddr.js, IANA special-purpose registries)', () => {
   for (const ip of PUBLIC) {
@@ -101,11 +116,26 @@ describe('host names', () => {
 
   it('resolves a fully qualified name without its root dot and checks every address', async () => {
     const resolve = rebinding('127.0.0.1');
-    assert.match((await hostProblem(new URL('http://media.example.com./a.mp4'), { allowPrivate: false, resolve })) ?? '', /media\.example\.com\. resolves to 127\.0\.0\.1, a loopback address/);
+    assert.match(
+      (await hostProblem(new URL('http://media.example.com./a.mp4'), { allowPrivate: false, resolve })) ?? '',
+      /media\.example\.com\. resolves to 127\.0\.0\.1, a loopback address/,
+    );
     assert.deepEqual(resolve.asked, ['media.example.com']);
-    const mixed: Resolve = async () => [{ address: '93.184.216.34', family: 4 }, { address: 'fd00::1', family: 6 }];
-    assert.match((await hostProblem(new URL('http://mixed.example.com/'), { allowPrivate: false, resolve: mixed })) ?? '', /resolves to fd00::1, a unique-local/);
-    assert.equal(await hostProblem(new URL('http://media.example.com/'), { allowPrivate: false, resolve: rebinding('93.184.216.34') }), null);
+    const mixed: Resolve = async () => [
+      { address: '93.184.216.34', family: 4 },
+      { address: 'fd00::1', family: 6 },
+    ];
+    assert.match(
+      (await hostProblem(new URL('http://mixed.example.com/'), { allowPrivate: false, resolve: mixed })) ?? '',
+      /resolves to fd00::1, a unique-local/,
+    );
+    assert.equal(
+      await hostProblem(new URL('http://media.example.com/'), {
+        allowPrivate: false,
+        resolve: rebinding('93.184.216.34'),
+      }),
+      null,
+    );
   });
 });
 
@@ -114,13 +144,21 @@ const CIDV0 = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG';
 
 describe('subdomain-style gateway URLs', () => {
   it('finds the CID label anywhere before .ipfs. or .ipns.', () => {
-    for (const host of [`${CIDV1}.ipfs.dweb.link`, `x.${CIDV1}.ipfs.dweb.link`, `a.b.${CIDV1}.ipns.gw.example.com`]) assert.ok(isSubdomainGatewayHost(host), host);
-    for (const host of ['my.ipfs.example.com', `${CIDV1}.ipfs`, 'ipfs.io', `${CIDV1}.example.com`]) assert.ok(!isSubdomainGatewayHost(host), host);
-    assert.throws(() => gatewayCandidates(`https://x.${CIDV1}.ipfs.dweb.link/f.mp4`, { ipfsGateways: [], arweaveGateways: [] }), /not supported.*https:\/\/dweb\.link\/ipfs\//);
+    for (const host of [`${CIDV1}.ipfs.dweb.link`, `x.${CIDV1}.ipfs.dweb.link`, `a.b.${CIDV1}.ipns.gw.example.com`])
+      assert.ok(isSubdomainGatewayHost(host), host);
+    for (const host of ['my.ipfs.example.com', `${CIDV1}.ipfs`, 'ipfs.io', `${CIDV1}.example.com`])
+      assert.ok(!isSubdomainGatewayHost(host), host);
+    assert.throws(
+      () => gatewayCandidates(`https://x.${CIDV1}.ipfs.dweb.link/f.mp4`, { ipfsGateways: [], arweaveGateways: [] }),
+      /not supported.*https:\/\/dweb\.link\/ipfs\//,
+    );
   });
 
   it('hints the path-style URL with its port, and does not invent the letter case of a CIDv0', () => {
-    assert.equal(pathStyleHint(new URL(`https://x.${CIDV1}.ipfs.dweb.link:8443/v/f.mp4?x=1`)), `https://dweb.link:8443/ipfs/${CIDV1}/v/f.mp4`);
+    assert.equal(
+      pathStyleHint(new URL(`https://x.${CIDV1}.ipfs.dweb.link:8443/v/f.mp4?x=1`)),
+      `https://dweb.link:8443/ipfs/${CIDV1}/v/f.mp4`,
+    );
     const v0 = pathStyleHint(new URL(`https://${CIDV0}.ipfs.dweb.link/f.mp4`)) ?? '';
     assert.ok(v0.startsWith('https://dweb.link/ipfs/<CID>/f.mp4'), v0);
     assert.match(v0, /original letter case/);
@@ -133,7 +171,10 @@ describe('subdomain-style gateway URLs', () => {
 let server: TestServer;
 let key: string;
 before(async () => {
-  server = await startTestServer({ roles: { api: true, worker: false }, settings: { allowPrivateUrls: false, maxRetries: 2 } });
+  server = await startTestServer({
+    roles: { api: true, worker: false },
+    settings: { allowPrivateUrls: false, maxRetries: 2 },
+  });
   key = await server.key('alice');
 });
 after(() => server?.stop());
@@ -150,16 +191,33 @@ describe('POST /api/transcode refuses special-purpose addresses (MEDIAPLANE_ALLO
   }
 
   it('accepts public addresses (the control)', async () => {
-    const res = await server.call('POST', '/api/transcode', { key, body: transcodeBody({ input: publicInput, storage: publicStorage }) });
+    const res = await server.call('POST', '/api/transcode', {
+      key,
+      body: transcodeBody({ input: publicInput, storage: publicStorage }),
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
   });
 
-  for (const { host, says } of [...REFUSED, { host: 'localhost.', says: /loopback name/ }, { host: 'x.localhost', says: /loopback name/ }]) {
+  for (const { host, says } of [
+    ...REFUSED,
+    { host: 'localhost.', says: /loopback name/ },
+    { host: 'x.localhost', says: /loopback name/ },
+  ]) {
     it(`refuses ${host} in input.url, storage.endpoint and input.endpoint`, async () => {
       const asInput = await errors({ input: { url: `http://${host}/a.mp4` }, storage: publicStorage });
-      const asStorage = await errors({ input: publicInput, storage: { ...publicStorage, endpoint: `http://${host}:9000` } });
-      const asS3Input = await errors({ input: { type: 's3', endpoint: `https://${host}`, bucket: 'in', path: '/a.mp4', credentials: creds }, storage: publicStorage });
-      for (const [field, res] of [['input.url', asInput], ['storage.endpoint', asStorage], ['input.endpoint', asS3Input]] as const) {
+      const asStorage = await errors({
+        input: publicInput,
+        storage: { ...publicStorage, endpoint: `http://${host}:9000` },
+      });
+      const asS3Input = await errors({
+        input: { type: 's3', endpoint: `https://${host}`, bucket: 'in', path: '/a.mp4', credentials: creds },
+        storage: publicStorage,
+      });
+      for (const [field, res] of [
+        ['input.url', asInput],
+        ['storage.endpoint', asStorage],
+        ['input.endpoint', asS3Input],
+      ] as const) {
         assert.equal(res.status, 422, `${field} ${host}: ${JSON.stringify(res.errors)}`);
         const mine = res.errors.filter((e) => e.startsWith(`${field}: address not allowed: `));
         assert.equal(mine.length, 1, `${field} ${host}: ${JSON.stringify(res.errors)}`);
@@ -170,17 +228,30 @@ describe('POST /api/transcode refuses special-purpose addresses (MEDIAPLANE_ALLO
   }
 
   it('refuses a subdomain-style gateway URL with an extra label, hinting the path style with its port', async () => {
-    const res = await errors({ input: { url: `https://x.${CIDV1}.ipfs.dweb.link:8443/f.mp4` }, storage: publicStorage });
+    const res = await errors({
+      input: { url: `https://x.${CIDV1}.ipfs.dweb.link:8443/f.mp4` },
+      storage: publicStorage,
+    });
     assert.equal(res.status, 422);
-    assert.ok(res.errors.includes(`input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: https://dweb.link:8443/ipfs/${CIDV1}/f.mp4)`), JSON.stringify(res.errors));
+    assert.ok(
+      res.errors.includes(
+        `input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: https://dweb.link:8443/ipfs/${CIDV1}/f.mp4)`,
+      ),
+      JSON.stringify(res.errors),
+    );
     const v0 = await errors({ input: { url: `https://${CIDV0}.ipfs.dweb.link/f.mp4` }, storage: publicStorage });
     assert.equal(v0.status, 422);
-    assert.match(v0.errors.join(' '), /for this URL: https:\/\/dweb\.link\/ipfs\/<CID>\/f\.mp4, with the CIDv0 written in its original letter case/);
+    assert.match(
+      v0.errors.join(' '),
+      /for this URL: https:\/\/dweb\.link\/ipfs\/<CID>\/f\.mp4, with the CIDv0 written in its original letter case/,
+    );
   });
 });
 
 /** A TCP relay to `port` on 127.0.0.1 that counts the connections it was asked for. */
-async function countingRelay(port: number): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+async function countingRelay(
+  port: number,
+): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
   let connections = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -232,7 +303,10 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
 
   it('the relay reaches the S3 server when private addresses are allowed (the control)', async () => {
     const before = relay.connections();
-    const input = new S3Input({ ...loc(`http://127.0.0.1:${relay.port}`), path: '/in/a.mp4' }, { limits, maxAttempts: 3, allowPrivate: true });
+    const input = new S3Input(
+      { ...loc(`http://127.0.0.1:${relay.port}`), path: '/in/a.mp4' },
+      { limits, maxAttempts: 3, allowPrivate: true },
+    );
     const got = await input.fetch({ dest: path.join(dir, 'control'), signal: signal() });
     assert.equal(got.size, 'video bytes'.length);
     assert.ok(relay.connections() > before);
@@ -241,24 +315,48 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
   it('GetObject: an input endpoint that rebinds to 127.0.0.1 is refused at connect time, not retried', async () => {
     const before = relay.connections();
     const resolve = rebinding('93.184.216.34', '127.0.0.1');
-    const input = new S3Input({ ...loc(rebindEndpoint), path: '/in/a.mp4' }, { limits, maxAttempts: 3, allowPrivate: false, resolve });
-    const err = await input.fetch({ dest: path.join(dir, 'rebound'), signal: signal() }).then(() => assert.fail('the rebound endpoint was read'), (e: unknown) => e);
+    const input = new S3Input(
+      { ...loc(rebindEndpoint), path: '/in/a.mp4' },
+      { limits, maxAttempts: 3, allowPrivate: false, resolve },
+    );
+    const err = await input.fetch({ dest: path.join(dir, 'rebound'), signal: signal() }).then(
+      () => assert.fail('the rebound endpoint was read'),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof InputUnreadableError, String(err));
     assert.ok(!isRetryable(err));
-    assert.match(err.message, /input S3 endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
-    assert.deepEqual(resolve.asked, ['media.rebind.test', 'media.rebind.test'], 'asked by the check, then once by the socket: the SDK did not retry');
+    assert.match(
+      err.message,
+      /input S3 endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+    );
+    assert.deepEqual(
+      resolve.asked,
+      ['media.rebind.test', 'media.rebind.test'],
+      'asked by the check, then once by the socket: the SDK did not retry',
+    );
     assert.equal(relay.connections(), before, 'the S3 server got no connection');
   });
 
   it('HeadBucket (storage check): a storage endpoint that rebinds is refused at connect time, not retried', async () => {
     const before = relay.connections();
     const resolve = rebinding('93.184.216.34', '127.0.0.1');
-    const store = new S3ObjectStore(loc(rebindEndpoint), { maxAttempts: 3, partSizeBytes: 8 << 20, allowPrivate: false, resolve });
+    const store = new S3ObjectStore(loc(rebindEndpoint), {
+      maxAttempts: 3,
+      partSizeBytes: 8 << 20,
+      allowPrivate: false,
+      resolve,
+    });
     try {
-      const err = await store.check(signal()).then(() => assert.fail('the rebound endpoint was reached'), (e: unknown) => e);
+      const err = await store.check(signal()).then(
+        () => assert.fail('the rebound endpoint was reached'),
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof StorageDeniedError, String(err));
       assert.ok(!isRetryable(err));
-      assert.match(err.message, /storage endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
+      assert.match(
+        err.message,
+        /storage endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+      );
       assert.equal(resolve.asked.length, 2);
       assert.equal(relay.connections(), before);
     } finally {
@@ -269,19 +367,27 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
   it('PutObject over 2 MiB, a streamed upload and a multipart upload all go through the guarded lookup', async () => {
     const before = relay.connections();
     const resolve = rebinding('127.0.0.1');
-    const store = new S3ObjectStore(loc(rebindEndpoint), { maxAttempts: 3, partSizeBytes: 5 << 20, allowPrivate: false, resolve });
+    const store = new S3ObjectStore(loc(rebindEndpoint), {
+      maxAttempts: 3,
+      partSizeBytes: 5 << 20,
+      allowPrivate: false,
+      resolve,
+    });
     const opts = { contentType: 'video/mp4', signal: signal() };
     try {
-      const bodies = [
-        { file: path.join(dir, 'big.bin') },
-        { stream: Readable.from([body]) },
-      ];
+      const bodies = [{ file: path.join(dir, 'big.bin') }, { stream: Readable.from([body]) }];
       for (const put of bodies) {
-        const err = await store.put('out/big.bin', put, opts).then(() => assert.fail('uploaded to a rebound endpoint'), (e: unknown) => e);
+        const err = await store.put('out/big.bin', put, opts).then(
+          () => assert.fail('uploaded to a rebound endpoint'),
+          (e: unknown) => e,
+        );
         assert.ok(err instanceof StorageDeniedError, String(err));
         assert.match(err.message, /resolves to 127\.0\.0\.1, a loopback address/);
       }
-      const multipart = await store.parts.open('out/parts.bin', opts).then(() => assert.fail('a multipart upload was opened'), (e: unknown) => e);
+      const multipart = await store.parts.open('out/parts.bin', opts).then(
+        () => assert.fail('a multipart upload was opened'),
+        (e: unknown) => e,
+      );
       assert.ok(multipart instanceof StorageDeniedError, String(multipart));
       assert.equal(resolve.asked.length, 3, 'one lookup per upload: no retries');
       assert.equal(relay.connections(), before);
@@ -309,7 +415,12 @@ describe('a transcode task whose storage endpoint rebinds', () => {
       objectStores: {
         s3: (storage) => {
           if (storage.type !== 's3') throw new Error('s3 only');
-          return new S3ObjectStore(storage, { maxAttempts: 3, partSizeBytes: config.uploadPartSizeBytes, allowPrivate: false, resolve });
+          return new S3ObjectStore(storage, {
+            maxAttempts: 3,
+            partSizeBytes: config.uploadPartSizeBytes,
+            allowPrivate: false,
+            resolve,
+          });
         },
       },
     });
@@ -335,15 +446,30 @@ describe('a transcode task whose storage endpoint rebinds', () => {
   it('fails at once (not retryable, retries not spent), naming the address, and the S3 server gets no connection', async () => {
     const bucket = await s3.createBucket();
     const { accessKeyId, secretAccessKey } = s3.credentials;
-    const storage = { type: 's3', endpoint: `http://media.rebind.test:${relay.port}`, bucket, credentials: { accessKeyId, secretAccessKey } };
-    const created = await server.call('POST', '/api/transcode', { key, body: transcodeBody({ input: publicInput, storage }) });
+    const storage = {
+      type: 's3',
+      endpoint: `http://media.rebind.test:${relay.port}`,
+      bucket,
+      credentials: { accessKeyId, secretAccessKey },
+    };
+    const created = await server.call('POST', '/api/transcode', {
+      key,
+      body: transcodeBody({ input: publicInput, storage }),
+    });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const id = created.body.id as string;
-    const failed = await waitFor(async () => {
-      const t = (await server.call('GET', `/api/task/${id}`, { key })).body;
-      return t.status.phase === 'failed' ? t : null;
-    }, 20_000, 'the task to fail');
-    assert.match(failed.status.errorMessage, /storage endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
+    const failed = await waitFor(
+      async () => {
+        const t = (await server.call('GET', `/api/task/${id}`, { key })).body;
+        return t.status.phase === 'failed' ? t : null;
+      },
+      20_000,
+      'the task to fail',
+    );
+    assert.match(
+      failed.status.errorMessage,
+      /storage endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+    );
     assert.equal(failed.status.retries, undefined, 'no retry was spent');
     assert.deepEqual(resolve.asked, ['media.rebind.test', 'media.rebind.test'], 'one run: the check, then the socket');
     assert.equal(relay.connections(), 0);

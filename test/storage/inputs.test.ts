@@ -5,7 +5,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/index.ts';
 import {
-  CancelledError, InputTooLargeError, InputUnreadableError, TimeoutError, UpstreamUnavailableError, isRetryable,
+  CancelledError,
+  InputTooLargeError,
+  InputUnreadableError,
+  TimeoutError,
+  UpstreamUnavailableError,
+  isRetryable,
 } from '../../src/lib/errors.ts';
 import { createInputSource, gatewayCandidates } from '../../src/storage/index.ts';
 import { redirect, serveFile, stall, startHttp, status, type TestHttp } from '../helpers/http-input.ts';
@@ -48,7 +53,10 @@ async function fetchInput(url: string, o: Record<string, unknown> = {}, signal =
   return createInputSource({ url }, cfg(o)).fetch({ dest, signal });
 }
 async function failure(p: Promise<unknown>): Promise<Error> {
-  return p.then(() => assert.fail('expected a failure'), (e: Error) => e);
+  return p.then(
+    () => assert.fail('expected a failure'),
+    (e: Error) => e,
+  );
 }
 
 describe('HTTP input', () => {
@@ -111,14 +119,26 @@ describe('HTTP input', () => {
 describe('content-addressed inputs', () => {
   const gws = { ipfsGateways: ['https://gw.one', 'https://gw.two/'], arweaveGateways: ['https://arweave.net'] };
   it('maps ipfs://, ar:// and path-style URLs onto the configured gateways', () => {
-    assert.deepEqual(gatewayCandidates('ipfs://bafyCID/v.mp4', gws), ['https://gw.one/ipfs/bafyCID/v.mp4', 'https://gw.two/ipfs/bafyCID/v.mp4']);
+    assert.deepEqual(gatewayCandidates('ipfs://bafyCID/v.mp4', gws), [
+      'https://gw.one/ipfs/bafyCID/v.mp4',
+      'https://gw.two/ipfs/bafyCID/v.mp4',
+    ]);
     assert.deepEqual(gatewayCandidates('ar://TXID', gws), ['https://arweave.net/TXID']);
     assert.deepEqual(gatewayCandidates('https://other.gw/ipfs/bafyCID/v.mp4', gws), [
-      'https://other.gw/ipfs/bafyCID/v.mp4', 'https://gw.one/ipfs/bafyCID/v.mp4', 'https://gw.two/ipfs/bafyCID/v.mp4',
+      'https://other.gw/ipfs/bafyCID/v.mp4',
+      'https://gw.one/ipfs/bafyCID/v.mp4',
+      'https://gw.two/ipfs/bafyCID/v.mp4',
     ]);
     assert.equal(gatewayCandidates('https://example.com/v.mp4', gws), null);
     // A subdomain-style gateway URL carries a real (long) CID label; a short label is a host.
-    assert.throws(() => gatewayCandidates('https://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi.ipfs.dweb.link/v.mp4', gws), /path style/);
+    assert.throws(
+      () =>
+        gatewayCandidates(
+          'https://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi.ipfs.dweb.link/v.mp4',
+          gws,
+        ),
+      /path style/,
+    );
     assert.equal(gatewayCandidates('https://media.ipfs.example.com/v.mp4', gws), null);
   });
 
@@ -138,17 +158,36 @@ describe('S3 input', () => {
   it('downloads an object, and names the bucket (not the secret) when refused', async () => {
     const bucket = await s3.createBucket();
     await s3.put(bucket, 'in/video.mp4', body);
-    const input = { type: 's3' as const, endpoint: s3.endpoint, bucket, path: '/in/video.mp4', credentials: s3.credentials };
-    const got = await createInputSource(input, cfg()).fetch({ dest: path.join(dir, 's3-in'), signal: new AbortController().signal });
+    const input = {
+      type: 's3' as const,
+      endpoint: s3.endpoint,
+      bucket,
+      path: '/in/video.mp4',
+      credentials: s3.credentials,
+    };
+    const got = await createInputSource(input, cfg()).fetch({
+      dest: path.join(dir, 's3-in'),
+      signal: new AbortController().signal,
+    });
     assert.deepEqual(await readFile(got.path), body);
 
-    const bad = { ...input, credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: 'not-the-secret' } };
-    const err = await failure(createInputSource(bad, cfg()).fetch({ dest: path.join(dir, 's3-bad'), signal: new AbortController().signal }));
+    const bad = {
+      ...input,
+      credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: 'not-the-secret' },
+    };
+    const err = await failure(
+      createInputSource(bad, cfg()).fetch({ dest: path.join(dir, 's3-bad'), signal: new AbortController().signal }),
+    );
     assert.ok(err instanceof InputUnreadableError, String(err));
     assert.match(err.message, new RegExp(bucket));
     assert.ok(!err.message.includes('not-the-secret'));
 
-    const missing = await failure(createInputSource({ ...input, path: 'nope.mp4' }, cfg()).fetch({ dest: path.join(dir, 's3-none'), signal: new AbortController().signal }));
+    const missing = await failure(
+      createInputSource({ ...input, path: 'nope.mp4' }, cfg()).fetch({
+        dest: path.join(dir, 's3-none'),
+        signal: new AbortController().signal,
+      }),
+    );
     assert.ok(missing instanceof InputUnreadableError);
     assert.match(missing.message, /not found/);
   });

@@ -56,7 +56,10 @@ const dest = (): string => path.join(dir, `in-${n++}`);
 describe('HTTP input: the private-address guard on every redirect hop', () => {
   it('fetches from the allowed host, its own redirects included (the guard asked each hop)', async () => {
     const asked: string[] = [];
-    const got = await input(outside.url('/local-hops'), asked).fetch({ dest: dest(), signal: new AbortController().signal });
+    const got = await input(outside.url('/local-hops'), asked).fetch({
+      dest: dest(),
+      signal: new AbortController().signal,
+    });
     assert.deepEqual(await readFile(got.path), body);
     assert.deepEqual(asked, [outside.url('/local-hops'), outside.url('/v.mp4')]);
   });
@@ -64,13 +67,18 @@ describe('HTTP input: the private-address guard on every redirect hop', () => {
   it('refuses a redirect from an allowed host to a loopback one, before connecting to it', async () => {
     const asked: string[] = [];
     const before = inside.hits.length;
-    const err = await input(outside.url('/to-inside'), asked).fetch({ dest: dest(), signal: new AbortController().signal }).then(
-      () => assert.fail('the redirect to a loopback address was followed'),
-      (e: unknown) => e,
-    );
+    const err = await input(outside.url('/to-inside'), asked)
+      .fetch({ dest: dest(), signal: new AbortController().signal })
+      .then(
+        () => assert.fail('the redirect to a loopback address was followed'),
+        (e: unknown) => e,
+      );
     assert.ok(err instanceof InputUnreadableError, String(err));
     assert.ok(!isRetryable(err), 'a refused address is not worth another try');
-    assert.match(err.message, new RegExp(`http://${new URL(inside.url('/')).host.replace(/\./g, '\\.')} is not allowed: .*loopback`));
+    assert.match(
+      err.message,
+      new RegExp(`http://${new URL(inside.url('/')).host.replace(/\./g, '\\.')} is not allowed: .*loopback`),
+    );
     assert.equal(inside.hits.length, before, 'the internal server was never asked');
     assert.deepEqual(asked, [outside.url('/to-inside'), inside.url('/latest/meta-data')]);
   });
@@ -78,10 +86,12 @@ describe('HTTP input: the private-address guard on every redirect hop', () => {
   it('checks the third hop as well as the second', async () => {
     const asked: string[] = [];
     const before = inside.hits.length;
-    const err = await input(outside.url('/hop1'), asked).fetch({ dest: dest(), signal: new AbortController().signal }).then(
-      () => assert.fail('the redirect chain ending at a loopback address was followed'),
-      (e: unknown) => e,
-    );
+    const err = await input(outside.url('/hop1'), asked)
+      .fetch({ dest: dest(), signal: new AbortController().signal })
+      .then(
+        () => assert.fail('the redirect chain ending at a loopback address was followed'),
+        (e: unknown) => e,
+      );
     assert.ok(err instanceof InputUnreadableError, String(err));
     assert.match(err.message, /is not allowed/);
     assert.equal(inside.hits.length, before);
@@ -90,8 +100,15 @@ describe('HTTP input: the private-address guard on every redirect hop', () => {
 
   it('with no injected check, the default guard refuses loopback on the first hop', async () => {
     const before = outside.hits.length;
-    const plain = new HttpInput(new URL(outside.url('/v.mp4')), { limits: { maxBytes: 1 << 20, timeoutMs: 10_000, idleTimeoutMs: 5_000 }, maxRedirects: 5, allowPrivate: false });
-    const err = await plain.fetch({ dest: dest(), signal: new AbortController().signal }).then(() => assert.fail('loopback fetched'), (e: unknown) => e);
+    const plain = new HttpInput(new URL(outside.url('/v.mp4')), {
+      limits: { maxBytes: 1 << 20, timeoutMs: 10_000, idleTimeoutMs: 5_000 },
+      maxRedirects: 5,
+      allowPrivate: false,
+    });
+    const err = await plain.fetch({ dest: dest(), signal: new AbortController().signal }).then(
+      () => assert.fail('loopback fetched'),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof InputUnreadableError);
     assert.match(err.message, /not allowed.*loopback/);
     assert.equal(outside.hits.length, before);
@@ -108,11 +125,22 @@ describe('HTTP input: the private-address guard when the socket connects (DNS re
       return [{ address, family: 4 }];
     };
     const url = `http://media.rebind.test:${new URL(inside.url('/')).port}/latest/meta-data`;
-    const rebound = new HttpInput(new URL(url), { limits: { maxBytes: 1 << 20, timeoutMs: 10_000, idleTimeoutMs: 5_000 }, maxRedirects: 5, allowPrivate: false, resolve });
-    const err = await rebound.fetch({ dest: dest(), signal: new AbortController().signal }).then(() => assert.fail('the rebound name was fetched'), (e: unknown) => e);
+    const rebound = new HttpInput(new URL(url), {
+      limits: { maxBytes: 1 << 20, timeoutMs: 10_000, idleTimeoutMs: 5_000 },
+      maxRedirects: 5,
+      allowPrivate: false,
+      resolve,
+    });
+    const err = await rebound.fetch({ dest: dest(), signal: new AbortController().signal }).then(
+      () => assert.fail('the rebound name was fetched'),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof InputUnreadableError, String(err));
     assert.ok(!isRetryable(err), 'a refused address is not worth another try');
-    assert.match(err.message, /http:\/\/media\.rebind\.test:\d+ is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
+    assert.match(
+      err.message,
+      /http:\/\/media\.rebind\.test:\d+ is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+    );
     assert.deepEqual(asked, ['media.rebind.test', 'media.rebind.test'], 'asked by the check, then by the socket');
     assert.equal(inside.hits.length, before, 'the internal server was never asked');
   });

@@ -32,10 +32,17 @@ describe('S3 object store', () => {
     for (let i = 0; i < bytes.length; i += 4) bytes.writeUInt32LE(i, i);
     await writeFile(big, bytes);
     await store.put('out/mp4/big.mp4', { file: big }, { contentType: 'video/mp4', signal });
-    await store.put('out/hls/index.m3u8', { stream: Readable.from(['#EXTM3U\n']) }, { contentType: 'application/vnd.apple.mpegurl', signal });
+    await store.put(
+      'out/hls/index.m3u8',
+      { stream: Readable.from(['#EXTM3U\n']) },
+      { contentType: 'application/vnd.apple.mpegurl', signal },
+    );
     assert.deepEqual(await s3.keys(bucket), ['out/hls/index.m3u8', 'out/mp4/big.mp4']);
     assert.deepEqual(await s3.head(bucket, 'out/mp4/big.mp4'), { contentType: 'video/mp4', size: bytes.length });
-    assert.ok((await s3.get(bucket, 'out/mp4/big.mp4')).body.equals(bytes), 'the multipart object holds the file, part by part in order');
+    assert.ok(
+      (await s3.get(bucket, 'out/mp4/big.mp4')).body.equals(bytes),
+      'the multipart object holds the file, part by part in order',
+    );
     assert.equal((await s3.get(bucket, 'out/hls/index.m3u8')).body.toString(), '#EXTM3U\n');
     await store.close();
   });
@@ -48,7 +55,10 @@ describe('S3 object store', () => {
     const ctrl = new AbortController();
     const put = store.put('out/mp4/cancelled.mp4', { file: big }, { contentType: 'video/mp4', signal: ctrl.signal });
     setImmediate(() => ctrl.abort());
-    const err = await put.then(() => null, (e: Error) => e);
+    const err = await put.then(
+      () => null,
+      (e: Error) => e,
+    );
     assert.ok(err instanceof CancelledError, String(err));
     assert.deepEqual(await s3.keys(bucket), []);
     await store.close();
@@ -57,28 +67,56 @@ describe('S3 object store', () => {
   it('refuses a wrong secret and a missing bucket at check(), not retried, secret never shown', async () => {
     const bucket = await s3.createBucket();
     const secret = 'definitely-wrong-secret';
-    const bad = new S3ObjectStore({ endpoint: s3.endpoint, bucket, credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: secret } }, opts);
-    const err = await bad.check(signal).then(() => null, (e: Error) => e);
+    const bad = new S3ObjectStore(
+      {
+        endpoint: s3.endpoint,
+        bucket,
+        credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: secret },
+      },
+      opts,
+    );
+    const err = await bad.check(signal).then(
+      () => null,
+      (e: Error) => e,
+    );
     assert.ok(err instanceof StorageDeniedError && !isRetryable(err), String(err));
     assert.match(err.message, /storage denied.*bucket/);
     assert.ok(err.message.includes(`"${bucket}"`) && !err.message.includes(secret));
 
-    const none = new S3ObjectStore({ endpoint: s3.endpoint, bucket: 'no-such-bucket-here', credentials: s3.credentials }, opts);
-    const err2 = await none.check(signal).then(() => null, (e: Error) => e);
+    const none = new S3ObjectStore(
+      { endpoint: s3.endpoint, bucket: 'no-such-bucket-here', credentials: s3.credentials },
+      opts,
+    );
+    const err2 = await none.check(signal).then(
+      () => null,
+      (e: Error) => e,
+    );
     assert.ok(err2 instanceof StorageDeniedError, String(err2));
     assert.match(err2.message, /"no-such-bucket-here" does not exist/);
   });
 
   it('reports an unreachable server as retryable', async () => {
-    const store = new S3ObjectStore({ endpoint: 'http://127.0.0.1:9', bucket: 'b', credentials: s3.credentials }, { ...opts, maxAttempts: 1 });
-    const err = await store.check(signal).then(() => null, (e: Error) => e);
+    const store = new S3ObjectStore(
+      { endpoint: 'http://127.0.0.1:9', bucket: 'b', credentials: s3.credentials },
+      { ...opts, maxAttempts: 1 },
+    );
+    const err = await store.check(signal).then(
+      () => null,
+      (e: Error) => e,
+    );
     assert.ok(err instanceof UpstreamUnavailableError && isRetryable(err), String(err));
     assert.match(err.message, /storage unreachable/);
   });
 
   it('refuses a private endpoint unless allowed', async () => {
-    const store = new S3ObjectStore({ endpoint: s3.endpoint, bucket: 'b', credentials: s3.credentials }, { ...opts, allowPrivate: false });
-    const err = await store.check(signal).then(() => null, (e: Error) => e);
+    const store = new S3ObjectStore(
+      { endpoint: s3.endpoint, bucket: 'b', credentials: s3.credentials },
+      { ...opts, allowPrivate: false },
+    );
+    const err = await store.check(signal).then(
+      () => null,
+      (e: Error) => e,
+    );
     assert.ok(err instanceof StorageDeniedError, String(err));
   });
 });

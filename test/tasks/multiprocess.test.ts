@@ -41,11 +41,19 @@ describe('worker processes sharing one PostgreSQL', { skip }, () => {
       child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
     });
   }
-  const runs = () => readFileSync(runLog, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ') as [string, string, string]);
+  const runs = () =>
+    readFileSync(runLog, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split(' ') as [string, string, string]);
   const get = async (id: string) => (await server.call('GET', `/api/task/${id}`, { key })).body;
 
   before(async () => {
-    server = await startTestServer({ databaseUrl: await databaseFor('postgres'), roles: { api: true, worker: false }, settings: { maxQueuedPerOwner: 1000 } });
+    server = await startTestServer({
+      databaseUrl: await databaseFor('postgres'),
+      roles: { api: true, worker: false },
+      settings: { maxQueuedPerOwner: 1000 },
+    });
     key = await server.key('alice');
     runLog = join(server.dataDir, 'runs.log');
     writeFileSync(runLog, '');
@@ -58,30 +66,51 @@ describe('worker processes sharing one PostgreSQL', { skip }, () => {
   it('a worker killed mid-job (SIGKILL) does not lose the task: another finishes it after the lease expires', async () => {
     const first = await spawnWorker({ WORKER_JOB_MS: '60000' });
     const id = (await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).body.id as string;
-    await waitFor(async () => runs().some(([e, t]) => e === 'start' && t === id), 15_000, 'first worker to start the job');
+    await waitFor(
+      async () => runs().some(([e, t]) => e === 'start' && t === id),
+      15_000,
+      'first worker to start the job',
+    );
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     const second = await spawnWorker({ WORKER_JOB_MS: '200' });
-    const done = await waitFor(async () => {
-      const t = await get(id);
-      return t.status.phase === 'completed' ? t : null;
-    }, 20_000, 'the task to complete');
+    const done = await waitFor(
+      async () => {
+        const t = await get(id);
+        return t.status.phase === 'completed' ? t : null;
+      },
+      20_000,
+      'the task to complete',
+    );
     assert.equal(done.output.transcodeFile.worker, second.pid, 'the second worker finished it');
     assert.equal(done.status.retries, 1);
-    assert.deepEqual(runs().filter(([e, t]) => e === 'start' && t === id).map(([, , pid]) => Number(pid)), [first.pid, second.pid]);
+    assert.deepEqual(
+      runs()
+        .filter(([e, t]) => e === 'start' && t === id)
+        .map(([, , pid]) => Number(pid)),
+      [first.pid, second.pid],
+    );
     second.kill('SIGTERM');
     await new Promise((r) => second.once('exit', r));
   });
 
   it('two worker processes never run the same job at once', async () => {
     writeFileSync(runLog, '');
-    const [a, b] = await Promise.all([spawnWorker({ WORKER_JOB_MS: '150', MEDIAPLANE_WORKER_CONCURRENCY: '2' }), spawnWorker({ WORKER_JOB_MS: '150', MEDIAPLANE_WORKER_CONCURRENCY: '2' })]);
+    const [a, b] = await Promise.all([
+      spawnWorker({ WORKER_JOB_MS: '150', MEDIAPLANE_WORKER_CONCURRENCY: '2' }),
+      spawnWorker({ WORKER_JOB_MS: '150', MEDIAPLANE_WORKER_CONCURRENCY: '2' }),
+    ]);
     const ids: string[] = [];
-    for (let i = 0; i < 16; i++) ids.push((await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).body.id);
-    await waitFor(async () => {
-      for (const id of ids) if ((await get(id)).status.phase !== 'completed') return false;
-      return true;
-    }, 30_000, 'all tasks to complete');
+    for (let i = 0; i < 16; i++)
+      ids.push((await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).body.id);
+    await waitFor(
+      async () => {
+        for (const id of ids) if ((await get(id)).status.phase !== 'completed') return false;
+        return true;
+      },
+      30_000,
+      'all tasks to complete',
+    );
     const starts = runs().filter(([e]) => e === 'start');
     assert.equal(starts.length, 16, 'each task ran exactly once');
     assert.deepEqual(new Set(starts.map(([, t]) => t)), new Set(ids));

@@ -23,7 +23,9 @@ interface StoredParams {
 }
 
 async function storedParams(server: TestServer, id: string): Promise<StoredParams> {
-  const rows = await server.running.core.db.query<{ params: StoredParams }>('SELECT params FROM tasks WHERE id = $1', [id]);
+  const rows = await server.running.core.db.query<{ params: StoredParams }>('SELECT params FROM tasks WHERE id = $1', [
+    id,
+  ]);
   const params = rows[0]?.params;
   assert.ok(params, `task ${id} in the database`);
   return params;
@@ -44,17 +46,22 @@ describe('a task with a signed input URL, through the API and a worker', () => {
   /** The request URLs the input server was asked for, query included. */
   const asked: string[] = [];
   const responses: string[] = [];
-  const recording = (route: Route): Route => (req, res) => {
-    asked.push(req.url ?? '');
-    route(req, res);
-  };
+  const recording =
+    (route: Route): Route =>
+    (req, res) => {
+      asked.push(req.url ?? '');
+      route(req, res);
+    };
 
   before(async () => {
     let clip: string;
     [s3, clip] = await Promise.all([startS3(), makeClip({ width: 320, height: 180, seconds: 2 })]);
     web = await startHttp({ '/clip.mp4': recording(serveFile(clip)), '/gone.mp4': recording(status(404)) });
     // Debug level: the lines the pipeline writes at each step are searched as well.
-    server = await startTestServer({ roles: { api: true, worker: true }, settings: { ffmpegThreads: 1, logLevel: 'debug' } });
+    server = await startTestServer({
+      roles: { api: true, worker: true },
+      settings: { ffmpegThreads: 1, logLevel: 'debug' },
+    });
     key = await server.key('alice');
   });
   after(async () => {
@@ -72,7 +79,12 @@ describe('a task with a signed input URL, through the API and a worker', () => {
     const bucket = await s3.createBucket();
     const res = await call('POST', '/api/transcode', {
       input: { url },
-      storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: s3.credentials.secretAccessKey } },
+      storage: {
+        type: 's3',
+        endpoint: s3.endpoint,
+        bucket,
+        credentials: { accessKeyId: s3.credentials.accessKeyId, secretAccessKey: s3.credentials.secretAccessKey },
+      },
       outputs: { mp4: { path: '/out' } },
       profiles: [{ name: 'small', width: 320, height: 180, bitrate: 300_000 }],
     });
@@ -81,10 +93,14 @@ describe('a task with a signed input URL, through the API and a worker', () => {
   }
 
   const settle = (id: string) =>
-    waitFor(async () => {
-      const res = await call('GET', `/api/task/${id}`);
-      return ['completed', 'failed', 'cancelled'].includes(res.body.status.phase) ? res.body : undefined;
-    }, 60_000, `task ${id} to settle`);
+    waitFor(
+      async () => {
+        const res = await call('GET', `/api/task/${id}`);
+        return ['completed', 'failed', 'cancelled'].includes(res.body.status.phase) ? res.body : undefined;
+      },
+      60_000,
+      `task ${id} to settle`,
+    );
 
   it('fetches with the signature, then keeps neither it nor the credentials once completed', async () => {
     const signed = web.url('/clip.mp4') + QUERY;
@@ -92,7 +108,10 @@ describe('a task with a signed input URL, through the API and a worker', () => {
     assert.equal(created.input.url, web.url('/clip.mp4'), 'the Task shows the URL without its query');
     const task = await settle(created.id);
     assert.equal(task.status.phase, 'completed', task.status.errorMessage);
-    assert.ok(asked.includes(`/clip.mp4${QUERY}`), `the input server was asked with the signature: ${asked.join(', ')}`);
+    assert.ok(
+      asked.includes(`/clip.mp4${QUERY}`),
+      `the input server was asked with the signature: ${asked.join(', ')}`,
+    );
 
     const params = await storedParams(server, created.id);
     assert.equal(params.input.url, web.url('/clip.mp4'));
@@ -131,10 +150,25 @@ for (const { kind, skip } of kinds) {
 
     async function createAndComplete(input: Record<string, unknown>): Promise<StoredParams> {
       const { tasks, queue } = server.running.core;
-      const storage = { type: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'out', credentials: { accessKeyId: 'AKIA', secretAccessKey: 'sEcReT' } };
-      const row = await tasks.create({ owner: 'bob', projectId: '00000000-0000-4000-8000-000000000000', type: 'transcode-file', params: { input, storage, outputs: { mp4: { path: '/o' } } }, requesterId: null, maxQueuedPerOwner: 100 });
+      const storage = {
+        type: 's3',
+        endpoint: 'http://127.0.0.1:9000',
+        bucket: 'out',
+        credentials: { accessKeyId: 'AKIA', secretAccessKey: 'sEcReT' },
+      };
+      const row = await tasks.create({
+        owner: 'bob',
+        projectId: '00000000-0000-4000-8000-000000000000',
+        type: 'transcode-file',
+        params: { input, storage, outputs: { mp4: { path: '/o' } } },
+        requesterId: null,
+        maxQueuedPerOwner: 100,
+      });
       const claimed = await queue.claim('test-worker', 1);
-      assert.deepEqual(claimed.map((t) => t.id), [row.id]);
+      assert.deepEqual(
+        claimed.map((t) => t.id),
+        [row.id],
+      );
       assert.deepEqual((await storedParams(server, row.id)).input, input, 'a running task keeps its input as sent');
       assert.ok(await queue.complete(row.id, 'test-worker', {}));
       return storedParams(server, row.id);
@@ -147,12 +181,22 @@ for (const { kind, skip } of kinds) {
     });
 
     it('an input URL without a query is kept as it is', async () => {
-      const params = await createAndComplete({ url: 'ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/v.mp4' });
-      assert.deepEqual(params.input, { url: 'ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/v.mp4' });
+      const params = await createAndComplete({
+        url: 'ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/v.mp4',
+      });
+      assert.deepEqual(params.input, {
+        url: 'ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/v.mp4',
+      });
     });
 
     it('an S3 input loses its credentials and keeps the rest', async () => {
-      const input = { type: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'in', path: '/v.mp4', credentials: { accessKeyId: 'AKIA', secretAccessKey: 'sEcReT' } };
+      const input = {
+        type: 's3',
+        endpoint: 'http://127.0.0.1:9000',
+        bucket: 'in',
+        path: '/v.mp4',
+        credentials: { accessKeyId: 'AKIA', secretAccessKey: 'sEcReT' },
+      };
       const params = await createAndComplete(input);
       assert.deepEqual(params.input, { type: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'in', path: '/v.mp4' });
     });

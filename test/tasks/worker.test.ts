@@ -43,12 +43,18 @@ for (const { kind, skip } of await databaseKinds()) {
     async function stopWorkers() {
       await Promise.all(workers.splice(0).map((w) => w.stop(500)));
     }
-    const create = async () => (await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).body.id as string;
+    const create = async () =>
+      (await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).body.id as string;
     const get = async (id: string) => (await server.call('GET', `/api/task/${id}`, { key })).body;
-    const phase = (id: string, want: string) => waitFor(async () => ((await get(id)).status.phase === want ? get(id) : null), 15_000, `phase ${want}`);
+    const phase = (id: string, want: string) =>
+      waitFor(async () => ((await get(id)).status.phase === want ? get(id) : null), 15_000, `phase ${want}`);
 
     before(async () => {
-      server = await startTestServer({ database: kind, roles: { api: true, worker: false }, settings: { maxRetries: 2, leaseMs: 1000, maxQueuedPerOwner: 1000 } });
+      server = await startTestServer({
+        database: kind,
+        roles: { api: true, worker: false },
+        settings: { maxRetries: 2, leaseMs: 1000, maxQueuedPerOwner: 1000 },
+      });
       key = await server.key('alice');
     });
     // A failed test must not leave its worker claiming the next test's tasks.
@@ -67,19 +73,29 @@ for (const { kind, skip } of await databaseKinds()) {
         return { input_video: { duration: 1, size: 2 } };
       }).start();
       const id = await create();
-      const running = await waitFor(async () => {
-        const t = await get(id);
-        return t.status.phase === 'running' && t.status.progress === 0.5 ? t : null;
-      }, 10_000, 'progress 0.5');
+      const running = await waitFor(
+        async () => {
+          const t = await get(id);
+          return t.status.phase === 'running' && t.status.progress === 0.5 ? t : null;
+        },
+        10_000,
+        'progress 0.5',
+      );
       assert.equal(running.status.progress, 0.5);
       release();
       const done = await phase(id, 'completed');
       assert.equal(done.status.progress, 1);
       assert.deepEqual(done.output, { transcodeFile: { input_video: { duration: 1, size: 2 } } });
       // The credentials are gone from the stored row once nothing can run the task again.
-      const [row] = await server.running.core.db.query<{ params: string }>('SELECT params::text AS params FROM tasks WHERE id = $1', [id]);
+      const [row] = await server.running.core.db.query<{ params: string }>(
+        'SELECT params::text AS params FROM tasks WHERE id = $1',
+        [id],
+      );
       assert.ok(row && !row.params.includes('credentials') && !row.params.includes('sEcReT'), row?.params);
-      assert.deepEqual(done.params['transcode-file'].storage.credentials, { accessKeyId: '***', secretAccessKey: '***' });
+      assert.deepEqual(done.params['transcode-file'].storage.credentials, {
+        accessKeyId: '***',
+        secretAccessKey: '***',
+      });
       assert.ok(!existsSync(scratch), 'scratch dir removed');
       await stopWorkers();
     });
@@ -156,7 +172,10 @@ for (const { kind, skip } of await databaseKinds()) {
     it('takes back a task whose worker stopped heartbeating, once its lease expires', async () => {
       const id = await create();
       const claimed = await server.running.core.queue.claim('worker-that-died', 1);
-      assert.deepEqual(claimed.map((t) => t.id), [id]);
+      assert.deepEqual(
+        claimed.map((t) => t.id),
+        [id],
+      );
       let ranAt = 0;
       await startWorker(async () => {
         ranAt = Date.now();

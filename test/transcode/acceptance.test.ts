@@ -33,24 +33,48 @@ it('a 30 s 1080p clip with audio becomes playable HLS and MP4 renditions in the 
   // What the bucket holds the moment ffmpeg has exited (the pipeline logs "encoded").
   let atEncoded: Promise<string[]> | undefined;
   const streamed: Array<{ rendition: string; partsDuringEncode: number }> = [];
-  const log = pino({ level: 'debug' }, {
-    write: (line: string) => {
-      const l = JSON.parse(line);
-      if (l.msg === 'encoded') atEncoded = s3.keys(bucket);
-      if (l.msg === 'mp4 uploaded while encoding') streamed.push(l);
+  const log = pino(
+    { level: 'debug' },
+    {
+      write: (line: string) => {
+        const l = JSON.parse(line);
+        if (l.msg === 'encoded') atEncoded = s3.keys(bucket);
+        if (l.msg === 'mp4 uploaded while encoding') streamed.push(l);
+      },
     },
-  });
+  );
   const out = await handler(
-    { input: { url: web.url('/in.mp4') }, storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: s3.credentials }, outputs: { hls: { path: '/hls' }, mp4: { path: '/mp4' } } },
-    { taskId: 'acc', attempt: 1, signal: new AbortController().signal, scratchDir: scratch, progress: () => undefined, log },
+    {
+      input: { url: web.url('/in.mp4') },
+      storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: s3.credentials },
+      outputs: { hls: { path: '/hls' }, mp4: { path: '/mp4' } },
+    },
+    {
+      taskId: 'acc',
+      attempt: 1,
+      signal: new AbortController().signal,
+      scratchDir: scratch,
+      progress: () => undefined,
+      log,
+    },
   );
   // Segments go up while ffmpeg encodes, not all at the end: the first of each rendition
   // (done ~6 s into a 30 s clip) is in the bucket before the encode is over.
   const early = (await atEncoded) ?? [];
-  for (const r of ['360p0', '720p0', '1080p0']) assert.ok(early.includes(`hls/${r}/0.ts`), `hls/${r}/0.ts uploaded during the encode; at its end the bucket held: ${early.join(' ')}`);
-  assert.deepEqual(out.mp4?.map((m) => `${m.name} ${m.width}x${m.height}`), ['360p0 640x360', '720p0 1280x720', '1080p0 1920x1080']);
+  for (const r of ['360p0', '720p0', '1080p0'])
+    assert.ok(
+      early.includes(`hls/${r}/0.ts`),
+      `hls/${r}/0.ts uploaded during the encode; at its end the bucket held: ${early.join(' ')}`,
+    );
+  assert.deepEqual(
+    out.mp4?.map((m) => `${m.name} ${m.width}x${m.height}`),
+    ['360p0 640x360', '720p0 1280x720', '1080p0 1920x1080'],
+  );
   // An MP4 of more than a few parts goes up while ffmpeg writes it (streamed-mp4.ts).
-  assert.ok(streamed.some((s) => s.rendition === '1080p0' && s.partsDuringEncode > 0), `1080p0.mp4 partly uploaded during the encode: ${JSON.stringify(streamed)}`);
+  assert.ok(
+    streamed.some((s) => s.rendition === '1080p0' && s.partsDuringEncode > 0),
+    `1080p0.mp4 partly uploaded during the encode: ${JSON.stringify(streamed)}`,
+  );
   assert.equal(Math.round(out.input_video.duration), 30);
 
   const keys = await s3.keys(bucket);

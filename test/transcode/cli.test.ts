@@ -15,9 +15,23 @@ after(async () => {
 it('mediaplane transcode writes HLS and fMP4 to a local folder, and refuses bad usage with 2', async () => {
   const out = await mkdtemp(path.join(os.tmpdir(), 'mp-cli-'));
   dirs.push(out);
-  const code = await runTranscodeCommand([sample('08_bear_vp9_odd_resolution_161x121_no_audio.webm'), '--out', out, '--hls', '--fmp4', '--segment', '2']);
+  const code = await runTranscodeCommand([
+    sample('08_bear_vp9_odd_resolution_161x121_no_audio.webm'),
+    '--out',
+    out,
+    '--hls',
+    '--fmp4',
+    '--segment',
+    '2',
+  ]);
   assert.equal(code, 0);
-  for (const f of ['hls/index.m3u8', 'hls/120p0/index.m3u8', 'hls/120p0/0.ts', 'fmp4/index.m3u8', 'fmp4/120p0/init.mp4']) {
+  for (const f of [
+    'hls/index.m3u8',
+    'hls/120p0/index.m3u8',
+    'hls/120p0/0.ts',
+    'fmp4/index.m3u8',
+    'fmp4/120p0/init.mp4',
+  ]) {
     assert.ok(existsSync(path.join(out, f)), f);
   }
   assert.ok(!existsSync(path.join(out, 'mp4')), 'no MP4 unless asked');

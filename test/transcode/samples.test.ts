@@ -35,7 +35,10 @@ async function transcode(name: string): Promise<{ out: TranscodeFileOutput; dir:
 }
 
 /** The top rendition's MP4: its video size and stream kinds, and a clean decode of HLS and MP4. */
-async function checkPlayable(dir: string, out: TranscodeFileOutput): Promise<{ width: number; height: number; codecs: string[] }> {
+async function checkPlayable(
+  dir: string,
+  out: TranscodeFileOutput,
+): Promise<{ width: number; height: number; codecs: string[] }> {
   const top = out.mp4?.at(-1);
   assert.ok(top);
   const mp4 = path.join(dir, top.path);
@@ -45,31 +48,64 @@ async function checkPlayable(dir: string, out: TranscodeFileOutput): Promise<{ w
   const probed = await ffprobe(mp4);
   const v = probed.streams.find((s) => s.codec_type === 'video');
   assert.ok(v && !v.side_data_list?.some((d) => d.rotation), 'no rotation flag left: the pixels are turned');
-  assert.ok(!probed.format.tags?.location && !Object.keys(probed.format.tags ?? {}).some((k) => /location|xyz/i.test(k)), 'no GPS');
+  assert.ok(
+    !probed.format.tags?.location && !Object.keys(probed.format.tags ?? {}).some((k) => /location|xyz/i.test(k)),
+    'no GPS',
+  );
   const pl = parseMediaPlaylist(await readFile(path.join(dir, `hls/${top.name}/index.m3u8`), 'utf8'));
   const sum = pl.segments.reduce((a, s) => a + s.duration, 0);
-  assert.ok(Math.abs(sum - out.input_video.duration) <= 0.5, `segments ${sum} s vs input ${out.input_video.duration} s`);
+  assert.ok(
+    Math.abs(sum - out.input_video.duration) <= 0.5,
+    `segments ${sum} s vs input ${out.input_video.duration} s`,
+  );
   return { width: v.width ?? 0, height: v.height ?? 0, codecs: probed.streams.map((s) => s.codec_name) };
 }
 
 const playable: [string, { size: string; codecs: string[]; renditions: string[] }][] = [
-  ['01_android12_phone_h264_aac_2160p60_rot90_portrait.mp4', { size: '2160x3840', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0', '2160p0'] }],
-  ['03_android14_phone_hevc10_hlg_aac_1080p.mp4', { size: '1920x1080', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0', '1080p0'] }],
-  ['04_android_phone_hevc_aac_rot90_with_metadata_track.mp4', { size: '1080x1920', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0', '1080p0'] }],
-  ['05_pixel7_h264_video_only_no_audio_rot180.mp4', { size: '1920x1080', codecs: ['h264'], renditions: ['360p0', '720p0', '1080p0'] }],
-  ['07_chrome_screen_recording_h264_annexb_vfr_no_audio.mkv', { size: '1920x1080', codecs: ['h264'], renditions: ['360p0', '720p0', '1080p0'] }],
+  [
+    '01_android12_phone_h264_aac_2160p60_rot90_portrait.mp4',
+    { size: '2160x3840', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0', '2160p0'] },
+  ],
+  [
+    '03_android14_phone_hevc10_hlg_aac_1080p.mp4',
+    { size: '1920x1080', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0', '1080p0'] },
+  ],
+  [
+    '04_android_phone_hevc_aac_rot90_with_metadata_track.mp4',
+    { size: '1080x1920', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0', '1080p0'] },
+  ],
+  [
+    '05_pixel7_h264_video_only_no_audio_rot180.mp4',
+    { size: '1920x1080', codecs: ['h264'], renditions: ['360p0', '720p0', '1080p0'] },
+  ],
+  [
+    '07_chrome_screen_recording_h264_annexb_vfr_no_audio.mkv',
+    { size: '1920x1080', codecs: ['h264'], renditions: ['360p0', '720p0', '1080p0'] },
+  ],
   ['08_bear_vp9_odd_resolution_161x121_no_audio.webm', { size: '160x120', codecs: ['h264'], renditions: ['120p0'] }],
   ['10_roadtrip_vp9_profile2_10bit_no_audio.webm', { size: '426x240', codecs: ['h264'], renditions: ['240p0'] }],
-  ['13_butterfly_camera_h264_aac_720p30_7s.mp4', { size: '1280x720', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0'] }],
-  ['14_big_buck_bunny_vp8_vorbis_720p24_30s.webm', { size: '1280x720', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0'] }],
-  ['16_big_buck_bunny_h264_aac51_720p25_5s.mp4', { size: '1280x720', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0'] }],
+  [
+    '13_butterfly_camera_h264_aac_720p30_7s.mp4',
+    { size: '1280x720', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0'] },
+  ],
+  [
+    '14_big_buck_bunny_vp8_vorbis_720p24_30s.webm',
+    { size: '1280x720', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0'] },
+  ],
+  [
+    '16_big_buck_bunny_h264_aac51_720p25_5s.mp4',
+    { size: '1280x720', codecs: ['h264', 'aac'], renditions: ['360p0', '720p0'] },
+  ],
 ];
 
 describe('real-world samples', () => {
   for (const [name, want] of playable) {
     it(`${name} completes with playable outputs`, async () => {
       const { out, dir } = await transcode(name);
-      assert.deepEqual(out.mp4?.map((m) => m.name), want.renditions);
+      assert.deepEqual(
+        out.mp4?.map((m) => m.name),
+        want.renditions,
+      );
       const got = await checkPlayable(dir, out);
       assert.equal(`${got.width}x${got.height}`, want.size);
       assert.deepEqual(got.codecs, want.codecs);
@@ -82,7 +118,10 @@ describe('real-world samples', () => {
   ];
   for (const [name, message] of failing) {
     it(`${name} fails, not retried, with "${message.source}"`, async () => {
-      const err = await transcode(name).then(() => null, (e: unknown) => e);
+      const err = await transcode(name).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof UnsupportedMediaError, String(err));
       assert.equal((err as MediaplaneError).retryable, false);
       assert.match(err.message, message);

@@ -22,7 +22,10 @@ let dir: string;
 before(async () => {
   s3 = await startS3();
   bucket = await s3.createBucket();
-  store = new S3ObjectStore({ endpoint: s3.endpoint, bucket, credentials: s3.credentials, region: s3.region }, { maxAttempts: 2, partSizeBytes: 8 << 20, allowPrivate: true });
+  store = new S3ObjectStore(
+    { endpoint: s3.endpoint, bucket, credentials: s3.credentials, region: s3.region },
+    { maxAttempts: 2, partSizeBytes: 8 << 20, allowPrivate: true },
+  );
   dir = await mkdtemp(path.join(os.tmpdir(), 'mp-streamed-'));
 });
 after(async () => {
@@ -40,10 +43,19 @@ function smallParts(log: string[]): NonNullable<ObjectStore['parts']> {
     async open(key, opts): Promise<PartWriter> {
       const w = await parts.open(key, opts);
       return {
-        put: async (n, r) => { log.push(`put ${n}`); await w.put(n, r); },
-        ensure: async (n, r) => { log.push(`ensure ${n}`); await w.ensure(n, r); },
+        put: async (n, r) => {
+          log.push(`put ${n}`);
+          await w.put(n, r);
+        },
+        ensure: async (n, r) => {
+          log.push(`ensure ${n}`);
+          await w.ensure(n, r);
+        },
         complete: () => w.complete(),
-        abort: async () => { log.push('abort'); await w.abort(); },
+        abort: async () => {
+          log.push('abort');
+          await w.abort();
+        },
       };
     },
   };
@@ -53,8 +65,31 @@ const signal = new AbortController().signal;
 
 /** Runs ffmpeg at real speed to a faststart MP4, calling `tick` every 100 ms while it runs. */
 async function encodeSlowly(file: string, tick: () => void): Promise<void> {
-  const args = ['-v', 'error', '-y', '-re', '-f', 'lavfi', '-i', 'testsrc2=s=320x240:r=25:d=3', '-f', 'lavfi', '-i', 'sine=d=3',
-    '-c:v', 'libx264', '-preset', 'ultrafast', '-b:v', '2M', '-c:a', 'aac', '-movflags', '+faststart', file];
+  const args = [
+    '-v',
+    'error',
+    '-y',
+    '-re',
+    '-f',
+    'lavfi',
+    '-i',
+    'testsrc2=s=320x240:r=25:d=3',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=d=3',
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-b:v',
+    '2M',
+    '-c:a',
+    'aac',
+    '-movflags',
+    '+faststart',
+    file,
+  ];
   const child = spawn('ffmpeg', args, { stdio: 'ignore' });
   const timer = setInterval(tick, 100);
   const code = await new Promise<number | null>((r) => child.once('exit', r));
@@ -65,7 +100,12 @@ async function encodeSlowly(file: string, tick: () => void): Promise<void> {
 test('an MP4 goes up while ffmpeg writes it; the object is the finished faststart file, byte for byte', async () => {
   const file = path.join(dir, 'a.mp4');
   const log: string[] = [];
-  const s = new StreamedMp4({ parts: smallParts(log), key: 'out/a.mp4', file, put: { contentType: 'video/mp4', signal } });
+  const s = new StreamedMp4({
+    parts: smallParts(log),
+    key: 'out/a.mp4',
+    file,
+    put: { contentType: 'video/mp4', signal },
+  });
   const errors: unknown[] = [];
   await encodeSlowly(file, () => s.poll((e) => errors.push(e)));
   const early = log.filter((l) => l.startsWith('put')).length;
@@ -85,7 +125,12 @@ test('an MP4 goes up while ffmpeg writes it; the object is the finished faststar
 test('an early part whose bytes changed before the end is sent again', async () => {
   const file = path.join(dir, 'b.mp4');
   const log: string[] = [];
-  const s = new StreamedMp4({ parts: smallParts(log), key: 'out/b.mp4', file, put: { contentType: 'video/mp4', signal } });
+  const s = new StreamedMp4({
+    parts: smallParts(log),
+    key: 'out/b.mp4',
+    file,
+    put: { contentType: 'video/mp4', signal },
+  });
   await encodeSlowly(file, () => s.poll(() => undefined));
   // Change one byte inside part 2's range of the finished file (the media data after part 1's share).
   const mdat = (await topLevelBoxes(file)).find((b) => b.type === 'mdat');
@@ -106,7 +151,12 @@ test('a file whose layout is not ftyp/free/mdat is left to the plain upload, and
   const file = path.join(dir, 'c.bin');
   await writeFile(file, Buffer.alloc(1 << 20, 1));
   const log: string[] = [];
-  const s = new StreamedMp4({ parts: smallParts(log), key: 'out/c.bin', file, put: { contentType: 'video/mp4', signal } });
+  const s = new StreamedMp4({
+    parts: smallParts(log),
+    key: 'out/c.bin',
+    file,
+    put: { contentType: 'video/mp4', signal },
+  });
   s.poll(() => undefined);
   await sleep(10);
   assert.equal(await s.finish(), undefined);
@@ -117,7 +167,12 @@ test('a file whose layout is not ftyp/free/mdat is left to the plain upload, and
 test('a job that fails after parts went up frees them: the upload is aborted and no object appears', async () => {
   const file = path.join(dir, 'd.mp4');
   const log: string[] = [];
-  const s = new StreamedMp4({ parts: smallParts(log), key: 'out/d.mp4', file, put: { contentType: 'video/mp4', signal } });
+  const s = new StreamedMp4({
+    parts: smallParts(log),
+    key: 'out/d.mp4',
+    file,
+    put: { contentType: 'video/mp4', signal },
+  });
   await encodeSlowly(file, () => s.poll(() => undefined));
   assert.ok(log.includes('put 2'));
   await s.abandon();

@@ -7,7 +7,15 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { MediaplaneError, NotFoundError, PayloadTooLargeError, PaymentRequiredError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError } from '../../lib/errors.ts';
+import {
+  MediaplaneError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PaymentRequiredError,
+  TimeoutError,
+  UpstreamFailedError,
+  UpstreamUnavailableError,
+} from '../../lib/errors.ts';
 import { drained, formatSse, type SseBatch } from '../../lib/sse.ts';
 import type { Ledger } from '../ledger.ts';
 import { maxTokensProblem, type ChatRequest, type FinishReason, type Usage } from '../protocol.ts';
@@ -52,10 +60,14 @@ class Attempt {
   constructor(clientGone: AbortSignal) {
     const stop = (): void => this.controller.abort();
     clientGone.addEventListener('abort', stop, { once: true });
-    this.controller.signal.addEventListener('abort', () => {
-      clientGone.removeEventListener('abort', stop);
-      clearTimeout(this.#timer);
-    }, { once: true });
+    this.controller.signal.addEventListener(
+      'abort',
+      () => {
+        clientGone.removeEventListener('abort', stop);
+        clearTimeout(this.#timer);
+      },
+      { once: true },
+    );
   }
 
   /** Next batch (undefined at the end), or the attempt is aborted (and TimeoutError thrown) after `ms` of silence. */
@@ -100,19 +112,28 @@ type Outcome =
   | { kind: 'failed'; error: MediaplaneError }
   | { kind: 'rejected'; error: RequestRefusedError };
 
-export async function complete(deps: CompleteDeps, opts: { owner: string; body: ChatRequest; res: ServerResponse; clientGone: AbortSignal }): Promise<{ json?: unknown }> {
+export async function complete(
+  deps: CompleteDeps,
+  opts: { owner: string; body: ChatRequest; res: ServerResponse; clientGone: AbortSignal },
+): Promise<{ json?: unknown }> {
   const { registry, ledger, log, metrics } = deps;
   const { body, owner } = opts;
   const arrived = performance.now();
   if (!registry.offers(body.model)) await registry.refresh();
-  if (registry.candidates(body.model, 0).length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model}`);
+  if (registry.candidates(body.model, 0).length === 0)
+    throw new NotFoundError(`no orchestrator offers the model ${body.model}`);
   const ceiling = ceilingOf(deps.maxPricePerToken, body.max_price_per_token);
   const affordable = registry.candidates(body.model, ceiling);
-  if (affordable.length === 0) throw new NotFoundError(`no orchestrator offers the model ${body.model} at or under ${ceiling} USD per token`);
+  if (affordable.length === 0)
+    throw new NotFoundError(`no orchestrator offers the model ${body.model} at or under ${ceiling} USD per token`);
   // Refused here, before anything is reserved, when no orchestrator's context can hold max_tokens.
   const candidates = affordable.filter((c) => maxTokensProblem(body.max_tokens, c.contextLength) === undefined);
   const largest = Math.max(...affordable.map((c) => c.contextLength ?? 0));
-  if (candidates.length === 0) throw new RequestRefusedError(maxTokensProblem(body.max_tokens, largest) ?? 'max_tokens: too large', 'context_length_exceeded');
+  if (candidates.length === 0)
+    throw new RequestRefusedError(
+      maxTokensProblem(body.max_tokens, largest) ?? 'max_tokens: too large',
+      'context_length_exceeded',
+    );
 
   const requestId = `chatcmpl-${randomBytes(12).toString('hex')}`;
   const forward = forwardBody(body, deps.maxForwardBytes);
@@ -122,7 +143,14 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
       metrics.finished(body.model, 'cancelled');
       return {};
     }
-    const charge = { owner, maxTokens: body.max_tokens, pricePerToken: c.pricePerToken, model: body.model, orchestrator: c.orchestrator.url, requestId };
+    const charge = {
+      owner,
+      maxTokens: body.max_tokens,
+      pricePerToken: c.pricePerToken,
+      model: body.model,
+      orchestrator: c.orchestrator.url,
+      requestId,
+    };
     // A priced request is reserved before forwarding (API.md, Pricing). A free one (price 0)
     // needs no balance: its zero charge is written in one statement once the answer is out,
     // not as two database writes around it (with the embedded database each one holds the
@@ -131,7 +159,9 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
     const reservation = priced ? await ledger.reserve(charge) : undefined;
     if (priced && !reservation) {
       metrics.finished(body.model, 'refused');
-      throw new PaymentRequiredError(`balance too low for max_tokens ${body.max_tokens} at ${c.pricePerToken} USD per token (${(body.max_tokens * c.pricePerToken).toFixed(12).replace(/0+$/, '')} USD); add credits or lower max_tokens`);
+      throw new PaymentRequiredError(
+        `balance too low for max_tokens ${body.max_tokens} at ${c.pricePerToken} USD per token (${(body.max_tokens * c.pricePerToken).toFixed(12).replace(/0+$/, '')} USD); add credits or lower max_tokens`,
+      );
     }
     const keep = async (completionTokens: number): Promise<void> => {
       if (reservation) await ledger.settle(reservation.id, { completionTokens, usageBased: deps.usageBased });
@@ -152,7 +182,10 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
           return {};
         }
         metrics.failedBeforeFirstToken(body.model, c.orchestrator.url);
-        log.warn({ orchestrator: c.orchestrator.url, model: body.model, err: outcome.error.message, requestId }, 'orchestrator failed before the first token; trying the next');
+        log.warn(
+          { orchestrator: c.orchestrator.url, model: body.model, err: outcome.error.message, requestId },
+          'orchestrator failed before the first token; trying the next',
+        );
         registry.markDown(c.orchestrator);
         failures.push(outcome.error);
         continue;
@@ -164,8 +197,13 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
         metrics.finished(body.model, 'completed', outcome.usage);
         return {
           json: {
-            id: requestId, object: 'chat.completion', created: outcome.created, model: body.model,
-            choices: [{ index: 0, message: { role: 'assistant', content: outcome.content }, finish_reason: outcome.finish }],
+            id: requestId,
+            object: 'chat.completion',
+            created: outcome.created,
+            model: body.model,
+            choices: [
+              { index: 0, message: { role: 'assistant', content: outcome.content }, finish_reason: outcome.finish },
+            ],
             usage: outcome.usage,
           },
         };
@@ -173,8 +211,15 @@ export async function complete(deps: CompleteDeps, opts: { owner: string; body: 
       const r = await relay(deps, outcome, opts.res);
       await keep(r.usage?.completion_tokens ?? r.delivered);
       if (r.usage) measure(registry, c, { firstAt: outcome.firstAt, tokens: r.usage.completion_tokens });
-      metrics.finished(body.model, r.usage ? 'completed' : opts.clientGone.aborted || opts.res.destroyed ? 'cancelled' : 'failed', r.usage);
-      log.debug({ requestId, orchestrator: c.orchestrator.url, ms: Math.round(performance.now() - started) }, 'completion relayed');
+      metrics.finished(
+        body.model,
+        r.usage ? 'completed' : opts.clientGone.aborted || opts.res.destroyed ? 'cancelled' : 'failed',
+        r.usage,
+      );
+      log.debug(
+        { requestId, orchestrator: c.orchestrator.url, ms: Math.round(performance.now() - started) },
+        'completion relayed',
+      );
       return {};
     } finally {
       c.orchestrator.inflight--;
@@ -195,7 +240,10 @@ function forwardBody(body: ChatRequest, maxBytes: number): string {
   const { max_price_per_token: _ceiling, ...rest } = body;
   const forward = JSON.stringify({ ...rest, stream: true });
   const bytes = Buffer.byteLength(forward);
-  if (bytes > maxBytes) throw new PayloadTooLargeError(`request body is too large: ${bytes} bytes once re-encoded as UTF-8 (invalid UTF-8 counts 3 bytes a byte), ${maxBytes} at most`);
+  if (bytes > maxBytes)
+    throw new PayloadTooLargeError(
+      `request body is too large: ${bytes} bytes once re-encoded as UTF-8 (invalid UTF-8 counts 3 bytes a byte), ${maxBytes} at most`,
+    );
   return forward;
 }
 
@@ -205,25 +253,45 @@ function measure(registry: Registry, c: Candidate, m: { firstAt: number; tokens:
 
 function summarize(model: string, failures: MediaplaneError[]): MediaplaneError {
   const detail = failures.map((f) => f.message).join('; ');
-  if (failures.length > 0 && failures.every((f) => f instanceof TimeoutError)) return new TimeoutError(`every orchestrator for ${model} timed out (${detail})`);
-  if (failures.every((f) => f instanceof UpstreamUnavailableError)) return new UpstreamUnavailableError(`every orchestrator for ${model} is busy or down (${failures.length} tried)`);
-  return new UpstreamFailedError(`the orchestrators for ${model} failed and no other could take the request (${failures.length} tried)`);
+  if (failures.length > 0 && failures.every((f) => f instanceof TimeoutError))
+    return new TimeoutError(`every orchestrator for ${model} timed out (${detail})`);
+  if (failures.every((f) => f instanceof UpstreamUnavailableError))
+    return new UpstreamUnavailableError(`every orchestrator for ${model} is busy or down (${failures.length} tried)`);
+  return new UpstreamFailedError(
+    `the orchestrators for ${model} failed and no other could take the request (${failures.length} tried)`,
+  );
 }
 
 /** Runs one orchestrator up to its first token (streaming) or its whole answer (not streaming). */
-async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; requestId: string; stream: boolean; clientGone: AbortSignal }): Promise<Outcome> {
+async function attempt(
+  deps: CompleteDeps,
+  c: Candidate,
+  o: { forward: string; requestId: string; stream: boolean; clientGone: AbortSignal },
+): Promise<Outcome> {
   const a = new Attempt(o.clientGone);
   const timer = setTimeout(() => {
     a.timedOut = true;
     a.controller.abort();
   }, deps.firstTokenTimeoutMs);
   try {
-    const opened = await openCompletion(c.base, o.forward, { secret: c.secret, requestId: o.requestId, signal: a.controller.signal });
+    const opened = await openCompletion(c.base, o.forward, {
+      secret: c.secret,
+      requestId: o.requestId,
+      signal: a.controller.signal,
+    });
     // From here `a.next` times each wait itself (first token, then idle gaps).
     clearTimeout(timer);
     if (!opened.ok) {
-      if (opened.status === 400) return { kind: 'rejected', error: new RequestRefusedError(opened.message, opened.code === 'context_length_exceeded' ? opened.code : 'invalid_request') };
-      if (opened.status === 503 || opened.status === 404 || opened.status === 401) return { kind: 'failed', error: new UpstreamUnavailableError(`${opened.status}: ${opened.message}`) };
+      if (opened.status === 400)
+        return {
+          kind: 'rejected',
+          error: new RequestRefusedError(
+            opened.message,
+            opened.code === 'context_length_exceeded' ? opened.code : 'invalid_request',
+          ),
+        };
+      if (opened.status === 503 || opened.status === 404 || opened.status === 401)
+        return { kind: 'failed', error: new UpstreamUnavailableError(`${opened.status}: ${opened.message}`) };
       return { kind: 'failed', error: new UpstreamFailedError(`${opened.status}: ${opened.message}`) };
     }
     const first = await a.next(opened.events, deps.firstTokenTimeoutMs);
@@ -231,7 +299,12 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
     const head = first?.events[0];
     if (!first || !head || head.event === 'error' || head.data === '[DONE]') {
       a.controller.abort();
-      return { kind: 'failed', error: new UpstreamFailedError(first ? 'the orchestrator sent an error before the first token' : 'the answer ended before its first token') };
+      return {
+        kind: 'failed',
+        error: new UpstreamFailedError(
+          first ? 'the orchestrator sent an error before the first token' : 'the answer ended before its first token',
+        ),
+      };
     }
     if (o.stream) return { kind: 'committed', events: opened.events, first, attempt: a, firstAt };
     const whole = await collect(deps, a, opened.events, first, firstAt);
@@ -243,13 +316,23 @@ async function attempt(deps: CompleteDeps, c: Candidate, o: { forward: string; r
     clearTimeout(timer);
     a.controller.abort();
     if (err instanceof MediaplaneError) return { kind: 'failed', error: err };
-    if (a.timedOut) return { kind: 'failed', error: new TimeoutError(`no first token within ${deps.firstTokenTimeoutMs} ms`) };
-    return { kind: 'failed', error: new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err }) };
+    if (a.timedOut)
+      return { kind: 'failed', error: new TimeoutError(`no first token within ${deps.firstTokenTimeoutMs} ms`) };
+    return {
+      kind: 'failed',
+      error: new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err }),
+    };
   }
 }
 
 /** Reads a whole answer for a non-streaming client; any failure before its end fails over. */
-async function collect(deps: CompleteDeps, a: Attempt, events: SseReader, first: SseBatch, firstAt: number): Promise<Outcome> {
+async function collect(
+  deps: CompleteDeps,
+  a: Attempt,
+  events: SseReader,
+  first: SseBatch,
+  firstAt: number,
+): Promise<Outcome> {
   let content = '';
   let finish: FinishReason = 'stop';
   let usage: Usage | undefined;
@@ -257,7 +340,8 @@ async function collect(deps: CompleteDeps, a: Attempt, events: SseReader, first:
   let batch = first;
   for (;;) {
     for (const ev of batch.events) {
-      if (ev.event === 'error') return { kind: 'failed', error: new UpstreamFailedError('the orchestrator failed during the answer') };
+      if (ev.event === 'error')
+        return { kind: 'failed', error: new UpstreamFailedError('the orchestrator failed during the answer') };
       if (ev.data === '[DONE]') {
         if (!usage) return { kind: 'failed', error: new UpstreamFailedError('the answer carried no usage') };
         return { kind: 'complete', content, finish, usage, created, firstAt };
@@ -281,10 +365,20 @@ async function collect(deps: CompleteDeps, a: Attempt, events: SseReader, first:
  * on as the bytes that came, untouched; a batch with an error, the usage chunk or [DONE] in it
  * (as a rule the last) is parsed. What one network read brought goes on as one write.
  */
-async function relay(deps: CompleteDeps, o: Extract<Outcome, { kind: 'committed' }>, res: ServerResponse): Promise<{ usage?: Usage; delivered: number }> {
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+async function relay(
+  deps: CompleteDeps,
+  o: Extract<Outcome, { kind: 'committed' }>,
+  res: ServerResponse,
+): Promise<{ usage?: Usage; delivered: number }> {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
   const got: Delivered = { delivered: 0 };
-  const result = (): { usage?: Usage; delivered: number } => (got.usage ? { usage: got.usage, delivered: got.delivered } : { delivered: got.delivered });
+  const result = (): { usage?: Usage; delivered: number } =>
+    got.usage ? { usage: got.usage, delivered: got.delivered } : { delivered: got.delivered };
   let batch = o.first;
   try {
     for (;;) {
@@ -309,9 +403,17 @@ async function relay(deps: CompleteDeps, o: Extract<Outcome, { kind: 'committed'
   } catch (err) {
     o.attempt.controller.abort();
     if (res.destroyed) return { delivered: got.delivered };
-    const e = err instanceof MediaplaneError ? err : new UpstreamFailedError('the orchestrator connection broke during the answer', { cause: err });
+    const e =
+      err instanceof MediaplaneError
+        ? err
+        : new UpstreamFailedError('the orchestrator connection broke during the answer', { cause: err });
     deps.log.warn({ err: e.message }, 'answer failed after its first token');
-    res.end(formatSse({ event: 'error', data: JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } }) }));
+    res.end(
+      formatSse({
+        event: 'error',
+        data: JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } }),
+      }),
+    );
     return result();
   } finally {
     o.attempt.done();

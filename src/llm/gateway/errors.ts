@@ -34,7 +34,10 @@ export class RequestRefusedError extends MediaplaneError {
   }
 }
 
-export function llmErrorBody(err: unknown, log: Logger): { status: number; body: { error: { message: string; type: string; code: string } } } {
+export function llmErrorBody(
+  err: unknown,
+  log: Logger,
+): { status: number; body: { error: { message: string; type: string; code: string } } } {
   let status = 500;
   let message = 'internal error';
   let code = 'internal';
@@ -49,7 +52,12 @@ export function llmErrorBody(err: unknown, log: Logger): { status: number; body:
     // Fastify's own errors (malformed JSON, body too large) carry a 4xx status.
     if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
       status = e.statusCode;
-      message = status === 415 ? 'Content-Type must be application/json' : typeof e.message === 'string' ? e.message : 'bad request';
+      message =
+        status === 415
+          ? 'Content-Type must be application/json'
+          : typeof e.message === 'string'
+            ? e.message
+            : 'bad request';
       code = FASTIFY_CODES[status] ?? 'invalid_request';
     }
   }

@@ -40,7 +40,12 @@ function selfBase(app: FastifyInstance): (url: string) => string | undefined {
     if (!url.startsWith('/')) return url;
     const addr = app.server.address() as AddressInfo | string | null;
     if (!addr || typeof addr === 'string') return undefined;
-    const host = addr.address === '0.0.0.0' || addr.address === '::' ? '127.0.0.1' : addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    const host =
+      addr.address === '0.0.0.0' || addr.address === '::'
+        ? '127.0.0.1'
+        : addr.family === 'IPv6'
+          ? `[${addr.address}]`
+          : addr.address;
     return `http://${host}:${addr.port}${url}`;
   };
 }
@@ -58,8 +63,15 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
   });
   const ledger = new Ledger(deps.db);
   const completeDeps: CompleteDeps = {
-    registry, ledger, log, metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), registry), maxForwardBytes: forwardedBodyLimit(config.bodyLimitBytes), maxPricePerToken: config.gatewayMaxPricePerToken,
-    usageBased: config.gatewayUsageBased, firstTokenTimeoutMs: config.gatewayFirstTokenTimeoutMs, idleTimeoutMs: config.gatewayIdleTimeoutMs,
+    registry,
+    ledger,
+    log,
+    metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), registry),
+    maxForwardBytes: forwardedBodyLimit(config.bodyLimitBytes),
+    maxPricePerToken: config.gatewayMaxPricePerToken,
+    usageBased: config.gatewayUsageBased,
+    firstTokenTimeoutMs: config.gatewayFirstTokenTimeoutMs,
+    idleTimeoutMs: config.gatewayIdleTimeoutMs,
   };
 
   // Accounts reuses a checked key for MEDIAPLANE_AUTH_CACHE_MS: without that, every chat
@@ -87,7 +99,8 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
       if (!body.stream) throw err;
       // Hijacked and nothing sent yet: answer the error ourselves in the LLM shape.
       const { status, body: errBody } = llmErrorBody(err, log);
-      if (!res.headersSent && !res.destroyed) res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(errBody));
+      if (!res.headersSent && !res.destroyed)
+        res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(errBody));
       return undefined;
     }
   };
@@ -105,13 +118,26 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     scope.get('/v1/models', async (req) => {
       await owner(req);
       if (registry.models().length === 0) await registry.refresh();
-      return { object: 'list', data: registry.models().map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.id.split('/')[0] ?? 'unknown', warm: m.warm })) };
+      return {
+        object: 'list',
+        data: registry
+          .models()
+          .map((m) => ({
+            id: m.id,
+            object: 'model',
+            created: 0,
+            owned_by: m.id.split('/')[0] ?? 'unknown',
+            warm: m.warm,
+          })),
+      };
     });
     scope.post('/llm/orchestrators', async (req, reply) => {
       const secret = config.orchestratorSecret;
-      if (!secret || !secretMatches(req.headers.authorization, secret)) throw new AuthError('registration needs the shared orchestrator secret');
+      if (!secret || !secretMatches(req.headers.authorization, secret))
+        throw new AuthError('registration needs the shared orchestrator secret');
       const url = (req.body as { url?: unknown } | undefined)?.url;
-      if (typeof url !== 'string' || !/^https?:\/\/[^\s]+$/.test(url)) throw new ValidationError('url: must be the http(s) base URL of the orchestrator');
+      if (typeof url !== 'string' || !/^https?:\/\/[^\s]+$/.test(url))
+        throw new ValidationError('url: must be the http(s) base URL of the orchestrator');
       registry.add(url, true);
       void registry.refresh();
       return reply.status(204).send();
@@ -124,7 +150,10 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     await app.register(
       async (scope) => {
         scope.setNotFoundHandler((req, reply) => {
-          const { status, body } = llmErrorBody(new NotFoundError(`no such route: ${req.method} ${req.url.split('?')[0] ?? ''}`), log);
+          const { status, body } = llmErrorBody(
+            new NotFoundError(`no such route: ${req.method} ${req.url.split('?')[0] ?? ''}`),
+            log,
+          );
           return reply.status(status).send(body);
         });
       },
@@ -135,7 +164,12 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
   // The ledger belongs to the owner-facing /api, so it answers in that API's error shape.
   await app.register(async (scope) => {
     scope.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
-      const status = err instanceof AuthError ? 401 : err instanceof BadRequestError || err instanceof ValidationError ? 400 : (err.statusCode ?? 500);
+      const status =
+        err instanceof AuthError
+          ? 401
+          : err instanceof BadRequestError || err instanceof ValidationError
+            ? 400
+            : (err.statusCode ?? 500);
       if (status >= 500) log.error({ err }, 'ledger route failed');
       return reply.status(status).send({ errors: [status >= 500 ? 'internal error' : err.message] });
     });
@@ -143,7 +177,8 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
       const who = await owner(req);
       const raw = (req.query as { limit?: string } | undefined)?.limit;
       const limit = raw === undefined ? 100 : Number(raw);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit: must be an integer from 1 to 1000');
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+        throw new ValidationError('limit: must be an integer from 1 to 1000');
       return { owner: who, balanceUsd: Number(await ledger.balance(who)), entries: await ledger.entries(who, limit) };
     });
   });

@@ -19,9 +19,24 @@ export interface GatewayMetrics {
 
 export function gatewayMetrics(metrics: MetricsRegistry, registry: Registry): GatewayMetrics {
   const registers = [metrics];
-  const completions = new Counter({ name: 'mediaplane_llm_completions_total', help: 'Chat completions by model and outcome (completed, failed, cancelled by the client, refused for credit)', labelNames: ['model', 'outcome'], registers });
-  const tokens = new Counter({ name: 'mediaplane_llm_tokens_total', help: 'Tokens of completed answers, as the engine counted them (kind: prompt or completion)', labelNames: ['model', 'kind'], registers });
-  const failovers = new Counter({ name: 'mediaplane_llm_failovers_total', help: 'Orchestrators that failed a request before the client got any of it (streaming: its first token; otherwise the whole answer); it went on to the next, if there was one', labelNames: ['model', 'orchestrator'], registers });
+  const completions = new Counter({
+    name: 'mediaplane_llm_completions_total',
+    help: 'Chat completions by model and outcome (completed, failed, cancelled by the client, refused for credit)',
+    labelNames: ['model', 'outcome'],
+    registers,
+  });
+  const tokens = new Counter({
+    name: 'mediaplane_llm_tokens_total',
+    help: 'Tokens of completed answers, as the engine counted them (kind: prompt or completion)',
+    labelNames: ['model', 'kind'],
+    registers,
+  });
+  const failovers = new Counter({
+    name: 'mediaplane_llm_failovers_total',
+    help: 'Orchestrators that failed a request before the client got any of it (streaming: its first token; otherwise the whole answer); it went on to the next, if there was one',
+    labelNames: ['model', 'orchestrator'],
+    registers,
+  });
   const ttft = new Histogram({
     name: 'mediaplane_llm_time_to_first_token_seconds',
     help: 'From the request reaching the gateway to its first token from an orchestrator',

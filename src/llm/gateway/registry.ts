@@ -46,7 +46,14 @@ export class Registry {
    * `localSecret`, when set, to those given as a path on this same server instead: the local
    * orchestrator of `mediaplane start` has its own, which must not travel to the others.
    */
-  constructor(opts: { urls: readonly string[]; resolveBase: (url: string) => string | undefined; secret?: string | undefined; localSecret?: string | undefined; pollMs: number; log: Logger }) {
+  constructor(opts: {
+    urls: readonly string[];
+    resolveBase: (url: string) => string | undefined;
+    secret?: string | undefined;
+    localSecret?: string | undefined;
+    pollMs: number;
+    log: Logger;
+  }) {
     this.#resolveBase = opts.resolveBase;
     this.#secret = opts.secret;
     this.#localSecret = opts.localSecret;
@@ -91,9 +98,14 @@ export class Registry {
     const base = this.#resolveBase(o.url);
     if (!base) return;
     try {
-      const caps = await getJson<Capabilities>(`${base}/capabilities`, { secret: this.#secretFor(o), timeoutMs: Math.min(2000, this.#pollMs * 2) });
-      if (!Array.isArray(caps.models) || typeof caps.pricePerToken !== 'number') throw new Error('malformed capabilities');
-      if (!o.reachable) this.#log.info({ orchestrator: o.url, models: caps.models.map((m) => m.id) }, 'orchestrator reachable');
+      const caps = await getJson<Capabilities>(`${base}/capabilities`, {
+        secret: this.#secretFor(o),
+        timeoutMs: Math.min(2000, this.#pollMs * 2),
+      });
+      if (!Array.isArray(caps.models) || typeof caps.pricePerToken !== 'number')
+        throw new Error('malformed capabilities');
+      if (!o.reachable)
+        this.#log.info({ orchestrator: o.url, models: caps.models.map((m) => m.id) }, 'orchestrator reachable');
       o.caps = caps;
       o.reachable = true;
     } catch (err) {
@@ -127,14 +139,32 @@ export class Registry {
       if (!o.caps || !m || !base) continue;
       if (ceiling > 0 && o.caps.pricePerToken > ceiling) continue;
       out.push({
-        orchestrator: o, base, pricePerToken: o.caps.pricePerToken, contextLength: typeof m.contextLength === 'number' ? m.contextLength : undefined, secret: this.#secretFor(o),
-        warm: m.warm, free: Math.min(m.free, m.total - o.inflight) > 0, down: !o.reachable || o.downUntil > now,
+        orchestrator: o,
+        base,
+        pricePerToken: o.caps.pricePerToken,
+        contextLength: typeof m.contextLength === 'number' ? m.contextLength : undefined,
+        secret: this.#secretFor(o),
+        warm: m.warm,
+        free: Math.min(m.free, m.total - o.inflight) > 0,
+        down: !o.reachable || o.downUntil > now,
       });
     }
     // Down ones stay at the end: a last resort when the others fail too.
-    out.sort((a, b) => Number(a.down) - Number(b.down) || Number(b.warm) - Number(a.warm) || Number(b.free) - Number(a.free) ||
-      (a.orchestrator.msPerToken ?? 0) - (b.orchestrator.msPerToken ?? 0) || a.pricePerToken - b.pricePerToken);
-    return out.map(({ orchestrator, base, pricePerToken, contextLength, secret }) => ({ orchestrator, base, pricePerToken, contextLength, secret }));
+    out.sort(
+      (a, b) =>
+        Number(a.down) - Number(b.down) ||
+        Number(b.warm) - Number(a.warm) ||
+        Number(b.free) - Number(a.free) ||
+        (a.orchestrator.msPerToken ?? 0) - (b.orchestrator.msPerToken ?? 0) ||
+        a.pricePerToken - b.pricePerToken,
+    );
+    return out.map(({ orchestrator, base, pricePerToken, contextLength, secret }) => ({
+      orchestrator,
+      base,
+      pricePerToken,
+      contextLength,
+      secret,
+    }));
   }
 
   markDown(o: Orchestrator): void {
@@ -148,7 +178,8 @@ export class Registry {
 
   models(): Array<{ id: string; warm: boolean }> {
     const seen = new Map<string, boolean>();
-    for (const o of this.all()) if (o.reachable) for (const m of o.caps?.models ?? []) seen.set(m.id, (seen.get(m.id) ?? false) || m.warm);
+    for (const o of this.all())
+      if (o.reachable) for (const m of o.caps?.models ?? []) seen.set(m.id, (seen.get(m.id) ?? false) || m.warm);
     return [...seen].map(([id, warm]) => ({ id, warm })).sort((a, b) => a.id.localeCompare(b.id));
   }
 }

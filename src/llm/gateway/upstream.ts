@@ -6,13 +6,28 @@ import https from 'node:https';
 import { SseBatch, SseBatcher } from '../../lib/sse.ts';
 import { REQUEST_ID_HEADER } from '../protocol.ts';
 
-const agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 1024 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 1024 }) };
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 1024 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 1024 }),
+};
 
-function request(url: string, opts: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal }): Promise<IncomingMessage> {
+function request(
+  url: string,
+  opts: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
+): Promise<IncomingMessage> {
   const u = new URL(url);
   const lib = u.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = lib.request(u, { method: opts.method, headers: opts.headers, agent: agents[u.protocol === 'https:' ? 'https:' : 'http:'], signal: opts.signal }, resolve);
+    const req = lib.request(
+      u,
+      {
+        method: opts.method,
+        headers: opts.headers,
+        agent: agents[u.protocol === 'https:' ? 'https:' : 'http:'],
+        signal: opts.signal,
+      },
+      resolve,
+    );
     req.once('error', reject);
     req.end(opts.body);
   });
@@ -30,7 +45,11 @@ async function readText(res: IncomingMessage): Promise<string> {
 }
 
 export async function getJson<T>(url: string, opts: { secret?: string | undefined; timeoutMs: number }): Promise<T> {
-  const res = await request(url, { method: 'GET', headers: authHeaders(opts.secret), signal: AbortSignal.timeout(opts.timeoutMs) });
+  const res = await request(url, {
+    method: 'GET',
+    headers: authHeaders(opts.secret),
+    signal: AbortSignal.timeout(opts.timeoutMs),
+  });
   const text = await readText(res);
   if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}`);
   return JSON.parse(text) as T;
@@ -102,10 +121,19 @@ export type Opened =
   | { ok: true; events: SseReader }
   | { ok: false; status: number; message: string; code?: string | undefined };
 
-export async function openCompletion(base: string, body: string, opts: { secret?: string | undefined; requestId: string; signal: AbortSignal }): Promise<Opened> {
+export async function openCompletion(
+  base: string,
+  body: string,
+  opts: { secret?: string | undefined; requestId: string; signal: AbortSignal },
+): Promise<Opened> {
   const res = await request(`${base}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', [REQUEST_ID_HEADER]: opts.requestId, ...authHeaders(opts.secret) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      [REQUEST_ID_HEADER]: opts.requestId,
+      ...authHeaders(opts.secret),
+    },
     body,
     signal: opts.signal,
   });

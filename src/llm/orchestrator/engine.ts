@@ -52,7 +52,9 @@ export interface Engine {
 /** A prompt that cannot fit the context at all: the caller's fault, answered 400. */
 export class PromptTooLongError extends Error {
   constructor(promptTokens: number, contextLength: number) {
-    super(`messages: the prompt is ${promptTokens} tokens, the model's context per request is ${contextLength} (MAX_MODEL_LEN)`);
+    super(
+      `messages: the prompt is ${promptTokens} tokens, the model's context per request is ${contextLength} (MAX_MODEL_LEN)`,
+    );
     this.name = 'PromptTooLongError';
   }
 }

@@ -46,10 +46,15 @@ export interface OrchestratorDeps {
 function requiredSecret(deps: OrchestratorDeps): string | undefined {
   const secret = deps.secret ?? deps.config.orchestratorSecret;
   if (secret) return secret;
-  if (deps.app) throw new ConfigError(['MEDIAPLANE_ORCHESTRATOR_SECRET: required by an orchestrator mounted on a shared server (mediaplane start keeps a generated one in MEDIAPLANE_DATA_DIR)']);
+  if (deps.app)
+    throw new ConfigError([
+      'MEDIAPLANE_ORCHESTRATOR_SECRET: required by an orchestrator mounted on a shared server (mediaplane start keeps a generated one in MEDIAPLANE_DATA_DIR)',
+    ]);
   const host = deps.config.host;
   if (!isLoopback(host)) {
-    throw new ConfigError([`MEDIAPLANE_ORCHESTRATOR_SECRET: required when the orchestrator listens on ${JSON.stringify(host)} (MEDIAPLANE_HOST), which is not a loopback address; set the same secret on its gateways, or listen on 127.0.0.1`]);
+    throw new ConfigError([
+      `MEDIAPLANE_ORCHESTRATOR_SECRET: required when the orchestrator listens on ${JSON.stringify(host)} (MEDIAPLANE_HOST), which is not a loopback address; set the same secret on its gateways, or listen on 127.0.0.1`,
+    ]);
   }
   return undefined;
 }
@@ -82,7 +87,15 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
     stats: { active: 0 },
     slots: (model) => {
       let s = slots.get(model);
-      if (!s) slots.set(model, (s = new Slots({ total: config.maxNumSeqs, maxQueue: config.orchestratorMaxQueue, queueMs: config.orchestratorQueueMs })));
+      if (!s)
+        slots.set(
+          model,
+          (s = new Slots({
+            total: config.maxNumSeqs,
+            maxQueue: config.orchestratorMaxQueue,
+            queueMs: config.orchestratorQueueMs,
+          })),
+        );
       return s;
     },
   };
@@ -98,7 +111,10 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
         loggerInstance: log,
         bodyLimit: config.bodyLimitBytes,
         ...serverTimeoutOptions(config),
-        clientErrorHandler: clientErrorHandler({ requestTimeoutMs: config.requestTimeoutMs, body: openAiParserErrorBody }),
+        clientErrorHandler: clientErrorHandler({
+          requestTimeoutMs: config.requestTimeoutMs,
+          body: openAiParserErrorBody,
+        }),
       });
       own = app;
       const metrics = deps.metrics ?? processMetrics();

@@ -12,7 +12,10 @@ import { MODEL_ID_RE } from '../protocol.ts';
 
 async function dirs(path: string): Promise<string[]> {
   const entries = await readdir(path, { withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
+  return entries
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .map((e) => e.name)
+    .sort();
 }
 
 async function ggufFiles(folder: string): Promise<Array<{ name: string; size: number }>> {
@@ -94,10 +97,15 @@ export async function downloadFromHub(opts: HubOptions): Promise<string> {
   } catch (err) {
     throw offline(err);
   }
-  if (listing.status === 404 || listing.status === 401) throw new NotFoundError(`model ${opts.id} is neither in ${opts.dir} nor on the model hub ${base}`);
+  if (listing.status === 404 || listing.status === 401)
+    throw new NotFoundError(`model ${opts.id} is neither in ${opts.dir} nor on the model hub ${base}`);
   if (!listing.ok) throw offline(new Error(`hub answered ${listing.status}`));
   const info = (await listing.json()) as { siblings?: Array<{ rfilename?: unknown }> };
-  const files = (info.siblings ?? []).flatMap((s) => (typeof s.rfilename === 'string' && s.rfilename.toLowerCase().endsWith('.gguf') && !s.rfilename.includes('/') ? [{ name: s.rfilename, size: 0 }] : []));
+  const files = (info.siblings ?? []).flatMap((s) =>
+    typeof s.rfilename === 'string' && s.rfilename.toLowerCase().endsWith('.gguf') && !s.rfilename.includes('/')
+      ? [{ name: s.rfilename, size: 0 }]
+      : [],
+  );
   // Sizes are not in the listing; prefer the usual small quantizations by name.
   const order = ['q4_k_m', 'q4_0', 'q5_k_m', 'q8_0', 'f16'];
   files.sort((a, b) => rank(a.name) - rank(b.name));
@@ -105,13 +113,22 @@ export async function downloadFromHub(opts: HubOptions): Promise<string> {
     const i = order.findIndex((q) => n.toLowerCase().includes(q));
     return i === -1 ? order.length : i;
   }
-  const name = pickQuantization(files.map((f, i) => ({ ...f, size: i })), opts);
-  if (!name) throw new NotFoundError(`model ${opts.id} on the hub has no GGUF file${opts.quantization ? ` matching ${opts.quantization}` : ''}`);
+  const name = pickQuantization(
+    files.map((f, i) => ({ ...f, size: i })),
+    opts,
+  );
+  if (!name)
+    throw new NotFoundError(
+      `model ${opts.id} on the hub has no GGUF file${opts.quantization ? ` matching ${opts.quantization}` : ''}`,
+    );
   await mkdir(where, { recursive: true });
   const target = join(where, name);
   const part = `${target}.part`;
   try {
-    const res = await fetch(`${base}/${opts.id}/resolve/main/${encodeURIComponent(name)}`, opts.signal ? { signal: opts.signal } : {});
+    const res = await fetch(
+      `${base}/${opts.id}/resolve/main/${encodeURIComponent(name)}`,
+      opts.signal ? { signal: opts.signal } : {},
+    );
     if (!res.ok || !res.body) throw new Error(`hub answered ${res.status} for ${name}`);
     await pipeline(Readable.fromWeb(res.body), createWriteStream(part));
     await rename(part, target);

@@ -11,7 +11,9 @@ export function startRegistration(opts: { config: Config; log: Logger }): { stop
   const { orchestratorRegisterWith: gateways, orchestratorSecret: secret, orchestratorPublicUrl: url } = opts.config;
   if (gateways.length === 0) return { stop() {} };
   if (!secret || !url) {
-    opts.log.warn('MEDIAPLANE_ORCHESTRATOR_REGISTER_WITH is set but MEDIAPLANE_ORCHESTRATOR_SECRET or MEDIAPLANE_ORCHESTRATOR_PUBLIC_URL is not: not registering');
+    opts.log.warn(
+      'MEDIAPLANE_ORCHESTRATOR_REGISTER_WITH is set but MEDIAPLANE_ORCHESTRATOR_SECRET or MEDIAPLANE_ORCHESTRATOR_PUBLIC_URL is not: not registering',
+    );
     return { stop() {} };
   }
   const failing = new Set<string>();
@@ -28,7 +30,8 @@ export function startRegistration(opts: { config: Config; log: Logger }): { stop
         if (failing.delete(gw)) opts.log.info({ gateway: gw }, 'registered with gateway again');
       } catch (err) {
         // Logged once per outage, not every round.
-        if (!failing.has(gw)) opts.log.warn({ gateway: gw, err: (err as Error).message }, 'cannot register with gateway; will retry');
+        if (!failing.has(gw))
+          opts.log.warn({ gateway: gw, err: (err as Error).message }, 'cannot register with gateway; will retry');
         failing.add(gw);
       }
     }

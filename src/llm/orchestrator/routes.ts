@@ -8,7 +8,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { drained, formatSse } from '../../lib/sse.ts';
 import { isMediaplaneError, NotFoundError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
-import { chunkEncoder, forwardedBodyLimit, maxTokensProblem, REQUEST_ID_HEADER, type FinishReason, secretMatches, usageChunk, validateChatRequest, type Capabilities, type ChatRequest } from '../protocol.ts';
+import {
+  chunkEncoder,
+  forwardedBodyLimit,
+  maxTokensProblem,
+  REQUEST_ID_HEADER,
+  type FinishReason,
+  secretMatches,
+  usageChunk,
+  validateChatRequest,
+  type Capabilities,
+  type ChatRequest,
+} from '../protocol.ts';
 import { PromptTooLongError, type Engine, type GenerateEvent } from './engine.ts';
 import { Slots } from './slots.ts';
 import type { Logger } from 'pino';
@@ -30,7 +41,9 @@ function sendError(reply: FastifyReply, status: number, message: string, type: s
   return reply.status(status).send({ error: { message, type, code } });
 }
 
-export function capabilities(s: OrchestratorState): Capabilities & { stats: { active: number; tokensComputed: number } } {
+export function capabilities(
+  s: OrchestratorState,
+): Capabilities & { stats: { active: number; tokensComputed: number } } {
   return {
     engine: s.engine.name,
     pricePerToken: s.pricePerToken,
@@ -49,7 +62,13 @@ export async function orchestratorRoutes(app: FastifyInstance, s: OrchestratorSt
   app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
     const status = err.statusCode && err.statusCode < 500 ? 400 : 500;
     if (status === 500) s.log.error({ err }, 'orchestrator error');
-    return sendError(reply, status, status === 400 ? err.message : 'internal error', status === 400 ? 'invalid_request_error' : 'server_error', status === 400 ? 'invalid_request' : 'internal');
+    return sendError(
+      reply,
+      status,
+      status === 400 ? err.message : 'internal error',
+      status === 400 ? 'invalid_request_error' : 'server_error',
+      status === 400 ? 'invalid_request' : 'internal',
+    );
   });
   // Liveness tells nothing and generates nothing: open to probes, as /metrics is.
   app.get('/healthz', async () => ({ status: 'ok' }));
@@ -57,25 +76,34 @@ export async function orchestratorRoutes(app: FastifyInstance, s: OrchestratorSt
     const secret = s.secret;
     if (secret) {
       gateways.addHook('onRequest', async (req, reply) => {
-        if (!secretMatches(req.headers.authorization, secret)) return sendError(reply, 401, 'orchestrator secret missing or wrong', 'authentication_error', 'unauthorized');
+        if (!secretMatches(req.headers.authorization, secret))
+          return sendError(reply, 401, 'orchestrator secret missing or wrong', 'authentication_error', 'unauthorized');
         return undefined;
       });
     }
     gateways.get('/capabilities', async () => capabilities(s));
-    gateways.post('/v1/chat/completions', { bodyLimit: forwardedBodyLimit(s.bodyLimitBytes) }, async (req, reply) => generate(req, reply, s));
+    gateways.post('/v1/chat/completions', { bodyLimit: forwardedBodyLimit(s.bodyLimitBytes) }, async (req, reply) =>
+      generate(req, reply, s),
+    );
   });
 }
 
-async function generate(req: FastifyRequest, reply: FastifyReply, s: OrchestratorState): Promise<FastifyReply | undefined> {
+async function generate(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  s: OrchestratorState,
+): Promise<FastifyReply | undefined> {
   let body: ChatRequest;
   try {
     body = validateChatRequest(req.body, { defaultMaxTokens: 256 });
   } catch (err) {
-    if (err instanceof ValidationError) return sendError(reply, 400, err.message, 'invalid_request_error', 'invalid_request');
+    if (err instanceof ValidationError)
+      return sendError(reply, 400, err.message, 'invalid_request_error', 'invalid_request');
     throw err;
   }
   const model = s.engine.models().find((m) => m.id === body.model);
-  if (!model) return sendError(reply, 404, `model ${body.model} is not served here`, 'invalid_request_error', 'model_not_found');
+  if (!model)
+    return sendError(reply, 404, `model ${body.model} is not served here`, 'invalid_request_error', 'model_not_found');
   // More tokens than the whole context can never be generated: refused rather than silently
   // cut to the room left (issue #15: max_tokens up to 1e6 was accepted).
   const tooMany = maxTokensProblem(body.max_tokens, model.contextLength);
@@ -97,24 +125,52 @@ async function generate(req: FastifyRequest, reply: FastifyReply, s: Orchestrato
   }
   s.stats.active++;
   const header = req.headers[REQUEST_ID_HEADER];
-  const meta = { id: typeof header === 'string' && /^[\w-]{1,100}$/.test(header) ? header : `chatcmpl-${randomBytes(12).toString('hex')}`, created: Math.floor(Date.now() / 1000), model: body.model };
-  const events = s.engine.generate(body.model, {
-    messages: body.messages, maxTokens: body.max_tokens, temperature: body.temperature, topP: body.top_p, topK: body.top_k,
-    stop: body.stop, seed: body.seed, presencePenalty: body.presence_penalty, frequencyPenalty: body.frequency_penalty,
-  }, abort.signal)[Symbol.asyncIterator]();
+  const meta = {
+    id:
+      typeof header === 'string' && /^[\w-]{1,100}$/.test(header)
+        ? header
+        : `chatcmpl-${randomBytes(12).toString('hex')}`,
+    created: Math.floor(Date.now() / 1000),
+    model: body.model,
+  };
+  const events = s.engine
+    .generate(
+      body.model,
+      {
+        messages: body.messages,
+        maxTokens: body.max_tokens,
+        temperature: body.temperature,
+        topP: body.top_p,
+        topK: body.top_k,
+        stop: body.stop,
+        seed: body.seed,
+        presencePenalty: body.presence_penalty,
+        frequencyPenalty: body.frequency_penalty,
+      },
+      abort.signal,
+    )
+    [Symbol.asyncIterator]();
   try {
     // The first event decides the status code: errors before it are still plain JSON answers.
     let first: IteratorResult<GenerateEvent>;
     try {
       first = await events.next();
     } catch (err) {
-      if (err instanceof PromptTooLongError) return sendError(reply, 400, err.message, 'invalid_request_error', 'context_length_exceeded');
-      if (err instanceof ValidationError) return sendError(reply, 400, err.message, 'invalid_request_error', 'invalid_request');
-      if (isMediaplaneError(err) && err instanceof NotFoundError) return sendError(reply, 404, err.message, 'invalid_request_error', 'model_not_found');
+      if (err instanceof PromptTooLongError)
+        return sendError(reply, 400, err.message, 'invalid_request_error', 'context_length_exceeded');
+      if (err instanceof ValidationError)
+        return sendError(reply, 400, err.message, 'invalid_request_error', 'invalid_request');
+      if (isMediaplaneError(err) && err instanceof NotFoundError)
+        return sendError(reply, 404, err.message, 'invalid_request_error', 'model_not_found');
       throw err;
     }
     reply.hijack();
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
     await relay(res, first, events, meta, s);
   } finally {
     s.stats.active--;
@@ -128,14 +184,24 @@ async function generate(req: FastifyRequest, reply: FastifyReply, s: Orchestrato
  * step's text rides with finish_reason, then the usage chunk and [DONE] go in the same write,
  * which ends the response (API.md section B).
  */
-async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, events: AsyncIterator<GenerateEvent>, meta: { id: string; created: number; model: string }, s: OrchestratorState): Promise<void> {
+async function relay(
+  res: ServerResponse,
+  first: IteratorResult<GenerateEvent>,
+  events: AsyncIterator<GenerateEvent>,
+  meta: { id: string; created: number; model: string },
+  s: OrchestratorState,
+): Promise<void> {
   const out = new StreamPacer(res, chunkEncoder(meta), s.streamIntervalMs);
   try {
     for (let step = first; !step.done; step = await events.next()) {
       const ev = step.value;
       if (ev.type === 'end') {
         // The end event is the last (Engine); the response is over, so nothing may follow it.
-        out.finish(ev.text, ev.finishReason, formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n');
+        out.finish(
+          ev.text,
+          ev.finishReason,
+          formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n',
+        );
         return;
       }
       out.text(ev.text);
@@ -143,7 +209,16 @@ async function relay(res: ServerResponse, first: IteratorResult<GenerateEvent>, 
     }
   } catch (err) {
     s.log.error({ err, model: meta.model }, 'generation failed mid-stream');
-    out.finish('', null, formatSse({ event: 'error', data: JSON.stringify({ error: { message: 'generation failed', type: 'server_error', code: 'upstream_failed' } }) }));
+    out.finish(
+      '',
+      null,
+      formatSse({
+        event: 'error',
+        data: JSON.stringify({
+          error: { message: 'generation failed', type: 'server_error', code: 'upstream_failed' },
+        }),
+      }),
+    );
   } finally {
     out.stop();
     await events.return?.();
@@ -231,4 +306,3 @@ class StreamPacer {
 function write(res: ServerResponse, text: string): boolean {
   return res.destroyed ? true : res.write(text);
 }
-

@@ -26,7 +26,8 @@ export class Slots {
   /** Resolves with a release function once a slot is free; throws 503 when none frees up in time. */
   async acquire(signal: AbortSignal): Promise<() => void> {
     if (this.#busy < this.total && this.#waiting.length === 0) return this.#take();
-    if (this.#waiting.length >= this.#maxQueue || this.#queueMs === 0) throw new UpstreamUnavailableError(`busy: all ${this.total} sequences in use`);
+    if (this.#waiting.length >= this.#maxQueue || this.#queueMs === 0)
+      throw new UpstreamUnavailableError(`busy: all ${this.total} sequences in use`);
     return new Promise((resolve, reject) => {
       const entry = {
         grant: () => {
@@ -40,7 +41,10 @@ export class Slots {
         if (i !== -1) this.#waiting.splice(i, 1);
         reject(err);
       };
-      const timer = setTimeout(() => fail(new UpstreamUnavailableError(`busy: all ${this.total} sequences in use for ${this.#queueMs} ms`)), this.#queueMs);
+      const timer = setTimeout(
+        () => fail(new UpstreamUnavailableError(`busy: all ${this.total} sequences in use for ${this.#queueMs} ms`)),
+        this.#queueMs,
+      );
       const onAbort = (): void => fail(new Error('client went away while queued'));
       signal.addEventListener('abort', onAbort, { once: true });
       const cleanup = (): void => {

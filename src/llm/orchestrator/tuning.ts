@@ -46,7 +46,9 @@ export function tuningFromConfig(config: Config): Tuning {
     // "Left at its default" means not set at all (issue #4): an explicit MAX_MODEL_LEN=8192 is
     // checked like any other value. A config loadConfig did not make (a hand-built object)
     // cannot tell, so there a value equal to the default counts as the default.
-    maxModelLenIsDefault: !(explicitSettings(config)?.has('maxModelLen') ?? config.maxModelLen !== settings.maxModelLen.default),
+    maxModelLenIsDefault: !(
+      explicitSettings(config)?.has('maxModelLen') ?? config.maxModelLen !== settings.maxModelLen.default
+    ),
     maxNumBatchedTokens: config.maxNumBatchedTokens,
     maxNumSeqs: config.maxNumSeqs,
     gpuMemoryUtilization: config.gpuMemoryUtilization,
@@ -68,9 +70,16 @@ export async function readGgufMeta(path: string): Promise<ModelMeta> {
   const heads = count(arch.attention?.head_count);
   const ctx = count(arch.context_length);
   if (layers === undefined || heads === undefined || ctx === undefined) {
-    throw new Error(`${path}: GGUF metadata lacks ${[layers === undefined && 'block_count', heads === undefined && 'attention.head_count', ctx === undefined && 'context_length'].filter(Boolean).join(', ')}`);
+    throw new Error(
+      `${path}: GGUF metadata lacks ${[layers === undefined && 'block_count', heads === undefined && 'attention.head_count', ctx === undefined && 'context_length'].filter(Boolean).join(', ')}`,
+    );
   }
-  return { architecture: String(info.metadata.general?.architecture ?? 'unknown'), layers, attentionHeads: heads, trainedContext: ctx };
+  return {
+    architecture: String(info.metadata.general?.architecture ?? 'unknown'),
+    layers,
+    attentionHeads: heads,
+    trainedContext: ctx,
+  };
 }
 
 /** The same facts from a hub-style `config.json` (safetensors models served by vLLM). */
@@ -82,7 +91,12 @@ export async function readHfConfigMeta(modelFolder: string): Promise<ModelMeta |
   const heads = count(c.num_attention_heads);
   const ctx = count(c.max_position_embeddings);
   if (layers === undefined || heads === undefined || ctx === undefined) return undefined;
-  return { architecture: String((c.architectures as unknown[] | undefined)?.[0] ?? c.model_type ?? 'unknown'), layers, attentionHeads: heads, trainedContext: ctx };
+  return {
+    architecture: String((c.architectures as unknown[] | undefined)?.[0] ?? c.model_type ?? 'unknown'),
+    layers,
+    attentionHeads: heads,
+    trainedContext: ctx,
+  };
 }
 
 export async function readModelMeta(file: string): Promise<ModelMeta> {
@@ -102,15 +116,22 @@ export type EffectiveTuning = Omit<Tuning, 'maxModelLenIsDefault'>;
 export function checkTuning(model: string, t: Tuning, meta: ModelMeta): EffectiveTuning {
   const problems: string[] = [];
   if (t.pipelineParallelSize > meta.layers) {
-    problems.push(`PIPELINE_PARALLEL_SIZE=${t.pipelineParallelSize}: must be <= the model's number of layers (${meta.layers})`);
+    problems.push(
+      `PIPELINE_PARALLEL_SIZE=${t.pipelineParallelSize}: must be <= the model's number of layers (${meta.layers})`,
+    );
   }
   if (meta.attentionHeads % t.tensorParallelSize !== 0) {
-    problems.push(`TENSOR_PARALLEL_SIZE=${t.tensorParallelSize}: must divide the model's number of attention heads (${meta.attentionHeads})`);
+    problems.push(
+      `TENSOR_PARALLEL_SIZE=${t.tensorParallelSize}: must divide the model's number of attention heads (${meta.attentionHeads})`,
+    );
   }
   let maxModelLen = t.maxModelLen;
   if (t.maxModelLen > meta.trainedContext) {
     if (t.maxModelLenIsDefault) maxModelLen = meta.trainedContext;
-    else problems.push(`MAX_MODEL_LEN=${t.maxModelLen}: must be <= the model's trained context (${meta.trainedContext} tokens)`);
+    else
+      problems.push(
+        `MAX_MODEL_LEN=${t.maxModelLen}: must be <= the model's trained context (${meta.trainedContext} tokens)`,
+      );
   }
   if (t.maxNumBatchedTokens < maxModelLen) {
     problems.push(`MAX_NUM_BATCHED_TOKENS=${t.maxNumBatchedTokens}: must be >= MAX_MODEL_LEN (${maxModelLen})`);

@@ -18,7 +18,9 @@ export async function loadAgent(config: Pick<Config, 'dataDir' | 'dwebAgentKey'>
       return ed25519.parse(config.dwebAgentKey.trim());
     } catch {
       // The parser's message could echo the key: say only which setting is wrong.
-      throw new ConfigError(['MEDIAPLANE_DWEB_AGENT_KEY: is not an Ed25519 private key in the Storacha format (base64pad multibase, starting with "M")']);
+      throw new ConfigError([
+        'MEDIAPLANE_DWEB_AGENT_KEY: is not an Ed25519 private key in the Storacha format (base64pad multibase, starting with "M")',
+      ]);
     }
   }
   const path = join(config.dataDir, AGENT_KEY_FILE);
@@ -32,6 +34,8 @@ export async function loadAgent(config: Pick<Config, 'dataDir' | 'dwebAgentKey'>
   try {
     return ed25519.parse(text);
   } catch {
-    throw new ConfigError([`MEDIAPLANE_DATA_DIR: ${path} does not hold an Ed25519 agent key; remove it to generate a new identity (delegations to the old one stop working)`]);
+    throw new ConfigError([
+      `MEDIAPLANE_DATA_DIR: ${path} does not hold an Ed25519 agent key; remove it to generate a new identity (delegations to the old one stop working)`,
+    ]);
   }
 }

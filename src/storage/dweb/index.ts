@@ -8,10 +8,19 @@ import { DwebObjectStore } from './store.ts';
 
 export { loadAgent, AGENT_KEY_FILE, type AgentSigner } from './agent.ts';
 export { validateDwebProof, REQUIRED_ABILITIES, type CheckedProof } from './proof.ts';
-export { publishDirectory, gatewayUrl, type PublishOptions, type PublishResult, type PublishedFile } from './publish.ts';
+export {
+  publishDirectory,
+  gatewayUrl,
+  type PublishOptions,
+  type PublishResult,
+  type PublishedFile,
+} from './publish.ts';
 export { DwebObjectStore, type DwebStoreOptions } from './store.ts';
 
-export type DwebConfig = Pick<Config, 'dataDir' | 'dwebAgentKey' | 'dwebServiceUrl' | 'dwebServiceDid' | 'dwebReceiptsUrl' | 'dwebGateway'>;
+export type DwebConfig = Pick<
+  Config,
+  'dataDir' | 'dwebAgentKey' | 'dwebServiceUrl' | 'dwebServiceDid' | 'dwebReceiptsUrl' | 'dwebGateway'
+>;
 
 /** The agent's did:key, what users delegate their space to (`mediaplane agent did`). */
 export async function agentDid(config: Pick<Config, 'dataDir' | 'dwebAgentKey'>): Promise<string> {
@@ -22,7 +31,11 @@ export async function agentDid(config: Pick<Config, 'dataDir' | 'dwebAgentKey'>)
  * The factory for storage/index.ts `createObjectStore` (`factories['dweb.storage']` and
  * `factories['web3.storage']`), built once by the composition root with the loaded agent.
  */
-export function dwebStoreFactory(config: DwebConfig, agent: AgentSigner, stagingParent?: string): (storage: TranscodeStorage) => ObjectStore {
+export function dwebStoreFactory(
+  config: DwebConfig,
+  agent: AgentSigner,
+  stagingParent?: string,
+): (storage: TranscodeStorage) => ObjectStore {
   return (storage) => {
     if (storage.type === 's3') throw new TypeError('dwebStoreFactory called for s3 storage');
     return new DwebObjectStore({

@@ -32,7 +32,9 @@ export async function parseProof(proofBase64: string): Promise<Delegation> {
   try {
     return await Proof.parse(proofBase64.trim());
   } catch {
-    throw new ValidationError(`${FIELD}: cannot be parsed: expected a base64 UCAN delegation (a CAR, as \`storacha delegation create --base64\` prints)`);
+    throw new ValidationError(
+      `${FIELD}: cannot be parsed: expected a base64 UCAN delegation (a CAR, as \`storacha delegation create --base64\` prints)`,
+    );
   }
 }
 
@@ -40,13 +42,18 @@ export async function parseProof(proofBase64: string): Promise<Delegation> {
  * Parses and checks a proof: delegated to this service's agent, not expired, not yet-to-start,
  * and granting the upload abilities on one did:key space. Throws ValidationError otherwise.
  */
-export async function validateDwebProof(proofBase64: string, opts: { agentDid: string; now?: Date }): Promise<CheckedProof> {
+export async function validateDwebProof(
+  proofBase64: string,
+  opts: { agentDid: string; now?: Date },
+): Promise<CheckedProof> {
   const delegation = await parseProof(proofBase64);
   const nowSec = Math.floor((opts.now ?? new Date()).getTime() / 1000);
   const problems: string[] = [];
   const audience = delegation.audience.did();
   if (audience !== opts.agentDid) {
-    problems.push(`${FIELD}: is delegated to ${audience}, not to this service's agent ${opts.agentDid} (see \`mediaplane agent did\`)`);
+    problems.push(
+      `${FIELD}: is delegated to ${audience}, not to this service's agent ${opts.agentDid} (see \`mediaplane agent did\`)`,
+    );
   }
   // Every link of the chain must be in force: the service refuses an expired proof anywhere in it.
   const chain = [delegation, ...proofsOf(delegation)];
@@ -58,7 +65,9 @@ export async function validateDwebProof(proofBase64: string, opts: { agentDid: s
     problems.push(`${FIELD}: is not valid yet (its notBefore is in the future)`);
   }
   const caps = delegation.capabilities.filter((c) => typeof c.with === 'string' && c.with.startsWith('did:key:'));
-  const spaces = [...new Set(REQUIRED_ABILITIES.flatMap((a) => caps.filter((c) => grants(c.can, a)).map((c) => c.with)))];
+  const spaces = [
+    ...new Set(REQUIRED_ABILITIES.flatMap((a) => caps.filter((c) => grants(c.can, a)).map((c) => c.with))),
+  ];
   const missing = REQUIRED_ABILITIES.filter((a) => !caps.some((c) => grants(c.can, a)));
   if (missing.length > 0) {
     problems.push(`${FIELD}: lacks ${missing.join(', ')} on a space (needs ${REQUIRED_ABILITIES.join(', ')})`);

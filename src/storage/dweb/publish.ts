@@ -45,7 +45,9 @@ export interface PublishResult {
 async function listFiles(dir: string): Promise<{ path: string; abs: string; size: number }[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
-  const out = await Promise.all(files.map(async (abs) => ({ abs, path: relative(dir, abs).split(sep).join('/'), size: (await stat(abs)).size })));
+  const out = await Promise.all(
+    files.map(async (abs) => ({ abs, path: relative(dir, abs).split(sep).join('/'), size: (await stat(abs)).size })),
+  );
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
@@ -84,7 +86,9 @@ export async function publishDirectory(dir: string, opts: PublishOptions): Promi
   try {
     root = await client.uploadDirectory(fileLikes, {
       ...(opts.signal ? { signal: opts.signal } : {}),
-      onDirectoryEntryLink: (link: { name: string; cid: { toString(): string } }) => { cids.set(link.name, link.cid.toString()); },
+      onDirectoryEntryLink: (link: { name: string; cid: { toString(): string } }) => {
+        cids.set(link.name, link.cid.toString());
+      },
       // Without filecoin/offer in the delegation the client must not invoke it (it would be refused).
       ...(checked.canOfferFilecoin ? {} : { pieceHasher: null as never }),
     });
@@ -94,7 +98,12 @@ export async function publishDirectory(dir: string, opts: PublishOptions): Promi
   const rootCid = root.toString();
   return {
     rootCid,
-    files: files.map((f) => ({ path: f.path, cid: cids.get(f.path) ?? '', size: f.size, url: gatewayUrl(opts.gateway, rootCid, f.path) })),
+    files: files.map((f) => ({
+      path: f.path,
+      cid: cids.get(f.path) ?? '',
+      size: f.size,
+      url: gatewayUrl(opts.gateway, rootCid, f.path),
+    })),
   };
 }
 
@@ -102,7 +111,11 @@ export async function publishDirectory(dir: string, opts: PublishOptions): Promi
 function classify(err: unknown, signal: AbortSignal | undefined): Error {
   if (signal?.aborted) return new CancelledError();
   const text = describe(err);
-  if (/Unauthorized|not authorized|InsufficientStorage|not provisioned|no storage provider|Claim.*not authorized|expired|revoked/i.test(text)) {
+  if (
+    /Unauthorized|not authorized|InsufficientStorage|not provisioned|no storage provider|Claim.*not authorized|expired|revoked/i.test(
+      text,
+    )
+  ) {
     return new StorageDeniedError(`dweb.storage: the upload service refused the upload: ${text}`, { cause: err });
   }
   return new UpstreamUnavailableError(`dweb.storage: the upload to the upload service failed: ${text}`, { cause: err });
@@ -115,5 +128,8 @@ function describe(err: unknown): string {
     if (msg && !parts.includes(msg)) parts.push(msg);
   }
   // A message is at most a few lines; a UCAN in base64 never belongs in it.
-  return parts.join(': ').replace(/[A-Za-z0-9+/=_-]{200,}/g, '[…]').slice(0, 600);
+  return parts
+    .join(': ')
+    .replace(/[A-Za-z0-9+/=_-]{200,}/g, '[…]')
+    .slice(0, 600);
 }

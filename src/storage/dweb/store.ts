@@ -35,7 +35,9 @@ export class DwebObjectStore implements ObjectStore {
     try {
       await validateDwebProof(this.#opts.proof, { agentDid: this.#opts.agent.did() });
     } catch (err) {
-      throw new StorageDeniedError(err instanceof Error ? err.message : 'storage.credentials.proof: refused', { cause: err });
+      throw new StorageDeniedError(err instanceof Error ? err.message : 'storage.credentials.proof: refused', {
+        cause: err,
+      });
     }
   }
 

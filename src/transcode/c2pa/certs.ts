@@ -26,18 +26,31 @@ export function checkChain(chain: X509Certificate[], key: KeyObject, now = new D
   if (!leaf) return ['contains no PEM certificate'];
   const problems: string[] = [];
   if (!leaf.checkPrivateKey(key)) problems.push('the key does not belong to the first (leaf) certificate');
-  if (leaf.ca) problems.push('the leaf certificate is a CA certificate (basicConstraints CA:TRUE); C2PA needs an end-entity certificate');
-  if (leaf.checkIssued(leaf) && leaf.verify(leaf.publicKey)) problems.push('the leaf certificate is self-signed; C2PA needs one issued by a CA');
+  if (leaf.ca)
+    problems.push(
+      'the leaf certificate is a CA certificate (basicConstraints CA:TRUE); C2PA needs an end-entity certificate',
+    );
+  if (leaf.checkIssued(leaf) && leaf.verify(leaf.publicKey))
+    problems.push('the leaf certificate is self-signed; C2PA needs one issued by a CA');
   // Node reports the extended key usages here (an empty list or undefined when there is no EKU extension).
   const ekus = leaf.keyUsage ?? [];
-  if (ekus.includes(EKU.anyExtendedKeyUsage)) problems.push('the leaf certificate allows anyExtendedKeyUsage, which C2PA forbids');
+  if (ekus.includes(EKU.anyExtendedKeyUsage))
+    problems.push('the leaf certificate allows anyExtendedKeyUsage, which C2PA forbids');
   else if (!ekus.some((e) => SIGNING_EKUS.includes(e))) {
-    problems.push(`the leaf certificate's extended key usage (${ekus.join(', ') || 'none'}) includes none of emailProtection, documentSigning (1.3.6.1.5.5.7.3.36) or C2PA claim signing`);
+    problems.push(
+      `the leaf certificate's extended key usage (${ekus.join(', ') || 'none'}) includes none of emailProtection, documentSigning (1.3.6.1.5.5.7.3.36) or C2PA claim signing`,
+    );
   }
   chain.forEach((c, i) => {
-    if (new Date(c.validFrom) > now || new Date(c.validTo) < now) problems.push(`certificate ${i + 1} (${c.subject.replace(/\n/g, ', ')}) is not valid now (${c.validFrom} to ${c.validTo})`);
+    if (new Date(c.validFrom) > now || new Date(c.validTo) < now)
+      problems.push(
+        `certificate ${i + 1} (${c.subject.replace(/\n/g, ', ')}) is not valid now (${c.validFrom} to ${c.validTo})`,
+      );
     const issuer = chain[i + 1];
-    if (issuer && !(c.checkIssued(issuer) && c.verify(issuer.publicKey))) problems.push(`certificate ${i + 1} is not signed by certificate ${i + 2}: the chain must be leaf first, then each issuer`);
+    if (issuer && !(c.checkIssued(issuer) && c.verify(issuer.publicKey)))
+      problems.push(
+        `certificate ${i + 1} is not signed by certificate ${i + 2}: the chain must be leaf first, then each issuer`,
+      );
   });
   return problems;
 }

@@ -36,7 +36,8 @@ export class SyncBlob {
 
 class FileReaderSyncPolyfill {
   readAsArrayBuffer(blob: unknown): ArrayBuffer {
-    if (!(blob instanceof SyncBlob)) throw new TypeError('FileReaderSync polyfill: pass a SyncBlob (fileBlob or bytesBlob), not a Blob');
+    if (!(blob instanceof SyncBlob))
+      throw new TypeError('FileReaderSync polyfill: pass a SyncBlob (fileBlob or bytesBlob), not a Blob');
     return blob.readAll();
   }
 }
@@ -61,7 +62,7 @@ const asBlob = (b: SyncBlob) => b as unknown as Blob;
 export function fileBlob(path: string): { blob: Blob; close: () => void } {
   const fd = openSync(path, 'r');
   const readAt: ReadAt = (buf, position) => {
-    for (let off = 0; off < buf.length;) {
+    for (let off = 0; off < buf.length; ) {
       const n = readSync(fd, buf, off, buf.length - off, position + off);
       if (n === 0) throw new Error('file shrank while it was being read');
       off += n;
@@ -72,5 +73,7 @@ export function fileBlob(path: string): { blob: Blob; close: () => void } {
 
 /** Bytes in memory as a Blob the engine can read. */
 export function bytesBlob(bytes: Uint8Array): Blob {
-  return asBlob(new SyncBlob((buf, position) => buf.set(bytes.subarray(position, position + buf.length)), 0, bytes.length));
+  return asBlob(
+    new SyncBlob((buf, position) => buf.set(bytes.subarray(position, position + buf.length)), 0, bytes.length),
+  );
 }

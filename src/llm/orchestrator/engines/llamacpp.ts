@@ -7,10 +7,24 @@
 // padding. The parallel sizes are checked, but llama.cpp spreads layers over every visible
 // GPU by itself, so it does not otherwise use them.
 
-import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem, type Llama, type LlamaContext, type LlamaModel } from 'node-llama-cpp';
+import {
+  getLlama,
+  LlamaChat,
+  LlamaLogLevel,
+  type ChatHistoryItem,
+  type Llama,
+  type LlamaContext,
+  type LlamaModel,
+} from 'node-llama-cpp';
 import type { Logger } from 'pino';
 import { NotFoundError } from '../../../lib/errors.ts';
-import { PromptTooLongError, type Engine, type EngineModel, type GenerateEvent, type GenerateParams } from '../engine.ts';
+import {
+  PromptTooLongError,
+  type Engine,
+  type EngineModel,
+  type GenerateEvent,
+  type GenerateParams,
+} from '../engine.ts';
 import { downloadFromHub, listLocalModels, localModelFile } from '../models.ts';
 import { checkTuning, readGgufMeta, TuningError, type EffectiveTuning, type Tuning } from '../tuning.ts';
 
@@ -66,7 +80,9 @@ export class LlamaCppEngine implements Engine {
     for (const id of ids) {
       const file = await localModelFile(o.modelsDir, id, pick);
       if (!file) {
-        problems.push(`${id}: no GGUF file${o.quantization ? ` matching MEDIAPLANE_LLM_QUANTIZATION=${o.quantization}` : ''} in ${o.modelsDir}/${id}`);
+        problems.push(
+          `${id}: no GGUF file${o.quantization ? ` matching MEDIAPLANE_LLM_QUANTIZATION=${o.quantization}` : ''} in ${o.modelsDir}/${id}`,
+        );
         continue;
       }
       try {
@@ -93,7 +109,10 @@ export class LlamaCppEngine implements Engine {
       logger: (level, message) => o.log.debug({ level, engine: 'llama.cpp' }, message.trim()),
     });
     for (const id of o.warmModels) await this.#load(id);
-    o.log.info({ models: [...this.#offered.keys()], warm: o.warmModels, gpu: this.#llama.gpu || 'cpu', threads: o.threads }, 'llama.cpp engine ready');
+    o.log.info(
+      { models: [...this.#offered.keys()], warm: o.warmModels, gpu: this.#llama.gpu || 'cpu', threads: o.threads },
+      'llama.cpp engine ready',
+    );
   }
 
   models(): EngineModel[] {
@@ -119,7 +138,13 @@ export class LlamaCppEngine implements Engine {
         sequences: t.maxNumSeqs,
         batchSize: Math.min(t.maxNumBatchedTokens, t.maxModelLen * t.maxNumSeqs),
         threads: this.#opts.threads,
-        ...(t.use8bit ? { flashAttention: true, experimentalKvCacheKeyType: 'Q8_0' as const, experimentalKvCacheValueType: 'Q8_0' as const } : {}),
+        ...(t.use8bit
+          ? {
+              flashAttention: true,
+              experimentalKvCacheKeyType: 'Q8_0' as const,
+              experimentalKvCacheValueType: 'Q8_0' as const,
+            }
+          : {}),
         // node-llama-cpp's default ("nextCycle") waits for a setImmediate before each decode so
         // that every sequence's next token joins one batch; it dispatches at once only when all
         // MAX_NUM_SEQS sequences queued. With one request generating, nothing else can join, and
@@ -128,11 +153,22 @@ export class LlamaCppEngine implements Engine {
         // ~6 us after a token's text callback and the socket write ~34 us after it; single
         // stream over HTTP went from 1,996 to 2,213 tok/s (interleaved A/B, 2-core host). So:
         // at once when alone, next cycle when several share the batch.
-        batching: { dispatchSchedule: (dispatch: () => void) => (counts.active <= 1 ? dispatch() : setImmediate(dispatch)) },
+        batching: {
+          dispatchSchedule: (dispatch: () => void) => (counts.active <= 1 ? dispatch() : setImmediate(dispatch)),
+        },
       });
       const loaded: Loaded = Object.assign(counts, { model, context });
       this.#loaded.set(id, loaded);
-      this.#opts.log.info({ model: id, file: offered.file, contextPerSequence: context.contextSize, sequences: t.maxNumSeqs, ms: Math.round(performance.now() - started) }, 'model loaded');
+      this.#opts.log.info(
+        {
+          model: id,
+          file: offered.file,
+          contextPerSequence: context.contextSize,
+          sequences: t.maxNumSeqs,
+          ms: Math.round(performance.now() - started),
+        },
+        'model loaded',
+      );
       return loaded;
     })();
     this.#loading.set(id, p);
@@ -159,15 +195,22 @@ export class LlamaCppEngine implements Engine {
     signal.addEventListener('abort', onAbort, { once: true });
     // Text the consumer has not taken yet is merged into the next event (one SSE chunk, one
     // write): tokens are never held back, but a busy consumer catches up in one step.
-    const events = new PushQueue<GenerateEvent>((a, b) => (a.type === 'text' ? { ...b, text: a.text + b.text } : undefined));
+    const events = new PushQueue<GenerateEvent>((a, b) =>
+      a.type === 'text' ? { ...b, text: a.text + b.text } : undefined,
+    );
     let running: Promise<unknown> = Promise.resolve();
     loaded.active++;
     try {
       const history: ChatHistoryItem[] = [
-        ...p.messages.map((m): ChatHistoryItem => (m.role === 'assistant' ? { type: 'model', response: [m.content] } : { type: m.role, text: m.content })),
+        ...p.messages.map(
+          (m): ChatHistoryItem =>
+            m.role === 'assistant' ? { type: 'model', response: [m.content] } : { type: m.role, text: m.content },
+        ),
         { type: 'model', response: [] },
       ];
-      const promptTokens = chat.chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer).length;
+      const promptTokens = chat.chatWrapper
+        .generateContextState({ chatHistory: history })
+        .contextText.tokenize(model.tokenizer).length;
       const room = sequence.contextSize - promptTokens;
       if (room < 1) throw new PromptTooLongError(promptTokens, sequence.contextSize);
       let completion = 0;
@@ -189,7 +232,9 @@ export class LlamaCppEngine implements Engine {
           ...(p.topK !== undefined ? { topK: p.topK } : {}),
           ...(p.seed !== undefined ? { seed: p.seed } : {}),
           ...(p.stop ? { customStopTriggers: p.stop } : {}),
-          repeatPenalty: penalties ? { penalty: 1, presencePenalty: p.presencePenalty ?? 0, frequencyPenalty: p.frequencyPenalty ?? 0 } : false,
+          repeatPenalty: penalties
+            ? { penalty: 1, presencePenalty: p.presencePenalty ?? 0, frequencyPenalty: p.frequencyPenalty ?? 0 }
+            : false,
           onToken: (tokens) => {
             completion += tokens.length;
             this.tokensComputed += tokens.length;
@@ -204,7 +249,16 @@ export class LlamaCppEngine implements Engine {
           (r) => {
             if (!stop.signal.aborted) {
               const finishReason = r.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
-              events.push({ type: 'end', text: tail, finishReason, usage: { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion } });
+              events.push({
+                type: 'end',
+                text: tail,
+                finishReason,
+                usage: {
+                  prompt_tokens: promptTokens,
+                  completion_tokens: completion,
+                  total_tokens: promptTokens + completion,
+                },
+              });
             }
             events.end();
           },

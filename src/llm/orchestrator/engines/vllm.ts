@@ -12,7 +12,14 @@ import { parseSse } from '../../../lib/sse.ts';
 import type { FinishReason, Usage } from '../../protocol.ts';
 import type { Engine, EngineModel, GenerateEvent, GenerateParams } from '../engine.ts';
 import { localModelFile } from '../models.ts';
-import { checkTuning, readHfConfigMeta, readModelMeta, type EffectiveTuning, type ModelMeta, type Tuning } from '../tuning.ts';
+import {
+  checkTuning,
+  readHfConfigMeta,
+  readModelMeta,
+  type EffectiveTuning,
+  type ModelMeta,
+  type Tuning,
+} from '../tuning.ts';
 
 export interface VllmOptions {
   modelsDir: string;
@@ -32,15 +39,24 @@ export function vllmArgs(opts: { model: string; servedName: string; port: number
   const t = opts.tuning;
   return [
     opts.model,
-    '--host', '127.0.0.1',
-    '--port', String(opts.port),
-    '--served-model-name', opts.servedName,
-    '--tensor-parallel-size', String(t.tensorParallelSize),
-    '--pipeline-parallel-size', String(t.pipelineParallelSize),
-    '--max-model-len', String(t.maxModelLen),
-    '--max-num-batched-tokens', String(t.maxNumBatchedTokens),
-    '--max-num-seqs', String(t.maxNumSeqs),
-    '--gpu-memory-utilization', String(t.gpuMemoryUtilization),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--served-model-name',
+    opts.servedName,
+    '--tensor-parallel-size',
+    String(t.tensorParallelSize),
+    '--pipeline-parallel-size',
+    String(t.pipelineParallelSize),
+    '--max-model-len',
+    String(t.maxModelLen),
+    '--max-num-batched-tokens',
+    String(t.maxNumBatchedTokens),
+    '--max-num-seqs',
+    String(t.maxNumSeqs),
+    '--gpu-memory-utilization',
+    String(t.gpuMemoryUtilization),
     // 8-bit: FP8 weights (dynamic quantization) and an FP8 KV cache.
     ...(t.use8bit ? ['--quantization', 'fp8', '--kv-cache-dtype', 'fp8'] : []),
   ];
@@ -71,7 +87,9 @@ export class VllmEngine implements Engine {
 
   constructor(opts: VllmOptions) {
     if (opts.models.length !== 1) {
-      throw new ValidationError(`MEDIAPLANE_ORCHESTRATOR_MODELS: the vllm engine serves exactly one model (got ${opts.models.length ? opts.models.join(', ') : 'none'})`);
+      throw new ValidationError(
+        `MEDIAPLANE_ORCHESTRATOR_MODELS: the vllm engine serves exactly one model (got ${opts.models.length ? opts.models.join(', ') : 'none'})`,
+      );
     }
     this.#opts = opts;
     this.#model = opts.models[0] ?? '';
@@ -84,7 +102,10 @@ export class VllmEngine implements Engine {
     if (hf) return { arg: folder, meta: hf };
     const gguf = await localModelFile(this.#opts.modelsDir, this.#model, { use8bit: this.#opts.tuning.use8bit });
     if (gguf) return { arg: gguf, meta: await readModelMeta(gguf) };
-    const exists = await stat(folder).then(() => true, () => false);
+    const exists = await stat(folder).then(
+      () => true,
+      () => false,
+    );
     return { arg: exists ? folder : this.#model };
   }
 
@@ -96,7 +117,10 @@ export class VllmEngine implements Engine {
       // Without local metadata vLLM checks the values itself when it loads the model.
       const { maxModelLenIsDefault: _d, ...rest } = o.tuning;
       this.#tuning = rest;
-      o.log.warn({ model: this.#model }, 'no local config.json or GGUF for the model: vLLM will check the tuning variables itself');
+      o.log.warn(
+        { model: this.#model },
+        'no local config.json or GGUF for the model: vLLM will check the tuning variables itself',
+      );
     }
     if (o.url) {
       this.#base = o.url.replace(/\/+$/, '');
@@ -144,8 +168,14 @@ export class VllmEngine implements Engine {
       if (this.#child) gone = true;
     });
     while (Date.now() < deadline) {
-      if (gone) throw new UpstreamUnavailableError(`vLLM exited during start-up: ${this.#stderrTail.slice(-5).join(' | ') || 'no output'}`);
-      const ok = await fetch(`${this.#base}/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+      if (gone)
+        throw new UpstreamUnavailableError(
+          `vLLM exited during start-up: ${this.#stderrTail.slice(-5).join(' | ') || 'no output'}`,
+        );
+      const ok = await fetch(`${this.#base}/health`, { signal: AbortSignal.timeout(2000) }).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) {
         this.#healthy = true;
         this.#opts.log.info({ url: this.#base, model: this.#model }, 'vLLM ready');
@@ -154,7 +184,9 @@ export class VllmEngine implements Engine {
       await new Promise((r) => setTimeout(r, 200));
     }
     await this.close();
-    throw new UpstreamUnavailableError(`vLLM did not answer ${this.#base}/health within ${this.#opts.startTimeoutMs} ms`);
+    throw new UpstreamUnavailableError(
+      `vLLM did not answer ${this.#base}/health within ${this.#opts.startTimeoutMs} ms`,
+    );
   }
 
   models(): EngineModel[] {
@@ -163,13 +195,27 @@ export class VllmEngine implements Engine {
 
   async *generate(model: string, p: GenerateParams, signal: AbortSignal): AsyncGenerator<GenerateEvent> {
     const body = {
-      model, messages: p.messages, stream: true, stream_options: { include_usage: true }, max_tokens: p.maxTokens,
-      temperature: p.temperature, top_p: p.topP, top_k: p.topK, stop: p.stop, seed: p.seed,
-      presence_penalty: p.presencePenalty, frequency_penalty: p.frequencyPenalty,
+      model,
+      messages: p.messages,
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: p.maxTokens,
+      temperature: p.temperature,
+      top_p: p.topP,
+      top_k: p.topK,
+      stop: p.stop,
+      seed: p.seed,
+      presence_penalty: p.presencePenalty,
+      frequency_penalty: p.frequencyPenalty,
     };
     let res: Response;
     try {
-      res = await fetch(`${this.#base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+      res = await fetch(`${this.#base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal,
+      });
     } catch (err) {
       if (signal.aborted) return;
       throw new UpstreamUnavailableError(`vLLM unreachable: ${(err as Error).message}`, { cause: err });
@@ -185,7 +231,10 @@ export class VllmEngine implements Engine {
           if (tail) yield { type: 'text', text: tail };
           return;
         }
-        const c = JSON.parse(ev.data) as { choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>; usage?: Usage | null };
+        const c = JSON.parse(ev.data) as {
+          choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>;
+          usage?: Usage | null;
+        };
         const choice = c.choices?.[0];
         const content = choice?.delta?.content ?? '';
         if (content) this.tokensComputed++;
@@ -220,7 +269,7 @@ async function errorMessage(res: Response): Promise<string> {
   const text = await res.text().catch(() => '');
   try {
     const j = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
-    const m = typeof j.error === 'object' ? j.error.message : j.error ?? j.message;
+    const m = typeof j.error === 'object' ? j.error.message : (j.error ?? j.message);
     if (typeof m === 'string') return m;
   } catch {
     // not JSON: use the text
