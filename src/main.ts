@@ -3,7 +3,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
-import { buildApp } from './api/index.ts';
+import { buildApp, TRANSCODE_TASK_TYPE } from './api/index.ts';
 import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
@@ -88,7 +88,8 @@ export function createWorker(core: Core): Worker {
   return new Worker({
     db: core.db,
     queue: core.queue,
-    handlers: { 'transcode-file': anyHandler(transcode) },
+    // One handler per task type; the API's contract for the type says what its params are.
+    handlers: { [TRANSCODE_TASK_TYPE]: anyHandler(transcode) },
     log: core.log.child({ role: 'worker' }),
     scratchRoot: join(resolve(core.config.dataDir), 'scratch'),
     concurrency: core.config.workerConcurrency,
@@ -108,7 +109,8 @@ export interface RoleSet {
   orchestrator?: boolean;
 }
 
-export interface Running {
+/** The roles started in this process, and how to stop them. */
+export interface StartedRoles {
   url?: string;
   app?: FastifyInstance;
   worker?: Worker;
@@ -122,10 +124,10 @@ export async function startRoles(
   config: Config,
   roles: RoleSet,
   log = createLogger({ level: config.logLevel }),
-): Promise<Running> {
+): Promise<StartedRoles> {
   const core = await openCore(config, log);
   const closers: Array<() => Promise<void>> = [];
-  const running: Running = { core, stop: async () => {} };
+  const running: StartedRoles = { core, stop: async () => {} };
   try {
     if (roles.api || roles.gateway) {
       // One registry for the process: GET /metrics shows every role that runs in it.
@@ -198,7 +200,7 @@ export async function startRoles(
 }
 
 /** Stops gracefully on SIGTERM/SIGINT; a second signal exits at once. */
-export function stopOnSignals(running: Running, log: Logger): Promise<void> {
+export function stopOnSignals(running: StartedRoles, log: Logger): Promise<void> {
   return new Promise((resolveStopped) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {

@@ -1,2 +1,3 @@
 export { buildApp, type ApiDeps } from './app.ts';
 export { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
+export { TRANSCODE_TASK_TYPE, toWireTask, type WireTask } from './contract/index.ts';

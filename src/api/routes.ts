@@ -3,8 +3,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Accounts, Principal } from '../accounts/index.ts';
 import { AuthError } from '../lib/errors.ts';
-import { TranscodeRequest, type TranscodeParams } from '../transcode/index.ts';
-import { toWireTask, type TaskStore } from '../tasks/index.ts';
+import { TasksErrorBody } from '../lib/wire-errors.ts';
+import type { TaskStore } from '../tasks/index.ts';
+import { toWireTask, TranscodeRequest, transcodeTask, type TranscodeParams } from './contract/index.ts';
 import { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
 
 export interface TaskRoutesDeps {
@@ -32,7 +33,7 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 // The Task is described loosely here (its full shape is in spec/API.md); responses are
-// built by tasks/wire.ts, not filtered by this schema.
+// built by contract/task.ts, not filtered by this schema.
 const TaskSchema = Type.Object(
   {
     id: Type.String(),
@@ -41,7 +42,7 @@ const TaskSchema = Type.Object(
   },
   { additionalProperties: true },
 );
-const Errors = Type.Object({ errors: Type.Array(Type.String()) });
+const Errors = TasksErrorBody;
 
 function principal(req: FastifyRequest): Principal {
   if (!req.principal) throw new AuthError('missing or invalid API key');
@@ -51,12 +52,7 @@ function principal(req: FastifyRequest): Principal {
 /** The Task routes of spec/API.md section A, under the prefix the caller registers them at. */
 export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Promise<void> {
   app.addHook('onRequest', async (req) => {
-    const p = await deps.accounts.authenticate(req.headers.authorization);
-    if (!p)
-      throw new AuthError(
-        req.headers.authorization ? 'invalid API key' : 'missing API key: send Authorization: Bearer <key>',
-      );
-    req.principal = p;
+    req.principal = await deps.accounts.requirePrincipal(req.headers.authorization);
   });
 
   const requesterId = (ip: string) =>
@@ -73,8 +69,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
       const row = await deps.tasks.create({
         owner: p.owner,
         projectId: p.projectId,
-        type: 'transcode-file',
-        params,
+        ...transcodeTask(params),
         requesterId: requesterId(req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
       });

@@ -2,7 +2,7 @@ import { hostProblem } from '../lib/net-guard.ts';
 import { pathStyleHint } from '../storage/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
-import type { TranscodeParams } from '../transcode/index.ts';
+import type { TranscodeParams } from './contract/index.ts';
 
 // The rules of POST /api/transcode that JSON Schema cannot say well. Each message names the
 // field path and the rule. Runs before anything is queued; nothing is downloaded here.

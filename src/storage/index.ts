@@ -1,26 +1,31 @@
 import type { Config } from '../config/index.ts';
 import { InputUnreadableError, StorageDeniedError } from '../lib/errors.ts';
-import type { TranscodeInput, TranscodeStorage } from '../transcode/params.ts';
 import type { DownloadLimits } from './download.ts';
 import { GatewayInput, gatewayCandidates } from './gateway.ts';
 import { HttpInput } from './http.ts';
-import { S3Input } from './s3-input.ts';
+import { S3InputSource } from './s3-input.ts';
 import { S3ObjectStore } from './s3-store.ts';
-import type { InputSource, ObjectStore } from './types.ts';
+import type { InputSource, InputSpec, ObjectStore, StorageTarget } from './types.ts';
 
 export type {
+  DwebTarget,
   FetchedInput,
   FetchOptions,
   FileRange,
   InputSource,
+  InputSpec,
   ObjectStore,
   PartWriter,
   PutBody,
   PutOptions,
+  S3Location,
+  S3Object,
+  S3Target,
+  StorageTarget,
 } from './types.ts';
 export { FileInput, LocalDirStore } from './local.ts';
 export { S3ObjectStore } from './s3-store.ts';
-export { S3Input } from './s3-input.ts';
+export { S3InputSource } from './s3-input.ts';
 export { HttpInput, showUrl } from './http.ts';
 export { GatewayInput, gatewayCandidates, isSubdomainGatewayHost, pathStyleHint } from './gateway.ts';
 export { DownloadGuard, type DownloadLimits } from './download.ts';
@@ -42,10 +47,10 @@ function limits(config: StorageConfig): DownloadLimits {
   return { maxBytes: config.inputMaxBytes, timeoutMs: config.inputTimeoutMs, idleTimeoutMs: config.inputIdleTimeoutMs };
 }
 
-/** The InputSource for a request's `input`: S3 object, gateway content or plain HTTP(S). */
-export function createInputSource(input: TranscodeInput, config: StorageConfig): InputSource {
+/** The InputSource for a job's input: S3 object, gateway content or plain HTTP(S). */
+export function createInputSource(input: InputSpec, config: StorageConfig): InputSource {
   if ('type' in input) {
-    return new S3Input(input, {
+    return new S3InputSource(input, {
       limits: limits(config),
       maxAttempts: config.s3MaxAttempts,
       allowPrivate: config.allowPrivateUrls,
@@ -73,10 +78,10 @@ export function createInputSource(input: TranscodeInput, config: StorageConfig):
  * composition root fills (the dweb adapter lives in storage/dweb/, issue 5), so adding a
  * kind touches no file here.
  */
-export type ObjectStoreFactory = (storage: TranscodeStorage) => ObjectStore;
+export type ObjectStoreFactory = (target: StorageTarget) => ObjectStore;
 
 export function createObjectStore(
-  storage: TranscodeStorage,
+  storage: StorageTarget,
   config: StorageConfig,
   factories: Partial<Record<string, ObjectStoreFactory>> = {},
 ): ObjectStore {

@@ -1,13 +1,13 @@
 import { Readable } from 'node:stream';
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import { InputUnreadableError, UpstreamUnavailableError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
 import { privateAddressError, type Resolve } from '../lib/net-guard.ts';
 import { DownloadGuard, type DownloadLimits } from './download.ts';
-import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
-import type { FetchedInput, FetchOptions, InputSource } from './types.ts';
+import { endpointProblem, s3Client, s3Failure } from './s3.ts';
+import type { FetchedInput, FetchOptions, InputSource, S3Location, S3Object } from './types.ts';
 
-export interface S3InputOptions {
+export interface S3InputSourceOptions {
   limits: DownloadLimits;
   maxAttempts: number;
   allowPrivate: boolean;
@@ -16,15 +16,15 @@ export interface S3InputOptions {
 }
 
 /** An input object in an S3-compatible bucket, streamed with GetObject. */
-export class S3Input implements InputSource {
+export class S3InputSource implements InputSource {
   readonly description: string;
   readonly #loc: S3Location;
   readonly #key: string;
   /** What the path rule says of `input.path` (issue #15), asserted again before any request. */
   readonly #keyProblem: string | null;
-  readonly #opts: S3InputOptions;
+  readonly #opts: S3InputSourceOptions;
 
-  constructor(loc: S3Location & { path: string }, opts: S3InputOptions) {
+  constructor(loc: S3Object, opts: S3InputSourceOptions) {
     this.#loc = loc;
     this.#keyProblem = objectPathProblem(loc.path);
     this.#key = loc.path.startsWith('/') ? loc.path.slice(1) : loc.path;
@@ -52,7 +52,7 @@ export class S3Input implements InputSource {
   }
 
   async #open(client: S3Client, guard: DownloadGuard): Promise<{ stream: Readable; size: number | undefined }> {
-    let res;
+    let res: GetObjectCommandOutput;
     try {
       res = await client.send(new GetObjectCommand({ Bucket: this.#loc.bucket, Key: this.#key }), {
         abortSignal: guard.signal,

@@ -5,8 +5,8 @@ import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type Medi
 import { checkedObjectKey } from '../lib/object-path.ts';
 import { privateAddressError, type Resolve } from '../lib/net-guard.ts';
 import { BufferPool, RangeMultipart, uploadFileMultipart, withFileRange } from './s3-multipart.ts';
-import { endpointProblem, s3Client, s3Failure, type S3Location } from './s3.ts';
-import type { FileRange, ObjectStore, PartWriter, PutBody, PutOptions } from './types.ts';
+import { endpointProblem, s3Client, s3Failure } from './s3.ts';
+import type { FileRange, ObjectStore, PartWriter, PutBody, PutOptions, S3Location } from './types.ts';
 
 // Parts in flight per upload: QUEUE_SIZE x partSize is one upload's memory (2 x 8 MiB by
 // default), and up to uploadConcurrency uploads run at once: kept small so a worker stays far

@@ -4,13 +4,7 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
 import { guardedLookup, hostProblem, privateAddressError, type Resolve } from '../lib/net-guard.ts';
-
-export interface S3Location {
-  endpoint: string;
-  bucket: string;
-  region?: string;
-  credentials: { accessKeyId: string; secretAccessKey: string };
-}
+import type { S3Location } from './types.ts';
 
 export interface S3ClientOptions {
   maxAttempts: number;

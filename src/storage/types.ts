@@ -1,5 +1,28 @@
 import type { Readable } from 'node:stream';
 
+// Storage's own words for where media comes from and goes to (issue #16): the API edge maps
+// its request to these, so storage knows nothing of the jobs or the wire that use it.
+
+/** An S3-compatible bucket and how to reach it. Messages name the bucket or endpoint, never the credentials. */
+export interface S3Location {
+  endpoint: string;
+  bucket: string;
+  region?: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+}
+
+/** One object in a bucket; `path` is its key (a leading / is dropped). */
+export type S3Object = S3Location & { path: string };
+
+/** Where a job's input is: a URL (http(s), ipfs://, ar://) or an object in a bucket. */
+export type InputSpec = { url: string } | ({ type: 's3' } & S3Object);
+
+export type S3Target = { type: 's3' } & S3Location;
+/** A Storacha space the service may write to with the user's UCAN proof (storage/dweb/). */
+export type DwebTarget = { type: 'dweb.storage' | 'web3.storage'; credentials: { proof: string } };
+/** Where a job's outputs go; `type` picks the ObjectStore. */
+export type StorageTarget = S3Target | DwebTarget;
+
 /**
  * Where a job's outputs go. One adapter per storage kind (s3.ts, local.ts, dweb/ later):
  * adding a kind means adding a file and a factory, not editing the pipeline (STYLE.md 7).

@@ -24,17 +24,20 @@ export const TASK_COLUMNS =
   'id, owner, project_id, type, phase, params, requester_id, created_at, scheduled_at, updated_at, progress, error_message, retries, output, attempts';
 
 /**
- * `params` without what is secret in them, for a task that can no longer run (issue #15): the
- * credentials (kept under `credentials` keys, spec/API.md) and the input URL's query string,
- * where a signed URL carries its signature (`?X-Amz-Signature=...`); its fragment goes too.
- * The wire Task hides the same query string in every phase (wire.ts).
+ * `params` without what is secret in them, for a task that can no longer run (issue #15).
+ * Every task type keeps its secrets where spec/API.md puts them, one level down: under
+ * `credentials` keys, and in the query of a `url` (a signed URL carries its signature there,
+ * `?X-Amz-Signature=...`; its fragment goes too). The rule names no field of any one type, so
+ * a new task type needs no change here (issue #16). Each API hides the same query string in
+ * every phase (for transcoding: api/contract/transcode.ts).
  */
-export const PARAMS_WITHOUT_SECRETS = `(CASE WHEN jsonb_typeof(params #> '{input,url}') = 'string'
-    THEN jsonb_set(params, '{input,url}', to_jsonb(regexp_replace(params #>> '{input,url}', '[?#].*$', '')))
-    ELSE params END) #- '{input,credentials}' #- '{storage,credentials}'`;
+export const PARAMS_WITHOUT_SECRETS = `COALESCE((SELECT jsonb_object_agg(member.key, CASE
+      WHEN jsonb_typeof(member.value) <> 'object' THEN member.value
+      WHEN jsonb_typeof(member.value -> 'url') = 'string' THEN jsonb_set(member.value - 'credentials', '{url}',
+        to_jsonb(regexp_replace(member.value ->> 'url', '[?#].*$', '')))
+      ELSE member.value - 'credentials' END)
+    FROM jsonb_each(params) AS member), params)`;
 
 /** The phases from which a task may be cancelled, and from which it may be retried. */
 export const CANCELLABLE: readonly Phase[] = ['pending', 'waiting', 'running'];
 export const RETRYABLE: readonly Phase[] = ['failed', 'cancelled'];
-
-export const ms = (d: Date | string | null): number | undefined => (d === null ? undefined : new Date(d).getTime());

@@ -35,7 +35,7 @@ class StopSignal extends Error {
   }
 }
 
-interface Running {
+interface RunningJob {
   controller: AbortController;
   done: Promise<void>;
 }
@@ -47,7 +47,7 @@ interface Running {
 export class Worker {
   readonly id: string;
   readonly #o: WorkerOptions;
-  readonly #running = new Map<string, Running>();
+  readonly #running = new Map<string, RunningJob>();
   #stopping = false;
   #loop: Promise<void> | undefined;
   /** Ends the current wait; a wake-up that comes while a poll is busy skips the next wait. */
@@ -102,7 +102,10 @@ export class Worker {
       if (!this.#wakeRequested && !this.#stopping) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, this.#o.pollMs);
-          this.#sleeper = () => (clearTimeout(t), resolve());
+          this.#sleeper = () => {
+            clearTimeout(t);
+            resolve();
+          };
         });
       }
       this.#sleeper = undefined;

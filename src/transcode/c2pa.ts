@@ -139,7 +139,7 @@ function tinyPng(): Uint8Array {
 
 /** Signs a tiny PNG and reads it back: the engine's own verdict on the key and chain. */
 async function selfTest(signer: C2paSigner, trustAnchorsPem: string | undefined): Promise<void> {
-  const { WasmBuilder, WasmReader } = engine();
+  const { WasmBuilder } = engine();
   const manifest = {
     claim_generator_info: [{ name: 'mediaplane', version: pkg.version }],
     title: 'self-test.png',

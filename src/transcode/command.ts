@@ -60,7 +60,7 @@ export function buildFfmpegArgs(plan: CommandPlan): string[] {
     plan.input,
   ];
   args.push('-filter_complex', filterGraph(plan));
-  plan.renditions.forEach((r, i) => args.push(...outputArgs(plan, r, i)));
+  for (const [i, r] of plan.renditions.entries()) args.push(...outputArgs(plan, r, i));
   return args;
 }
 

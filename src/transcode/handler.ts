@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
 import { createInputSource, createObjectStore, type ObjectStoreFactory } from '../storage/index.ts';
-import type { JobHandler } from '../tasks/types.ts';
-import type { TranscodeFileOutput, TranscodeParams } from './params.ts';
+import type { JobHandler } from '../tasks/index.ts';
+import type { TranscodeFileOutput, TranscodeJob } from './types.ts';
 import { runPipeline } from './pipeline.ts';
 import { ValidationError } from '../lib/errors.ts';
 import type { C2paSigner } from './c2pa.ts';
@@ -21,7 +21,7 @@ export interface TranscodeHandlerDeps {
  * The `transcode-file` job. Errors are from lib/errors.ts: the worker retries the
  * retryable ones (network, 5xx, timeouts) and fails the rest with their message.
  */
-export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<TranscodeParams, TranscodeFileOutput> {
+export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<TranscodeJob, TranscodeFileOutput> {
   return async (params, ctx) => {
     const log = ctx.log ?? deps.log;
     // Issue 5: the API refuses this before queueing; checked again for tasks queued elsewhere.

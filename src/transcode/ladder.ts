@@ -1,5 +1,5 @@
 import { UnsupportedMediaError } from '../lib/errors.ts';
-import type { ProfileParams } from './params.ts';
+import type { ProfileSpec } from './types.ts';
 import { value, type ProbeResult, type Rational } from './probe.ts';
 
 /** One output rendition as ffmpeg will encode it. */
@@ -20,7 +20,7 @@ export interface Rendition {
 }
 
 export interface LadderOptions {
-  profiles?: readonly ProfileParams[] | undefined;
+  profiles?: readonly ProfileSpec[] | undefined;
   maxFps: number;
 }
 
@@ -53,7 +53,7 @@ function defaultLadder(probe: ProbeResult, maxFps: number): Rendition[] {
   return rungs;
 }
 
-function fromProfile(p: ProfileParams, probe: ProbeResult): Rendition {
+function fromProfile(p: ProfileSpec, probe: ProbeResult): Rendition {
   if (p.encoder === 'VP8' || p.encoder === 'VP9') {
     throw new UnsupportedMediaError(
       `profile ${p.name}: the ${p.encoder} encoder is not supported for HLS and MP4 outputs; use H.264 or HEVC`,

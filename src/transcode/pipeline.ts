@@ -7,7 +7,7 @@ import type { InputSource, ObjectStore } from '../storage/index.ts';
 import { buildFfmpegArgs, layout, type OutputKinds } from './command.ts';
 import { checkDecodes, detail, measureDuration } from './decode-check.ts';
 import { planLadder, type Rendition } from './ladder.ts';
-import type { ProfileParams, RenditionOutput, TranscodeFileOutput, TranscodeParams } from './params.ts';
+import type { OutputFolders, ProfileSpec, RenditionOutput, TranscodeFileOutput } from './types.ts';
 import { finalPlaylist, masterPlaylist, parseMediaPlaylist, type Variant } from './playlist.ts';
 import { probe, value, type ProbeResult } from './probe.ts';
 import { ProgressParser, throttledProgress } from './progress.ts';
@@ -32,8 +32,8 @@ export type PipelineSettings = Pick<
 export interface PipelineJob {
   source: InputSource;
   store: ObjectStore;
-  outputs: TranscodeParams['outputs'];
-  profiles?: readonly ProfileParams[] | undefined;
+  outputs: OutputFolders;
+  profiles?: readonly ProfileSpec[] | undefined;
   segmentSecs?: number | undefined;
   scratchDir: string;
   signal: AbortSignal;
@@ -117,7 +117,7 @@ async function transcode(
     signal,
     onFraction: (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f),
   });
-  const output = await finish(settings, job, encode, queue);
+  const output = await finish(job, encode, queue);
   const { baseUrl } = await job.store.close(job.signal);
   report(1);
   return { ...(baseUrl ? { baseUrl } : {}), ...output, input_video: { duration, size: input.size } };
@@ -273,7 +273,6 @@ function watchedPlaylists(job: PipelineJob, enc: Encode): { local: string; keyDi
  * is in the bucket.
  */
 async function finish(
-  settings: PipelineSettings,
   job: PipelineJob,
   enc: Encode,
   queue: UploadQueue,
@@ -281,8 +280,8 @@ async function finish(
   const { mp4, hls, fmp4 } = job.outputs;
   const [mp4Out, hlsOut, fmp4Out] = await settledAll([
     mp4 ? uploadMp4s(job, enc, queue, mp4.path) : undefined,
-    hls ? publishHls(settings, job, enc, queue, { prefix: hls.path, dir: 'hls' }) : undefined,
-    fmp4 ? publishHls(settings, job, enc, queue, { prefix: fmp4.path, dir: 'fmp4' }) : undefined,
+    hls ? publishHls(enc, queue, { prefix: hls.path, dir: 'hls' }) : undefined,
+    fmp4 ? publishHls(enc, queue, { prefix: fmp4.path, dir: 'fmp4' }) : undefined,
   ] as const);
   return {
     ...(mp4Out ? { mp4: mp4Out } : {}),
@@ -344,8 +343,6 @@ function rendition(r: Rendition, key: string, size: number): RenditionOutput {
 
 /** Uploads one HLS tree's playlists (with an honest target duration) and its master. */
 async function publishHls(
-  settings: PipelineSettings,
-  job: PipelineJob,
   enc: Encode,
   queue: UploadQueue,
   where: { prefix: string; dir: 'hls' | 'fmp4' },

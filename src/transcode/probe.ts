@@ -117,15 +117,14 @@ export function parseProbe(json: FfProbeJson): ProbeResult {
     formatName: format.format_name ?? 'unknown',
     bitrate: num(format.bit_rate),
     video: videoInfo(v),
-    audio:
-      a && a.codec_name
-        ? {
-            codec: a.codec_name,
-            channels: a.channels ?? 2,
-            sampleRate: num(a.sample_rate) ?? 48000,
-            bitrate: num(a.bit_rate),
-          }
-        : undefined,
+    audio: a?.codec_name
+      ? {
+          codec: a.codec_name,
+          channels: a.channels ?? 2,
+          sampleRate: num(a.sample_rate) ?? 48000,
+          bitrate: num(a.bit_rate),
+        }
+      : undefined,
   };
 }
 

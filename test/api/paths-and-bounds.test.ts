@@ -7,7 +7,7 @@ import * as ed25519 from '@ucanto/principal/ed25519';
 import { InputUnreadableError, StorageDeniedError } from '../../src/lib/errors.ts';
 import { checkedObjectKey, objectPathProblem } from '../../src/lib/object-path.ts';
 import { DwebObjectStore } from '../../src/storage/dweb/index.ts';
-import { LocalDirStore, S3Input, S3ObjectStore } from '../../src/storage/index.ts';
+import { LocalDirStore, S3InputSource, S3ObjectStore } from '../../src/storage/index.ts';
 import { startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 
@@ -126,7 +126,7 @@ describe('every store refuses a key that breaks the path rule, whoever built it'
   });
 
   it('s3 input: input.path a/../b is refused before any request', async () => {
-    const input = new S3Input(
+    const input = new S3InputSource(
       { endpoint: 'http://127.0.0.1:9', bucket: 'in', credentials: s3.credentials, path: '/a/../b.mp4' },
       { limits: { maxBytes: 1024, timeoutMs: 1000, idleTimeoutMs: 1000 }, maxAttempts: 1, allowPrivate: true },
     );

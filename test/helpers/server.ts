@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { after } from 'node:test';
 import { loadConfig, type SettingKey } from '../../src/config/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
-import { startRoles, type RoleSet, type Running } from '../../src/main.ts';
+import { startRoles, type RoleSet, type StartedRoles } from '../../src/main.ts';
 import { stopTestPostgres, testPostgres } from './postgres.ts';
 
 export type DatabaseKind = 'embedded' | 'postgres';
@@ -24,7 +24,7 @@ export class LogCapture extends Writable {
 
 export interface TestServer {
   url: string;
-  running: Running;
+  running: StartedRoles;
   logs: LogCapture;
   dataDir: string;
   databaseUrl: string | undefined;

@@ -14,7 +14,7 @@ import {
   gatewayCandidates,
   isSubdomainGatewayHost,
   pathStyleHint,
-  S3Input,
+  S3InputSource,
   S3ObjectStore,
 } from '../../src/storage/index.ts';
 import { anyHandler, Worker } from '../../src/tasks/index.ts';
@@ -303,7 +303,7 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
 
   it('the relay reaches the S3 server when private addresses are allowed (the control)', async () => {
     const before = relay.connections();
-    const input = new S3Input(
+    const input = new S3InputSource(
       { ...loc(`http://127.0.0.1:${relay.port}`), path: '/in/a.mp4' },
       { limits, maxAttempts: 3, allowPrivate: true },
     );
@@ -315,7 +315,7 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
   it('GetObject: an input endpoint that rebinds to 127.0.0.1 is refused at connect time, not retried', async () => {
     const before = relay.connections();
     const resolve = rebinding('93.184.216.34', '127.0.0.1');
-    const input = new S3Input(
+    const input = new S3InputSource(
       { ...loc(rebindEndpoint), path: '/in/a.mp4' },
       { limits, maxAttempts: 3, allowPrivate: false, resolve },
     );

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, it } from 'node:test';
-import { runTranscodeCommand } from '../../src/transcode/index.ts';
+import { runTranscodeCommand } from '../../src/cli/transcode.ts';
 import { sample } from '../helpers/media.ts';
 
 const dirs: string[] = [];

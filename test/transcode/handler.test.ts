@@ -7,7 +7,7 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/index.ts';
 import { CancelledError, StorageDeniedError, UnsupportedMediaError, isRetryable } from '../../src/lib/errors.ts';
 import type { JobContext } from '../../src/tasks/types.ts';
-import { createTranscodeHandler, type TranscodeParams } from '../../src/transcode/index.ts';
+import { createTranscodeHandler, type OutputFolders, type TranscodeJob } from '../../src/transcode/index.ts';
 import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
 import { decodeErrors, ffprobe, makeClip, moovBeforeMdat } from '../helpers/media.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
@@ -55,7 +55,7 @@ async function context(signal = new AbortController().signal): Promise<JobContex
   };
 }
 
-function params(bucket: string, url: string, outputs: TranscodeParams['outputs']): TranscodeParams {
+function params(bucket: string, url: string, outputs: OutputFolders): TranscodeJob {
   return {
     input: { url },
     storage: { type: 's3', endpoint: s3.endpoint, bucket, credentials: s3.credentials },

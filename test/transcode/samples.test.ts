@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/index.ts';
-import { MediaplaneError, UnsupportedMediaError } from '../../src/lib/errors.ts';
+import { type MediaplaneError, UnsupportedMediaError } from '../../src/lib/errors.ts';
 import { FileInput, LocalDirStore } from '../../src/storage/index.ts';
 import { runPipeline, type TranscodeFileOutput } from '../../src/transcode/index.ts';
 import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';

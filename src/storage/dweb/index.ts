@@ -1,8 +1,7 @@
 // Decentralized storage output (issue 5): the service's UCAN agent, request-time proof
 // checks, publishing an output folder to a Storacha space, and the dweb ObjectStore.
 import type { Config } from '../../config/index.ts';
-import type { TranscodeStorage } from '../../transcode/params.ts';
-import type { ObjectStore } from '../types.ts';
+import type { ObjectStore, StorageTarget } from '../types.ts';
 import { loadAgent, type AgentSigner } from './agent.ts';
 import { DwebObjectStore } from './store.ts';
 
@@ -35,7 +34,7 @@ export function dwebStoreFactory(
   config: DwebConfig,
   agent: AgentSigner,
   stagingParent?: string,
-): (storage: TranscodeStorage) => ObjectStore {
+): (storage: StorageTarget) => ObjectStore {
   return (storage) => {
     if (storage.type === 's3') throw new TypeError('dwebStoreFactory called for s3 storage');
     return new DwebObjectStore({

@@ -1,15 +1,23 @@
 import { Type, type Static } from '@sinclair/typebox';
+import type { TranscodeJob } from '../../transcode/index.ts';
+import type { TaskWireShape } from './task.ts';
 
-// The body of POST /api/transcode (spec/API.md section A). One schema gives the validation,
-// the TypeScript type and the OpenAPI document. Rules that JSON Schema cannot say well
-// (URL schemes, gateway URL style, private addresses) live in api/validate-transcode.ts.
+// The wire contract of the transcoding task (spec/API.md section A), at the API's edge
+// (issue #16): the body of POST /api/transcode, its redaction, and how a `transcode-file`
+// Task shows its params and output. One schema gives the validation, the TypeScript type and
+// the OpenAPI document. Rules that JSON Schema cannot say well (URL schemes, gateway URL
+// style, private addresses) live in api/validate-transcode.ts. The domain (transcode/,
+// storage/) has its own types and never imports this file.
+
+/** The task type a transcode request becomes (spec/API.md: the Task's `type`). */
+export const TRANSCODE_TASK_TYPE = 'transcode-file';
 
 const S3Credentials = Type.Object(
   { accessKeyId: Type.String({ minLength: 1 }), secretAccessKey: Type.String({ minLength: 1 }) },
   { additionalProperties: false },
 );
 
-export const UrlInput = Type.Object(
+export const UrlInputBody = Type.Object(
   { url: Type.String({ minLength: 1, maxLength: 4096 }) },
   { additionalProperties: false },
 );
@@ -29,7 +37,7 @@ const s3Bucket = {
 const PATH_RULE =
   'A /-separated path of at most 1,024 bytes (UTF-8); . and .. segments, empty segments (//), backslashes, ?, #, % (percent-encoding) and control characters are refused with 422.';
 
-export const S3Input = Type.Object(
+export const S3InputBody = Type.Object(
   {
     ...s3Bucket,
     path: Type.String({ minLength: 1, maxLength: 1024, description: `The input object's key. ${PATH_RULE}` }),
@@ -37,9 +45,9 @@ export const S3Input = Type.Object(
   { additionalProperties: false },
 );
 
-export const S3Storage = Type.Object(s3Bucket, { additionalProperties: false });
+export const S3StorageBody = Type.Object(s3Bucket, { additionalProperties: false });
 
-export const DwebStorage = Type.Object(
+export const DwebStorageBody = Type.Object(
   {
     type: Type.Union([Type.Literal('dweb.storage'), Type.Literal('web3.storage')]),
     credentials: Type.Object(
@@ -97,9 +105,11 @@ export const Profile = Type.Object(
       }),
     ),
     profile: Type.Optional(
-      Type.Union(['H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh'].map((v) => Type.Literal(v))),
+      Type.Union(
+        (['H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh'] as const).map((v) => Type.Literal(v)),
+      ),
     ),
-    encoder: Type.Optional(Type.Union(['H.264', 'HEVC', 'VP8', 'VP9'].map((v) => Type.Literal(v)))),
+    encoder: Type.Optional(Type.Union((['H.264', 'HEVC', 'VP8', 'VP9'] as const).map((v) => Type.Literal(v)))),
     quality: Type.Optional(Type.Integer({ minimum: 0, maximum: 51 })),
   },
   { additionalProperties: false },
@@ -115,8 +125,8 @@ export const CreatorId = Type.Union([
 
 export const TranscodeRequest = Type.Object(
   {
-    input: Type.Union([UrlInput, S3Input]),
-    storage: Type.Union([S3Storage, DwebStorage]),
+    input: Type.Union([UrlInputBody, S3InputBody]),
+    storage: Type.Union([S3StorageBody, DwebStorageBody]),
     outputs: Outputs,
     profiles: Type.Optional(Type.Array(Profile, { minItems: 1, maxItems: 10 })),
     // Issue #15: 1e-300 passed `exclusiveMinimum: 0` and cut one-frame segments.
@@ -130,32 +140,16 @@ export const TranscodeRequest = Type.Object(
 );
 
 export type TranscodeParams = Static<typeof TranscodeRequest>;
-export type TranscodeInput = TranscodeParams['input'];
-export type TranscodeStorage = TranscodeParams['storage'];
-export type S3StorageParams = Static<typeof S3Storage>;
-export type S3InputParams = Static<typeof S3Input>;
-export type DwebStorageParams = Static<typeof DwebStorage>;
-export type ProfileParams = Static<typeof Profile>;
+export type S3StorageParams = Static<typeof S3StorageBody>;
+export type DwebStorageParams = Static<typeof DwebStorageBody>;
 
-/** One rendition as it landed in storage (extra fields the spec allows). */
-export interface RenditionOutput {
-  name: string;
-  path: string;
-  width: number;
-  height: number;
-  bitrate: number;
-  size: number;
-  signed?: boolean;
-}
-
-/** `output.transcodeFile` of the Task (spec/API.md). */
-export interface TranscodeFileOutput {
-  baseUrl?: string;
-  hls?: { path: string; renditions?: RenditionOutput[] };
-  mp4?: RenditionOutput[];
-  fmp4?: { path: string; renditions?: RenditionOutput[] };
-  input_video: { duration: number; size: number };
-  [extra: string]: unknown;
+/**
+ * The task the API queues for a request. Its params are the request as validated, stored as
+ * JSON and handed by the worker to transcode's handler: so the request must be a
+ * TranscodeJob, which tsc checks here, where the wire and the domain meet (issue #16).
+ */
+export function transcodeTask(params: TranscodeParams): { type: typeof TRANSCODE_TASK_TYPE; params: TranscodeJob } {
+  return { type: TRANSCODE_TASK_TYPE, params };
 }
 
 /** The params as they may be shown: no secret left in them. */
@@ -173,3 +167,23 @@ export function redactParams(p: TranscodeParams): RedactedParams {
   const storage = p.storage.type === 's3' ? redactS3(p.storage) : { type: p.storage.type };
   return { ...p, input, storage };
 }
+
+/**
+ * A signed input URL carries its signature in the query (`?X-Amz-Signature=...`), a
+ * credential like the S3 keys (issue #15): the Task shows the URL without query or fragment,
+ * in every phase, as a completed task's row keeps it (tasks/model.ts PARAMS_WITHOUT_SECRETS).
+ */
+function hideInputQuery(p: RedactedParams): RedactedParams {
+  if (!('url' in p.input)) return p;
+  return { ...p, input: { ...p.input, url: p.input.url.replace(/[?#].*$/s, '') } };
+}
+
+/** How a `transcode-file` Task shows its params and output (spec/API.md "The Task"). */
+export const transcodeTaskWire: TaskWireShape = {
+  // Validated on the way in (routes.ts), so the stored params have the request's shape.
+  params: (stored) => {
+    const params = hideInputQuery(redactParams(stored as TranscodeParams));
+    return { outputs: params.outputs, 'transcode-file': params };
+  },
+  output: (stored) => ({ transcodeFile: stored }),
+};

@@ -1,0 +1,130 @@
+// The folders are the architecture (docs: STYLE.md, "Layout"); these rules keep them so
+// (issue #16). Data flows one way: api -> tasks -> (queue) -> transcode -> storage, with lib/
+// and config/ under everything; main.ts and cli/ are the two top-level consumers; the LLM
+// gateway and orchestrator talk over HTTP only. `npm run deps` checks them.
+
+/** A path regex for one folder of src/ (and everything under it). */
+const folder = (name) => `^src/${name}/`;
+const DOMAINS = '^src/(accounts|api|config|db|lib|llm|storage|tasks|transcode)/';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular-folders',
+      comment: 'Two folders that import each other are one folder in two places: no cycle between folders.',
+      severity: 'error',
+      scope: 'folder',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'no-circular',
+      comment: 'No import cycle between modules either, inside a folder included.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'no-domain-to-consumers',
+      comment: 'main.ts (the composition root) and cli/ use the domains; no domain imports them.',
+      severity: 'error',
+      from: { path: DOMAINS },
+      to: { path: ['^src/main\\.ts$', folder('cli')] },
+    },
+    {
+      name: 'no-domain-to-api',
+      comment: "The API is the edge: wire contracts live there (api/contract/), and no domain reads a wire schema.",
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/main\\.ts$', folder('api'), folder('cli')] },
+      to: { path: folder('api') },
+    },
+    {
+      name: 'lib-knows-no-domain',
+      comment: 'lib/ holds small helpers with no domain knowledge: it imports nothing else of src/.',
+      severity: 'error',
+      from: { path: folder('lib') },
+      to: { path: '^src/', pathNot: folder('lib') },
+    },
+    {
+      name: 'config-knows-no-domain',
+      comment: 'config/ is one schema for all settings: it may use lib/, nothing else of src/.',
+      severity: 'error',
+      from: { path: folder('config') },
+      to: { path: '^src/', pathNot: [folder('config'), folder('lib')] },
+    },
+    {
+      name: 'storage-knows-no-transcoding',
+      comment: 'storage/ has its own input and location types; it knows nothing of the jobs that use it.',
+      severity: 'error',
+      from: { path: folder('storage') },
+      to: { path: [folder('transcode'), folder('tasks'), folder('api'), folder('llm'), folder('accounts')] },
+    },
+    {
+      name: 'tasks-knows-no-task-type',
+      comment:
+        'tasks/ is the generic Task (model, store, queue, worker): handlers are given to it, so a new task type is a new handler and a new contract file.',
+      severity: 'error',
+      from: { path: folder('tasks') },
+      to: { path: [folder('transcode'), folder('storage'), folder('api'), folder('llm')] },
+    },
+    {
+      name: 'transcode-below-the-api',
+      comment: 'transcode/ is a domain: it may use storage/ and the task types, never the LLM side.',
+      severity: 'error',
+      from: { path: folder('transcode') },
+      to: { path: [folder('llm'), folder('accounts')] },
+    },
+    {
+      name: 'gateway-and-orchestrator-talk-over-http',
+      comment:
+        'They are separate processes at scale and share no memory; both may import llm/protocol.ts and llm/ledger.ts.',
+      severity: 'error',
+      from: { path: folder('llm/gateway') },
+      to: { path: folder('llm/orchestrator') },
+    },
+    {
+      name: 'orchestrator-and-gateway-talk-over-http',
+      comment: 'See gateway-and-orchestrator-talk-over-http.',
+      severity: 'error',
+      from: { path: folder('llm/orchestrator') },
+      to: { path: folder('llm/gateway') },
+    },
+    {
+      name: 'llm-shared-knows-no-side',
+      comment: 'llm/protocol.ts and llm/ledger.ts are shared by both sides, so they import neither.',
+      severity: 'error',
+      from: { path: '^src/llm/[^/]+$' },
+      to: { path: ['^src/llm/gateway/', '^src/llm/orchestrator/'] },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that resolves to nothing is a typo or a missing dependency.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: 'not-to-dev-dep',
+      comment: 'src/ runs in production, where devDependencies are not installed.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports are dependencies too: a cycle of `import type` is still two folders
+    // that know each other.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js', '.mjs', '.cjs', '.json', '.d.ts'],
+    },
+    reporterOptions: {
+      text: { highlightFocused: true },
+    },
+  },
+};

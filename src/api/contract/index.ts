@@ -1,0 +1,30 @@
+import { InternalError } from '../../lib/errors.ts';
+import type { TaskRow } from '../../tasks/index.ts';
+import { wireTask, type TaskWireShape, type WireTask } from './task.ts';
+import { TRANSCODE_TASK_TYPE, transcodeTaskWire } from './transcode.ts';
+
+// The wire contracts of the task API, one file per task type (issue #16): a new task type
+// is a new handler (given to the worker in main.ts) and a new contract file, listed here.
+
+export type { TaskWireShape, WireTask } from './task.ts';
+export {
+  redactParams,
+  TranscodeRequest,
+  transcodeTask,
+  TRANSCODE_TASK_TYPE,
+  type RedactedParams,
+  type TranscodeParams,
+} from './transcode.ts';
+
+/** The task types this API creates, each with its wire shape. */
+const WIRE_SHAPES: Readonly<Record<string, TaskWireShape>> = {
+  [TRANSCODE_TASK_TYPE]: transcodeTaskWire,
+};
+
+/** The Task of spec/API.md for a stored row, in the shape of its type. */
+export function toWireTask(row: TaskRow): WireTask {
+  const shape = WIRE_SHAPES[row.type];
+  // Only this API creates tasks, and only of the types above.
+  if (!shape) throw new InternalError(`no wire shape for task type ${row.type}`);
+  return wireTask(row, shape);
+}
