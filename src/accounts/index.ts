@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/index.ts';
-import { NotFoundError, ValidationError } from '../lib/errors.ts';
+import { bearerToken } from '../lib/bearer.ts';
+import { AuthError, NotFoundError, ValidationError } from '../lib/errors.ts';
 
 // Owners (tenants) and their API keys. A key is shown once when created and stored only as
 // its sha256: 192 random bits need no slow hash, and a lookup stays one indexed query.
@@ -24,12 +25,6 @@ const OWNER_RE = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$/;
 
 function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
-}
-
-/** The token of an `Authorization: Bearer <token>` header; the scheme word is case-insensitive. */
-export function bearerToken(header: string | undefined): string | null {
-  const m = /^bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  return m?.[1] ?? null;
 }
 
 export interface AccountsOptions {
@@ -109,6 +104,19 @@ export class Accounts {
     );
     for (const [hash, entry] of this.#cache) if (entry.principal.keyId === id) this.#cache.delete(hash);
     return rows.length > 0;
+  }
+
+  /**
+   * The principal of a bearer header; AuthError (401) for a missing, unknown or revoked key.
+   * The one auth path of every owner-facing route (the task API, the LLM gateway, the ledger),
+   * so each says the same thing (issue #16).
+   */
+  async requirePrincipal(authorization: string | undefined): Promise<Principal> {
+    const p = await this.authenticate(authorization);
+    if (p) return p;
+    throw new AuthError(
+      bearerToken(authorization) ? 'invalid API key' : 'missing API key: send Authorization: Bearer <key>',
+    );
   }
 
   /** The principal of a bearer header, or null for a missing, unknown or revoked key. */

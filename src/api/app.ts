@@ -1,4 +1,3 @@
-import { Ajv } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -7,7 +6,15 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../accounts/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
-import { parserErrorBody, transcodeApiErrorHandler, transcodeApiNotFound } from './errors.ts';
+import { BadRequestError } from '../lib/errors.ts';
+import { schemaValidatorCompiler } from '../lib/schema-validator.ts';
+import {
+  sharedErrorHandler,
+  sharedNotFound,
+  transcodeApiErrorHandler,
+  transcodeApiNotFound,
+  wireErrorFor,
+} from './errors.ts';
 import { clientErrorHandler, serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
 import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
@@ -51,13 +58,19 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     ...serverTimeoutOptions(deps.timeouts),
     clientErrorHandler: clientErrorHandler({
       requestTimeoutMs: deps.timeouts.requestTimeoutMs,
-      body: (e, socket) => parserErrorBody(e, inFlight.get(socket)),
+      answer: (e, socket) => wireErrorFor(inFlight.get(socket))(e),
     }),
   });
   app.addHook('onRequest', async (req) => {
     inFlight.set(req.raw.socket, req.url);
   });
-  app.setValidatorCompiler(validatorCompiler());
+  // Every string of every part the task API validates must be plain text (api/plain-text.ts,
+  // issue #15): one rule at each schema's root. The LLM routes set their own (chat text is free).
+  app.setValidatorCompiler(schemaValidatorCompiler({ keywords: [plainTextKeyword], prepare: withPlainText }));
+  // Whatever no API's scope answers (a root route, an unknown path) answers in the shape of
+  // the API its path belongs to.
+  app.setErrorHandler(sharedErrorHandler(deps.log));
+  app.setNotFoundHandler(sharedNotFound);
   // An empty body with a JSON content type is what several clients send to POST routes
   // without a body (cancel, retry); treat it as no body rather than malformed JSON.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
@@ -66,10 +79,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     try {
       done(null, JSON.parse(text));
     } catch {
-      done(
-        Object.assign(new Error('invalid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }),
-        undefined,
-      );
+      done(new BadRequestError('request body is not valid JSON'), undefined);
     }
   });
 
@@ -99,29 +109,4 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     { prefix: '/api' },
   );
   return app;
-}
-
-// Bodies: unknown properties are errors (spec: "no unknown top-level keys"), never stripped;
-// types are never coerced; every problem is reported, not just the first. Query strings and
-// path parameters are text, so only they are coerced (limit=20). Every string of every part
-// must be plain text (api/plain-text.ts, issue #15): one rule at each schema's root.
-function validatorCompiler() {
-  const strict = new Ajv({
-    removeAdditional: false,
-    coerceTypes: false,
-    useDefaults: false,
-    allErrors: true,
-    strict: false,
-    keywords: [plainTextKeyword],
-  });
-  const coercing = new Ajv({
-    removeAdditional: false,
-    coerceTypes: true,
-    useDefaults: true,
-    allErrors: true,
-    strict: false,
-    keywords: [plainTextKeyword],
-  });
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'querystring' || httpPart === 'params' ? coercing : strict).compile(withPlainText(schema));
 }

@@ -1,48 +1,19 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import {
-  BadRequestError,
-  InternalError,
-  isMediaplaneError,
-  MediaplaneError,
-  NotFoundError,
-  PayloadTooLargeError,
-  ValidationError,
-} from '../lib/errors.ts';
-import { formatSchemaErrors } from './schema-errors.ts';
-import { openAiParserErrorBody, type ParserError } from '../lib/http-server.ts';
+import { NotFoundError } from '../lib/errors.ts';
+import { openAiWireError, tasksWireError, type WireError, wireErrorHandler } from '../lib/wire-errors.ts';
 
-/** Maps anything thrown in a route to one of our errors; unknown ones become a bare 500. */
-export function toMediaplaneError(err: unknown): MediaplaneError {
-  if (isMediaplaneError(err)) return err;
-  const fe = err as Partial<FastifyError>;
-  if (fe.validation)
-    return new ValidationError(
-      formatSchemaErrors(fe.validation, fe.validationContext === 'body' ? '' : (fe.validationContext ?? '')),
-    );
-  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError('request body is too large');
-  if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (fe.statusCode === 400 && err instanceof SyntaxError))
-    return new BadRequestError('request body is not valid JSON');
-  if (fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
-    return new BadRequestError('request body is empty; send a JSON object');
-  if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new BadRequestError('Content-Type must be application/json');
-  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
-    return new BadRequestError(fe.message ?? 'bad request');
-  return new InternalError('internal server error', { cause: err });
-}
+// The shared server's error answers: the task API's shape under /api, OpenAI's under the LLM
+// prefixes, both from the one mapper of each dialect (lib/wire-errors.ts).
 
 /** The transcoding API's error shape: `{"errors": ["message", ...]}` (spec/API.md). */
 export function transcodeApiErrorHandler(log: Logger) {
-  return (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
-    const e = toMediaplaneError(err);
-    if (e.statusCode >= 500) log.error({ err, reqId: req.id, url: req.routeOptions.url }, 'request failed');
-    const status = e.statusCode === 409 ? 400 : e.statusCode;
-    return reply.status(status).send({ errors: e.messages });
-  };
+  return wireErrorHandler(tasksWireError, log);
 }
 
 export function transcodeApiNotFound(_req: FastifyRequest, reply: FastifyReply) {
-  return reply.status(404).send({ errors: [new NotFoundError().message] });
+  const { status, body } = tasksWireError(new NotFoundError());
+  return reply.status(status).send(body);
 }
 
 /** The wire dialect of a path on the shared server: OpenAI's for the LLM routes, else the task API's. */
@@ -50,7 +21,22 @@ export function dialectOf(path: string | undefined): 'tasks' | 'openai' {
   return path !== undefined && /^\/(v1|llm|orchestrator)(\/|$|\?)/.test(path) ? 'openai' : 'tasks';
 }
 
-/** An error raised before Fastify routes a request, in the shape of the API `path` belongs to. */
-export function parserErrorBody(e: ParserError, path: string | undefined): object {
-  return dialectOf(path) === 'tasks' ? { errors: [e.message] } : openAiParserErrorBody(e);
+/** The mapper of the API `path` belongs to. */
+export function wireErrorFor(path: string | undefined): (err: unknown) => WireError<object> {
+  return dialectOf(path) === 'tasks' ? tasksWireError : (err) => openAiWireError(err);
+}
+
+/** Errors outside every API's own scope (a root route, one raised before routing), by path. */
+export function sharedErrorHandler(log: Logger) {
+  const handlers = { tasks: wireErrorHandler(tasksWireError, log), openai: wireErrorHandler(openAiWireError, log) };
+  return (err: unknown, req: FastifyRequest, reply: FastifyReply) => handlers[dialectOf(req.url)](err, req, reply);
+}
+
+/** A path no route serves, outside /api and the LLM prefixes (which answer their own). */
+export function sharedNotFound(req: FastifyRequest, reply: FastifyReply) {
+  const path = req.url.split('?')[0] ?? '';
+  const err =
+    dialectOf(path) === 'tasks' ? new NotFoundError() : new NotFoundError(`no such route: ${req.method} ${path}`);
+  const { status, body } = wireErrorFor(path)(err);
+  return reply.status(status).send(body);
 }

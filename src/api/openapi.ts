@@ -14,9 +14,18 @@ interface Op {
   schema: NonNullable<RouteOptions['schema']>;
 }
 
+/** One response of the document: a range such as `4xx` is OpenAPI's `4XX`; a null body is no content. */
+function response(code: string, schema: object): object {
+  const { description } = schema as { description?: string };
+  if ((schema as { type?: unknown }).type === 'null') return { description: description ?? code };
+  return { description: description ?? code, content: { 'application/json': { schema } } };
+}
+
 /**
  * Collects every route's schema as it is registered and serves them as one OpenAPI 3.1
- * document, so the document is generated from the same schemas that validate requests.
+ * document, so the document is generated from the same schemas that validate requests: the
+ * task API's, and the LLM gateway's (chat, models, ledger, registration) where the gateway
+ * runs on this app. Routes without a schema (health, metrics, the orchestrator's) stay out.
  */
 export function collectOpenApi(app: FastifyInstance, info: { title: string; version: string }): () => object {
   const ops: Op[] = [];
@@ -41,8 +50,8 @@ export function collectOpenApi(app: FastifyInstance, info: { title: string; vers
         params.push({ name, in: 'query', required: false, schema: schema as { type: string } });
       const responses = Object.fromEntries(
         Object.entries((op.schema.response ?? {}) as Record<string, object>).map(([code, schema]) => [
-          code,
-          { description: code, content: { 'application/json': { schema } } },
+          code.toUpperCase(),
+          response(code, schema),
         ]),
       );
       paths[path] = {

@@ -22,7 +22,7 @@ function plainTextErrors(value: unknown, basePath: string): Partial<ErrorObject>
       const problem = plainTextProblem(v);
       if (problem) errors.push({ instancePath: path, keyword: PLAIN_TEXT_KEYWORD, message: problem, params: {} });
     } else if (Array.isArray(v)) {
-      v.forEach((item, i) => stack.push([item, `${path}/${i}`]));
+      for (const [i, item] of v.entries()) stack.push([item, `${path}/${i}`]);
     } else if (typeof v === 'object' && v !== null) {
       for (const [k, item] of Object.entries(v)) stack.push([item, `${path}/${escapePointer(k)}`]);
     }

@@ -1,13 +1,18 @@
+import { MediaplaneError } from '../lib/errors.ts';
 import { settings, type Config, type SettingKey } from './schema.ts';
 import type { Setting } from './types.ts';
 
-/** A bad setting stops start-up; the message names the variable (or flag) and the rule. */
-export class ConfigError extends Error {
+/**
+ * A bad setting stops start-up; the message names the variable (or flag) and the rule. The
+ * operator's mistake, not a client's: a 500 should one ever reach a wire.
+ */
+export class ConfigError extends MediaplaneError {
+  readonly code = 'invalid_config';
+  readonly statusCode = 500;
   readonly problems: string[];
   constructor(problems: string[]) {
     super(`invalid configuration:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
-    this.name = 'ConfigError';
   }
 }
 

@@ -1,17 +1,19 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { MediaplaneError } from '../lib/errors.ts';
 import type { Db, Queryable } from './types.ts';
 
 /** Another live process holds the embedded database (PGlite is single-process). */
-export class EmbeddedDbLockedError extends Error {
+export class EmbeddedDbLockedError extends MediaplaneError {
+  readonly code = 'database_in_use';
+  readonly statusCode = 503;
   readonly pid: number;
   constructor(pid: number, dir: string) {
     super(
       `the embedded database in ${dir} is in use by process ${pid}; stop it, or set DATABASE_URL to share a PostgreSQL server between processes`,
     );
     this.pid = pid;
-    this.name = 'EmbeddedDbLockedError';
   }
 }
 

@@ -1,9 +1,12 @@
-// One error family for the whole service (STYLE.md, practice 4). Each API maps these to its
-// own wire shape in one place (api/errors.ts, llm/gateway); job retries are decided by
+// One error family for the whole service (STYLE.md, practice 4): every error the service
+// raises on purpose is one of these, the CLI's and the configuration's included. Each API maps
+// them to its own wire shape in one function (lib/wire-errors.ts); job retries are decided by
 // `retryable`, never by matching message strings.
 
 export interface ErrorOptions {
   cause?: unknown;
+  /** The request field the error is about (OpenAI's `param`: `model`, `max_tokens`, `messages`). */
+  param?: string | undefined;
 }
 
 export abstract class MediaplaneError extends Error {
@@ -11,10 +14,13 @@ export abstract class MediaplaneError extends Error {
   abstract readonly statusCode: number;
   /** Whether a job that failed with this error may be tried again automatically. */
   readonly retryable: boolean = false;
+  /** The request field it is about, when one is (the LLM API answers it as `param`). */
+  readonly param: string | undefined;
 
   constructor(message: string, options: ErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
+    this.param = options.param;
   }
 
   /** The messages shown to a client; subclasses with several messages override this. */
@@ -38,9 +44,30 @@ export class ValidationError extends MediaplaneError {
   }
 }
 
+/** A request the server cannot read: malformed JSON, an empty body, bytes that are not HTTP. */
 export class BadRequestError extends MediaplaneError {
   readonly code = 'bad_request';
   readonly statusCode = 400;
+}
+
+/** A body in another format than the route reads (JSON everywhere). */
+export class UnsupportedContentTypeError extends MediaplaneError {
+  readonly code = 'unsupported_media_type';
+  readonly statusCode = 415;
+  constructor(message = 'Content-Type must be application/json', options: ErrorOptions = {}) {
+    super(message, options);
+  }
+}
+
+/** The request (headers and body) did not arrive in full within the server's request timeout. */
+export class RequestTimeoutError extends MediaplaneError {
+  readonly code = 'request_timeout';
+  readonly statusCode = 408;
+}
+
+export class HeadersTooLargeError extends MediaplaneError {
+  readonly code = 'headers_too_large';
+  readonly statusCode = 431;
 }
 
 export class AuthError extends MediaplaneError {
@@ -58,6 +85,27 @@ export class NotFoundError extends MediaplaneError {
   readonly statusCode = 404;
   constructor(message = 'not found', options: ErrorOptions = {}) {
     super(message, options);
+  }
+}
+
+/** No orchestrator (or engine) serves the model asked for; a model id without an org too. */
+export class ModelNotFoundError extends MediaplaneError {
+  readonly code = 'model_not_found';
+  readonly statusCode = 404;
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { param: 'model', ...options });
+  }
+}
+
+/**
+ * The request cannot fit the model's context: max_tokens above it (`param` max_tokens), or a
+ * prompt longer than it (`param` messages). The caller's mistake, never an orchestrator's.
+ */
+export class ContextLengthExceededError extends MediaplaneError {
+  readonly code = 'context_length_exceeded';
+  readonly statusCode = 400;
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { param: 'max_tokens', ...options });
   }
 }
 

@@ -1,4 +1,6 @@
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { BadRequestError, HeadersTooLargeError, type MediaplaneError, RequestTimeoutError } from './errors.ts';
 
 // Socket limits of every HTTP server the service starts (the API's, a standalone
 // orchestrator's). Fastify turns Node's request timeout off by default, so a client sending
@@ -30,61 +32,33 @@ export function serverTimeoutOptions(t: ServerTimeouts) {
   };
 }
 
-/** What Node's HTTP parser refused, before any route saw the request. */
-export interface ParserError {
-  status: number;
-  message: string;
-  code: string;
-}
-
-/** The OpenAI error shape of a parser error (the LLM routes, a standalone orchestrator). */
-export function openAiParserErrorBody(e: ParserError): object {
-  return {
-    error: { message: e.message, type: e.status === 408 ? 'timeout_error' : 'invalid_request_error', code: e.code },
-  };
-}
-
-function parserError(err: Error & { code?: string }, requestTimeoutMs: number): ParserError & { text: string } {
+/** What Node's HTTP parser refused, before any route saw the request, as one of the error family. */
+function parserError(err: Error & { code?: string }, requestTimeoutMs: number): MediaplaneError {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
-    return {
-      status: 408,
-      text: 'Request Timeout',
-      message: `the request did not arrive in full within ${requestTimeoutMs} ms`,
-      code: 'request_timeout',
-    };
-  if (err.code === 'HPE_HEADER_OVERFLOW')
-    return {
-      status: 431,
-      text: 'Request Header Fields Too Large',
-      message: 'the request headers are too large',
-      code: 'headers_too_large',
-    };
-  return {
-    status: 400,
-    text: 'Bad Request',
-    message: 'the request is not valid HTTP (does Content-Length match the body?)',
-    code: 'bad_request',
-  };
+    return new RequestTimeoutError(`the request did not arrive in full within ${requestTimeoutMs} ms`);
+  if (err.code === 'HPE_HEADER_OVERFLOW') return new HeadersTooLargeError('the request headers are too large');
+  return new BadRequestError('the request is not valid HTTP (does Content-Length match the body?)');
 }
 
 /**
  * Fastify's clientErrorHandler: answers what Node's HTTP parser refuses before any route sees
  * it (a body that outlives the request timeout: 408; headers too large: 431; bytes that are
  * not HTTP, such as the rest of a body longer than its Content-Length: 400) in the server's
- * own error shape, where Fastify's default has a shape of its own (issue #15). `body` gets
- * the socket, whose request in flight can say which API it was for.
+ * own error shape, where Fastify's default has a shape of its own (issue #15). `answer` maps
+ * the error to a wire answer (lib/wire-errors.ts); it gets the socket, whose request in
+ * flight can say which API it was for.
  */
 export function clientErrorHandler(opts: {
   requestTimeoutMs: number;
-  body: (e: ParserError, socket: Socket) => object;
+  answer: (e: MediaplaneError, socket: Socket) => { status: number; body: object };
 }) {
   return (err: Error & { code?: string }, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
-    const e = parserError(err, opts.requestTimeoutMs);
-    const body = JSON.stringify(opts.body(e, socket));
+    const { status, body: answer } = opts.answer(parserError(err, opts.requestTimeoutMs), socket);
+    const body = JSON.stringify(answer);
     if (socket.writable)
       socket.write(
-        `HTTP/1.1 ${e.status} ${e.text}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     socket.destroy();
   };

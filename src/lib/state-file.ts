@@ -1,8 +1,12 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { MediaplaneError } from './errors.ts';
 
 /** Another process created the state file but it holds nothing readable. */
-export class StateFileError extends Error {}
+export class StateFileError extends MediaplaneError {
+  readonly code = 'state_file_unreadable';
+  readonly statusCode = 500;
+}
 
 /** A state file's trimmed text, or undefined when it is missing or empty. */
 async function readTrimmed(path: string): Promise<string | undefined> {

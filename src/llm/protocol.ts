@@ -2,8 +2,9 @@
 // orchestrator talk over HTTP only (STYLE.md: separate processes at scale); this module holds
 // the shapes and the one validation function they share, no state.
 
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { ValidationError } from '../lib/errors.ts';
+import { Type, type Static, type TNever, type TOptional } from '@sinclair/typebox';
+import { ERROR_MESSAGE, type RuleMessages } from '../lib/schema-errors.ts';
+import { schemaChecker } from '../lib/schema-validator.ts';
 
 export type Role = 'system' | 'user' | 'assistant';
 export interface ChatMessage {
@@ -53,26 +54,8 @@ export interface Capabilities {
 /** `<org>/<model_name>` as on the public model hub. */
 export const MODEL_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/;
 
-const KNOWN = new Set([
-  'model',
-  'messages',
-  'stream',
-  'max_tokens',
-  'max_completion_tokens',
-  'temperature',
-  'top_p',
-  'top_k',
-  'stop',
-  'seed',
-  'presence_penalty',
-  'frequency_penalty',
-  'max_price_per_token',
-  'n',
-  'user',
-  'stream_options',
-]);
 // OpenAI parameters this service cannot honour: refused by name rather than silently dropped.
-const UNSUPPORTED = new Set([
+const UNSUPPORTED = [
   'logit_bias',
   'logprobs',
   'top_logprobs',
@@ -84,102 +67,157 @@ const UNSUPPORTED = new Set([
   'audio',
   'modalities',
   'prediction',
-]);
+] as const;
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+/** The wording of a number field: `must be a number`, `must be an integer`, `must be between 0 and 2 (got 3)`. */
+function numberWording(min: number, max: number): RuleMessages {
+  const range = `must be between ${min} and ${max} (got {value})`;
+  return {
+    type: 'must be a number',
+    integer: 'must be an integer',
+    minimum: range,
+    maximum: range,
+    default: 'must be a number',
+  };
 }
 
-function num(
-  body: Record<string, unknown>,
-  key: string,
-  problems: string[],
-  rule: { min: number; max: number; int?: boolean },
-): number | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) {
-    problems.push(`${key}: must be a number`);
-    return undefined;
-  }
-  if (rule.int && !Number.isInteger(v)) problems.push(`${key}: must be an integer`);
-  else if (v < rule.min || v > rule.max)
-    problems.push(`${key}: must be between ${rule.min} and ${rule.max} (got ${v})`);
-  else return v;
-  return undefined;
+/** A number field from `min` to `max`, unset when absent or null. */
+function bounded(min: number, max: number, opts: { integer?: boolean; description: string }) {
+  const kind = opts.integer
+    ? Type.Integer({ minimum: min, maximum: max })
+    : Type.Number({ minimum: min, maximum: max });
+  return Type.Optional(
+    Type.Union([kind, Type.Null()], { description: opts.description, [ERROR_MESSAGE]: numberWording(min, max) }),
+  );
 }
+
+/** The UNSUPPORTED fields: any value is refused, naming the field. */
+function unsupportedFields(): Record<(typeof UNSUPPORTED)[number], TOptional<TNever>> {
+  const refused = () => Type.Optional(Type.Never({ [ERROR_MESSAGE]: 'not supported by this service' }));
+  return Object.fromEntries(UNSUPPORTED.map((k) => [k, refused()])) as Record<
+    (typeof UNSUPPORTED)[number],
+    TOptional<TNever>
+  >;
+}
+
+const ChatMessageBody = Type.Object(
+  {
+    role: Type.Union([Type.Literal('system'), Type.Literal('user'), Type.Literal('assistant')], {
+      [ERROR_MESSAGE]: 'must be one of system, user, assistant',
+    }),
+    content: Type.String({ [ERROR_MESSAGE]: 'must be a string' }),
+    name: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+  },
+  {
+    additionalProperties: false,
+    [ERROR_MESSAGE]: { type: 'must be an object {role, content}', additionalProperties: 'unknown field' },
+  },
+);
 
 /**
- * Checks a chat request body; every problem is reported, each naming the field path and the
- * rule. Throws ValidationError (the gateway answers 400 and forwards nothing).
+ * The chat request body of POST /llm and /v1/chat/completions (API.md section B), also what a
+ * gateway forwards to an orchestrator. The schema is the rules: the gateway's routes validate
+ * with it, an orchestrator checks with it (validateChatRequest), and its own wording
+ * (ERROR_MESSAGE) keeps the messages clients know, each naming the field and the rule.
  */
-export function validateChatRequest(body: unknown, opts: { defaultMaxTokens: number }): ChatRequest {
-  if (!isObject(body)) throw new ValidationError('body: must be a JSON object');
-  const problems: string[] = [];
-  for (const key of Object.keys(body)) {
-    if (UNSUPPORTED.has(key)) problems.push(`${key}: not supported by this service`);
-    else if (!KNOWN.has(key)) problems.push(`${key}: unknown field`);
-  }
-  const model = body.model;
-  if (typeof model !== 'string' || !MODEL_ID_RE.test(model))
-    problems.push('model: required, must be <org>/<model_name> (e.g. karpathy/stories260K)');
+export const ChatRequestBody = Type.Object(
+  {
+    model: Type.String({
+      pattern: MODEL_ID_RE.source,
+      description: '<org>/<model_name>, as on the public model hub',
+      [ERROR_MESSAGE]: 'required, must be <org>/<model_name> (e.g. karpathy/stories260K)',
+    }),
+    messages: Type.Array(ChatMessageBody, { minItems: 1, [ERROR_MESSAGE]: 'required, must be a non-empty array' }),
+    stream: Type.Optional(
+      Type.Union([Type.Boolean(), Type.Null()], {
+        description: 'Server-sent events (default false)',
+        [ERROR_MESSAGE]: 'must be a boolean',
+      }),
+    ),
+    max_tokens: bounded(1, 1_000_000, {
+      integer: true,
+      description:
+        "The price basis; the gateway's default when unset; above the model's context: 400 context_length_exceeded",
+    }),
+    max_completion_tokens: bounded(1, 1_000_000, { integer: true, description: 'max_tokens under its newer name' }),
+    temperature: bounded(0, 2, { description: 'Sampling temperature' }),
+    top_p: bounded(0, 1, { description: 'Nucleus sampling' }),
+    // -1 means "off" in vLLM's API, and @livepeer/ai sends it by default.
+    top_k: Type.Optional(
+      Type.Union([Type.Literal(-1), Type.Integer({ minimum: 0, maximum: 1_000_000 }), Type.Null()], {
+        description: 'Top-k sampling; -1: off',
+        [ERROR_MESSAGE]: numberWording(0, 1_000_000),
+      }),
+    ),
+    stop: Type.Optional(
+      Type.Union([Type.String(), Type.Array(Type.String({ minLength: 1 }), { maxItems: 4 }), Type.Null()], {
+        description: 'Where generation stops',
+        [ERROR_MESSAGE]: 'must be a string or an array of at most 4 non-empty strings',
+      }),
+    ),
+    seed: bounded(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, {
+      integer: true,
+      description: 'Seeded sampling; unseeded requests are random',
+    }),
+    presence_penalty: bounded(-2, 2, { description: 'Presence penalty' }),
+    frequency_penalty: bounded(-2, 2, { description: 'Frequency penalty' }),
+    max_price_per_token: bounded(0, 1, {
+      description: "Mediaplane extension: the caller's price ceiling, USD per output token",
+    }),
+    n: Type.Optional(Type.Union([Type.Literal(1), Type.Null()], { [ERROR_MESSAGE]: 'only 1 is supported' })),
+    user: Type.Optional(Type.String({ description: 'Accepted and ignored', [ERROR_MESSAGE]: 'must be a string' })),
+    stream_options: Type.Optional(
+      Type.Union([Type.Object({ include_usage: Type.Optional(Type.Unknown()) }), Type.Null()], {
+        [ERROR_MESSAGE]: 'must be an object',
+      }),
+    ),
+    ...unsupportedFields(),
+  },
+  {
+    additionalProperties: false,
+    [ERROR_MESSAGE]: { type: 'must be a JSON object', additionalProperties: 'unknown field' },
+  },
+);
+export type ChatRequestBody = Static<typeof ChatRequestBody>;
 
-  const messages: ChatMessage[] = [];
-  if (!Array.isArray(body.messages) || body.messages.length === 0)
-    problems.push('messages: required, must be a non-empty array');
-  else {
-    body.messages.forEach((m: unknown, i) => {
-      if (!isObject(m)) return problems.push(`messages[${i}]: must be an object {role, content}`);
-      if (m.role !== 'system' && m.role !== 'user' && m.role !== 'assistant')
-        problems.push(`messages[${i}].role: must be one of system, user, assistant`);
-      if (typeof m.content !== 'string') problems.push(`messages[${i}].content: must be a string`);
-      for (const k of Object.keys(m))
-        if (k !== 'role' && k !== 'content' && k !== 'name') problems.push(`messages[${i}].${k}: unknown field`);
-      if ((m.role === 'system' || m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string')
-        messages.push({ role: m.role, content: m.content });
-      return undefined;
-    });
-  }
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
-    problems.push('stream: must be a boolean');
-  if (body.n !== undefined && body.n !== null && body.n !== 1) problems.push('n: only 1 is supported');
-  if (body.stream_options !== undefined && body.stream_options !== null && !isObject(body.stream_options))
-    problems.push('stream_options: must be an object');
-  if (body.user !== undefined && typeof body.user !== 'string') problems.push('user: must be a string');
-
-  // The bounds below are what any model could take; max_tokens is bounded again by the model's
-  // context (maxTokensProblem) where that is known: by the gateway and the orchestrator.
-  const maxTokensKey =
-    body.max_tokens !== undefined && body.max_tokens !== null ? 'max_tokens' : 'max_completion_tokens';
-  const maxTokens = num(body, maxTokensKey, problems, { min: 1, max: 1_000_000, int: true });
+/**
+ * The request a gateway forwards, from a body that fits ChatRequestBody: what the schema cannot
+ * say is said here (max_tokens before max_completion_tokens, then the default; top_k -1 and
+ * null values mean unset; a stop string is a list of one).
+ */
+export function toChatRequest(body: ChatRequestBody, opts: { defaultMaxTokens: number }): ChatRequest {
   const req: ChatRequest = {
-    model: typeof model === 'string' ? model : '',
-    messages,
+    model: body.model,
+    messages: body.messages.map((m) => ({ role: m.role, content: m.content })),
     stream: body.stream === true,
-    max_tokens: maxTokens ?? opts.defaultMaxTokens,
+    max_tokens: body.max_tokens ?? body.max_completion_tokens ?? opts.defaultMaxTokens,
   };
   const optional = {
-    temperature: num(body, 'temperature', problems, { min: 0, max: 2 }),
-    top_p: num(body, 'top_p', problems, { min: 0, max: 1 }),
-    // -1 means "off" in vLLM's API, and @livepeer/ai sends it by default.
-    top_k: body.top_k === -1 ? undefined : num(body, 'top_k', problems, { min: 0, max: 1_000_000, int: true }),
-    seed: num(body, 'seed', problems, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER, int: true }),
-    presence_penalty: num(body, 'presence_penalty', problems, { min: -2, max: 2 }),
-    frequency_penalty: num(body, 'frequency_penalty', problems, { min: -2, max: 2 }),
-    max_price_per_token: num(body, 'max_price_per_token', problems, { min: 0, max: 1 }),
+    temperature: body.temperature,
+    top_p: body.top_p,
+    top_k: body.top_k === -1 ? undefined : body.top_k,
+    seed: body.seed,
+    presence_penalty: body.presence_penalty,
+    frequency_penalty: body.frequency_penalty,
+    max_price_per_token: body.max_price_per_token,
   };
-  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(req, { [k]: v });
-
-  const stop = body.stop;
-  if (typeof stop === 'string') req.stop = [stop];
-  else if (Array.isArray(stop)) {
-    if (stop.length > 4 || !stop.every((s) => typeof s === 'string' && s.length > 0))
-      problems.push('stop: must be a string or an array of at most 4 non-empty strings');
-    else req.stop = stop as string[];
-  } else if (stop !== undefined && stop !== null) problems.push('stop: must be a string or an array of strings');
-
-  if (problems.length > 0) throw new ValidationError(problems);
+  for (const [k, v] of Object.entries(optional)) if (typeof v === 'number') Object.assign(req, { [k]: v });
+  if (typeof body.stop === 'string') req.stop = [body.stop];
+  else if (Array.isArray(body.stop)) req.stop = body.stop;
   return req;
+}
+
+const checkChatBody = schemaChecker()(ChatRequestBody);
+
+/**
+ * Checks a chat request body outside a route (an orchestrator's): every problem is reported,
+ * each naming the field path and the rule. Throws ValidationError (the gateway answers 400
+ * and forwards nothing).
+ */
+export function validateChatRequest(body: unknown, opts: { defaultMaxTokens: number }): ChatRequest {
+  const error = checkChatBody(body);
+  if (error) throw error;
+  return toChatRequest(body as ChatRequestBody, opts);
 }
 
 /** Builds a `chat.completion.chunk` event body (the id and created come from the gateway). */
@@ -226,23 +264,6 @@ export function usageChunk(opts: { id: string; created: number; model: string; u
 
 /** The header a gateway sends with the id it wants on every chunk (so chunks relay verbatim). */
 export const REQUEST_ID_HEADER = 'x-mediaplane-request-id';
-
-/**
- * Whether `Authorization: Bearer <token>` carries the orchestrator secret (the gateway's
- * registration route, every orchestrator route but /healthz and /metrics). The token and the
- * secret are compared as SHA-256 digests, fixed-size, in constant time: comparing the raw
- * bytes had to return early on a length mismatch, which told a prober the secret's length
- * (issue #15). An empty secret matches nothing.
- */
-export function secretMatches(header: string | undefined, secret: string): boolean {
-  const token = /^bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
-  if (!token || !secret) return false;
-  return timingSafeEqual(sha256(token), sha256(secret));
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
 
 /**
  * The most a gateway's forwarded chat body may exceed the body it accepted. The gateway sends

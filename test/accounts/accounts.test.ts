@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { Accounts, bearerToken } from '../../src/accounts/index.ts';
+import { Accounts } from '../../src/accounts/index.ts';
+import { bearerToken } from '../../src/lib/bearer.ts';
 import { openDb, type Db } from '../../src/db/index.ts';
 
 let db: Db;

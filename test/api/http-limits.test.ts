@@ -101,6 +101,7 @@ describe('HTTP server limits', () => {
       error: {
         message: `the request did not arrive in full within ${TIMEOUT_MS} ms`,
         type: 'timeout_error',
+        param: null,
         code: 'request_timeout',
       },
     });
@@ -227,6 +228,7 @@ describe('a standalone orchestrator', () => {
         error: {
           message: `the request did not arrive in full within ${TIMEOUT_MS} ms`,
           type: 'timeout_error',
+          param: null,
           code: 'request_timeout',
         },
       });

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { secretMatches } from '../../src/llm/protocol.ts';
+import { secretMatches } from '../../src/lib/bearer.ts';
 import type { RoleSet } from '../../src/main.ts';
 import { MODELS_DIR, quietLog, testConfig, TINY } from '../helpers/llm.ts';
 import { startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
@@ -32,7 +32,9 @@ const tempDir = (): string => {
   dirs.push(d);
   return d;
 };
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 const startSettings = (over: Record<string, unknown> = {}) => ({
   modelsDir: MODELS_DIR,
@@ -184,6 +186,7 @@ describe('mediaplane start: the local orchestrator serves its gateway only', () 
         assert.deepEqual(r.json.error, {
           message: 'Content-Type must be application/json',
           type: 'invalid_request_error',
+          param: null,
           code: 'unsupported_media_type',
         });
       }

@@ -26,7 +26,7 @@ test('a revoked key gets 401 from the gateway once the cache TTL has passed', as
     await sleep(150);
     const res = await ledger();
     assert.equal(res.status, 401);
-    assert.match(JSON.stringify(await res.json()), /missing or unknown API key/);
+    assert.match(JSON.stringify(await res.json()), /invalid API key/);
   } finally {
     await gw.close();
     await app.close();

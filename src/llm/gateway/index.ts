@@ -9,15 +9,25 @@ import { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../../accounts/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Db } from '../../db/index.ts';
-import { AuthError, BadRequestError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import type { Static } from '@sinclair/typebox';
+import { AuthError, InternalError, NotFoundError } from '../../lib/errors.ts';
+import { schemaValidatorCompiler } from '../../lib/schema-validator.ts';
+import { logAnswered, openAiWireError, tasksWireError, wireErrorHandler } from '../../lib/wire-errors.ts';
 import { Ledger } from '../ledger.ts';
-import { forwardedBodyLimit, secretMatches, validateChatRequest } from '../protocol.ts';
+import { secretMatches } from '../../lib/bearer.ts';
+import { type ChatRequestBody, forwardedBodyLimit, toChatRequest } from '../protocol.ts';
+import { Billing } from './billing.ts';
 import { complete, type CompleteDeps } from './complete.ts';
-import { llmErrorBody } from './errors.ts';
 import { gatewayMetrics } from './metrics.ts';
-import { Registry } from './registry.ts';
-
-export { llmErrorBody } from './errors.ts';
+import { OrchestratorPool } from './pool.ts';
+import {
+  chatRoute,
+  type LedgerQuery,
+  ledgerRoute,
+  modelsRoute,
+  type RegistrationBody,
+  registrationRoute,
+} from './schemas.ts';
 
 export interface GatewayDeps {
   config: Config;
@@ -53,7 +63,7 @@ function selfBase(app: FastifyInstance): (url: string) => string | undefined {
 export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): Promise<{ close(): Promise<void> }> {
   const { config } = deps;
   const log = deps.log.child({ role: 'gateway' });
-  const registry = new Registry({
+  const pool = new OrchestratorPool({
     urls: [...config.gatewayOrchestrators, ...(deps.orchestrators ?? [])],
     resolveBase: selfBase(app),
     secret: config.orchestratorSecret,
@@ -63,28 +73,32 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
   });
   const ledger = new Ledger(deps.db);
   const completeDeps: CompleteDeps = {
-    registry,
-    ledger,
+    pool,
+    billing: new Billing(ledger, { usageBased: config.gatewayUsageBased }),
     log,
-    metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), registry),
+    metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), pool),
     maxForwardBytes: forwardedBodyLimit(config.bodyLimitBytes),
     maxPricePerToken: config.gatewayMaxPricePerToken,
-    usageBased: config.gatewayUsageBased,
     firstTokenTimeoutMs: config.gatewayFirstTokenTimeoutMs,
     idleTimeoutMs: config.gatewayIdleTimeoutMs,
   };
 
-  // Accounts reuses a checked key for MEDIAPLANE_AUTH_CACHE_MS: without that, every chat
-  // request pays a database query (~1.2 ms on PGlite) before its first token.
-  const owner = async (req: FastifyRequest): Promise<string> => {
-    const p = await deps.accounts.authenticate(req.headers.authorization);
-    if (!p) throw new AuthError('missing or unknown API key (Authorization: Bearer <key>)');
-    return p.owner;
+  // The owner of each request's API key, checked before its body is read or validated (as on
+  // the task API: one auth path, one message). Accounts reuses a checked key for
+  // MEDIAPLANE_AUTH_CACHE_MS: without that, every chat request pays a database query (~1.2 ms
+  // on PGlite) before its first token.
+  const owners = new WeakMap<FastifyRequest, string>();
+  const requireOwner = async (req: FastifyRequest): Promise<void> => {
+    owners.set(req, (await deps.accounts.requirePrincipal(req.headers.authorization)).owner);
+  };
+  const ownerOf = (req: FastifyRequest): string => {
+    const who = owners.get(req);
+    if (who === undefined) throw new InternalError('the route has no requireOwner hook');
+    return who;
   };
 
-  const chat = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
-    const who = await owner(req);
-    const body = validateChatRequest(req.body, { defaultMaxTokens: config.gatewayDefaultMaxTokens });
+  const chat = async (req: FastifyRequest<{ Body: ChatRequestBody }>, reply: FastifyReply): Promise<unknown> => {
+    const body = toChatRequest(req.body, { defaultMaxTokens: config.gatewayDefaultMaxTokens });
     const res = reply.raw;
     const gone = new AbortController();
     res.on('close', () => {
@@ -92,56 +106,62 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     });
     if (body.stream) reply.hijack();
     try {
-      const out = await complete(completeDeps, { owner: who, body, res, clientGone: gone.signal });
+      const out = await complete(completeDeps, { owner: ownerOf(req), body, res, clientGone: gone.signal });
       if (body.stream) return undefined;
       return reply.send(out.json);
     } catch (err) {
       if (!body.stream) throw err;
-      // Hijacked and nothing sent yet: answer the error ourselves in the LLM shape.
-      const { status, body: errBody } = llmErrorBody(err, log);
+      // Hijacked and nothing sent yet: answer the error ourselves, as the scope's handler would.
+      const { status, body: errBody } = openAiWireError(err);
+      logAnswered(log, status, err, req);
       if (!res.headersSent && !res.destroyed)
         res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(errBody));
       return undefined;
     }
   };
 
+  // Chat text is free text: these scopes validate without the task API's plain-text rule.
+  const validatorCompiler = schemaValidatorCompiler();
   await app.register(async (scope) => {
     // JSON only: a text/plain body (which Fastify parses by default) is answered 415 as any
     // other wrong content type, not as a JSON object that is "not an object" (issue #15).
     scope.removeContentTypeParser('text/plain');
-    scope.setErrorHandler((err, _req, reply) => {
-      const { status, body } = llmErrorBody(err, log);
-      return reply.status(status).send(body);
-    });
-    scope.post('/llm', chat);
-    scope.post('/v1/chat/completions', chat);
-    scope.get('/v1/models', async (req) => {
-      await owner(req);
-      if (registry.models().length === 0) await registry.refresh();
+    scope.setValidatorCompiler(validatorCompiler);
+    scope.setErrorHandler(wireErrorHandler(openAiWireError, log));
+    const chatOptions = (summary: string) => ({ schema: chatRoute(summary), onRequest: requireOwner });
+    scope.post<{ Body: ChatRequestBody }>('/llm', chatOptions('Chat completion'), chat);
+    scope.post<{ Body: ChatRequestBody }>(
+      '/v1/chat/completions',
+      chatOptions('Chat completion (OpenAI-compatible)'),
+      chat,
+    );
+    scope.get('/v1/models', { schema: modelsRoute, onRequest: requireOwner }, async () => {
+      if (pool.models().length === 0) await pool.refresh();
       return {
         object: 'list',
-        data: registry
-          .models()
-          .map((m) => ({
-            id: m.id,
-            object: 'model',
-            created: 0,
-            owned_by: m.id.split('/')[0] ?? 'unknown',
-            warm: m.warm,
-          })),
+        data: pool.models().map((m) => ({
+          id: m.id,
+          object: 'model',
+          created: 0,
+          owned_by: m.id.split('/')[0] ?? 'unknown',
+          warm: m.warm,
+        })),
       };
     });
-    scope.post('/llm/orchestrators', async (req, reply) => {
+    const registrationSecret = async (req: FastifyRequest): Promise<void> => {
       const secret = config.orchestratorSecret;
       if (!secret || !secretMatches(req.headers.authorization, secret))
         throw new AuthError('registration needs the shared orchestrator secret');
-      const url = (req.body as { url?: unknown } | undefined)?.url;
-      if (typeof url !== 'string' || !/^https?:\/\/[^\s]+$/.test(url))
-        throw new ValidationError('url: must be the http(s) base URL of the orchestrator');
-      registry.add(url, true);
-      void registry.refresh();
-      return reply.status(204).send();
-    });
+    };
+    scope.post<{ Body: Static<typeof RegistrationBody> }>(
+      '/llm/orchestrators',
+      { schema: registrationRoute, onRequest: registrationSecret },
+      async (req, reply) => {
+        pool.add(req.body.url, true);
+        void pool.refresh();
+        return reply.status(204).send();
+      },
+    );
   });
 
   // Unknown paths under the LLM prefixes answer in the LLM error shape that OpenAI clients
@@ -150,10 +170,8 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     await app.register(
       async (scope) => {
         scope.setNotFoundHandler((req, reply) => {
-          const { status, body } = llmErrorBody(
-            new NotFoundError(`no such route: ${req.method} ${req.url.split('?')[0] ?? ''}`),
-            log,
-          );
+          const path = req.url.split('?')[0] ?? '';
+          const { status, body } = openAiWireError(new NotFoundError(`no such route: ${req.method} ${path}`));
           return reply.status(status).send(body);
         });
       },
@@ -163,34 +181,27 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
 
   // The ledger belongs to the owner-facing /api, so it answers in that API's error shape.
   await app.register(async (scope) => {
-    scope.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
-      const status =
-        err instanceof AuthError
-          ? 401
-          : err instanceof BadRequestError || err instanceof ValidationError
-            ? 400
-            : (err.statusCode ?? 500);
-      if (status >= 500) log.error({ err }, 'ledger route failed');
-      return reply.status(status).send({ errors: [status >= 500 ? 'internal error' : err.message] });
-    });
-    scope.get('/api/ledger', async (req) => {
-      const who = await owner(req);
-      const raw = (req.query as { limit?: string } | undefined)?.limit;
-      const limit = raw === undefined ? 100 : Number(raw);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
-        throw new ValidationError('limit: must be an integer from 1 to 1000');
-      return { owner: who, balanceUsd: Number(await ledger.balance(who)), entries: await ledger.entries(who, limit) };
-    });
+    scope.setValidatorCompiler(validatorCompiler);
+    scope.setErrorHandler(wireErrorHandler(tasksWireError, log));
+    scope.get<{ Querystring: Static<typeof LedgerQuery> }>(
+      '/api/ledger',
+      { schema: ledgerRoute, onRequest: requireOwner },
+      async (req) => {
+        const who = ownerOf(req);
+        const limit = req.query.limit ?? 100;
+        return { owner: who, balanceUsd: Number(await ledger.balance(who)), entries: await ledger.entries(who, limit) };
+      },
+    );
   });
 
-  registry.start();
+  pool.start();
   // The first poll waits for the server to listen (a path-style orchestrator needs its port).
   app.addHook('onReady', async () => {
-    setImmediate(() => void registry.refresh());
+    setImmediate(() => void pool.refresh());
   });
   return {
     async close() {
-      registry.stop();
+      pool.stop();
     },
   };
 }

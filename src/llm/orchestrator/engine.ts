@@ -1,6 +1,7 @@
 // The Engine interface (STYLE.md, practice 7): an orchestrator runs one engine; adding a kind
 // means adding a file under engines/ and one line in engines/index.ts.
 
+import { ContextLengthExceededError } from '../../lib/errors.ts';
 import type { ChatMessage, FinishReason, Usage } from '../protocol.ts';
 
 export interface GenerateParams {
@@ -49,12 +50,12 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-/** A prompt that cannot fit the context at all: the caller's fault, answered 400. */
-export class PromptTooLongError extends Error {
+/** A prompt that cannot fit the context at all: the caller's fault, answered 400 context_length_exceeded. */
+export class PromptTooLongError extends ContextLengthExceededError {
   constructor(promptTokens: number, contextLength: number) {
     super(
       `messages: the prompt is ${promptTokens} tokens, the model's context per request is ${contextLength} (MAX_MODEL_LEN)`,
+      { param: 'messages' },
     );
-    this.name = 'PromptTooLongError';
   }
 }

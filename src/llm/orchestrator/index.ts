@@ -10,7 +10,8 @@ import ipaddr from 'ipaddr.js';
 import type { Config } from '../../config/index.ts';
 import { ConfigError, settingsHelp } from '../../config/index.ts';
 import { processMetrics, serveMetrics } from '../../lib/metrics.ts';
-import { clientErrorHandler, openAiParserErrorBody, serverTimeoutOptions } from '../../lib/http-server.ts';
+import { clientErrorHandler, serverTimeoutOptions } from '../../lib/http-server.ts';
+import { openAiWireError } from '../../lib/wire-errors.ts';
 import { createEngine } from './engines/index.ts';
 import { orchestratorMetrics } from './metrics.ts';
 import { orchestratorRoutes, type OrchestratorState } from './routes.ts';
@@ -87,15 +88,14 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
     stats: { active: 0 },
     slots: (model) => {
       let s = slots.get(model);
-      if (!s)
-        slots.set(
-          model,
-          (s = new Slots({
-            total: config.maxNumSeqs,
-            maxQueue: config.orchestratorMaxQueue,
-            queueMs: config.orchestratorQueueMs,
-          })),
-        );
+      if (!s) {
+        s = new Slots({
+          total: config.maxNumSeqs,
+          maxQueue: config.orchestratorMaxQueue,
+          queueMs: config.orchestratorQueueMs,
+        });
+        slots.set(model, s);
+      }
       return s;
     },
   };
@@ -113,7 +113,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
         ...serverTimeoutOptions(config),
         clientErrorHandler: clientErrorHandler({
           requestTimeoutMs: config.requestTimeoutMs,
-          body: openAiParserErrorBody,
+          answer: (e) => openAiWireError(e),
         }),
       });
       own = app;

@@ -7,21 +7,21 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { drained, formatSse } from '../../lib/sse.ts';
-import { isMediaplaneError, NotFoundError, UpstreamUnavailableError, ValidationError } from '../../lib/errors.ts';
+import { secretMatches } from '../../lib/bearer.ts';
+import { AuthError, ContextLengthExceededError, ModelNotFoundError, NotFoundError } from '../../lib/errors.ts';
+import { openAiWireError, wireErrorHandler } from '../../lib/wire-errors.ts';
 import {
   chunkEncoder,
   forwardedBodyLimit,
   maxTokensProblem,
   REQUEST_ID_HEADER,
   type FinishReason,
-  secretMatches,
   usageChunk,
   validateChatRequest,
   type Capabilities,
-  type ChatRequest,
 } from '../protocol.ts';
-import { PromptTooLongError, type Engine, type GenerateEvent } from './engine.ts';
-import { Slots } from './slots.ts';
+import type { Engine, GenerateEvent } from './engine.ts';
+import type { Slots } from './slots.ts';
 import type { Logger } from 'pino';
 
 export interface OrchestratorState {
@@ -35,10 +35,6 @@ export interface OrchestratorState {
   slots: (model: string) => Slots;
   log: Logger;
   stats: { active: number };
-}
-
-function sendError(reply: FastifyReply, status: number, message: string, type: string, code: string): FastifyReply {
-  return reply.status(status).send({ error: { message, type, code } });
 }
 
 export function capabilities(
@@ -59,26 +55,24 @@ export function capabilities(
 export async function orchestratorRoutes(app: FastifyInstance, s: OrchestratorState): Promise<void> {
   // Gateways send JSON only (see the gateway's routes).
   app.removeContentTypeParser('text/plain');
-  app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
-    const status = err.statusCode && err.statusCode < 500 ? 400 : 500;
-    if (status === 500) s.log.error({ err }, 'orchestrator error');
-    return sendError(
-      reply,
-      status,
-      status === 400 ? err.message : 'internal error',
-      status === 400 ? 'invalid_request_error' : 'server_error',
-      status === 400 ? 'invalid_request' : 'internal',
+  // The gateway passes an orchestrator's 400 on to its client and tries another orchestrator
+  // on anything else, so every mistake of the caller is a 400 here (context_length_exceeded
+  // keeps its code, which the gateway passes on too); 401 and 404 are kept.
+  app.setErrorHandler(wireErrorHandler((err) => openAiWireError(err, { callerMistakesAs400: true }), s.log));
+  app.setNotFoundHandler((req, reply) => {
+    const { status, body } = openAiWireError(
+      new NotFoundError(`no such route: ${req.method} ${req.url.split('?')[0]}`),
     );
+    return reply.status(status).send(body);
   });
   // Liveness tells nothing and generates nothing: open to probes, as /metrics is.
   app.get('/healthz', async () => ({ status: 'ok' }));
   await app.register(async (gateways) => {
     const secret = s.secret;
     if (secret) {
-      gateways.addHook('onRequest', async (req, reply) => {
+      gateways.addHook('onRequest', async (req) => {
         if (!secretMatches(req.headers.authorization, secret))
-          return sendError(reply, 401, 'orchestrator secret missing or wrong', 'authentication_error', 'unauthorized');
-        return undefined;
+          throw new AuthError('orchestrator secret missing or wrong');
       });
     }
     gateways.get('/capabilities', async () => capabilities(s));
@@ -93,21 +87,13 @@ async function generate(
   reply: FastifyReply,
   s: OrchestratorState,
 ): Promise<FastifyReply | undefined> {
-  let body: ChatRequest;
-  try {
-    body = validateChatRequest(req.body, { defaultMaxTokens: 256 });
-  } catch (err) {
-    if (err instanceof ValidationError)
-      return sendError(reply, 400, err.message, 'invalid_request_error', 'invalid_request');
-    throw err;
-  }
+  const body = validateChatRequest(req.body, { defaultMaxTokens: 256 });
   const model = s.engine.models().find((m) => m.id === body.model);
-  if (!model)
-    return sendError(reply, 404, `model ${body.model} is not served here`, 'invalid_request_error', 'model_not_found');
+  if (!model) throw new ModelNotFoundError(`model ${body.model} is not served here`);
   // More tokens than the whole context can never be generated: refused rather than silently
   // cut to the room left (issue #15: max_tokens up to 1e6 was accepted).
   const tooMany = maxTokensProblem(body.max_tokens, model.contextLength);
-  if (tooMany) return sendError(reply, 400, tooMany, 'invalid_request_error', 'context_length_exceeded');
+  if (tooMany) throw new ContextLengthExceededError(tooMany);
 
   // A client (the gateway) that goes away aborts the generation: no tokens for nobody.
   const res = reply.raw;
@@ -116,13 +102,8 @@ async function generate(
     if (!res.writableFinished) abort.abort();
   });
 
-  let release: () => void;
-  try {
-    release = await s.slots(body.model).acquire(abort.signal);
-  } catch (err) {
-    if (err instanceof UpstreamUnavailableError) return sendError(reply, 503, err.message, 'server_error', 'busy');
-    throw err;
-  }
+  // Busy: an UpstreamUnavailableError, a 503 that sends the gateway to another orchestrator.
+  const release = await s.slots(body.model).acquire(abort.signal);
   s.stats.active++;
   const header = req.headers[REQUEST_ID_HEADER];
   const meta = {
@@ -151,17 +132,13 @@ async function generate(
     )
     [Symbol.asyncIterator]();
   try {
-    // The first event decides the status code: errors before it are still plain JSON answers.
+    // The first event decides the status code: errors before it (a prompt too long for the
+    // context, a model the engine does not have) are still plain JSON answers.
     let first: IteratorResult<GenerateEvent>;
     try {
       first = await events.next();
     } catch (err) {
-      if (err instanceof PromptTooLongError)
-        return sendError(reply, 400, err.message, 'invalid_request_error', 'context_length_exceeded');
-      if (err instanceof ValidationError)
-        return sendError(reply, 400, err.message, 'invalid_request_error', 'invalid_request');
-      if (isMediaplaneError(err) && err instanceof NotFoundError)
-        return sendError(reply, 404, err.message, 'invalid_request_error', 'model_not_found');
+      if (err instanceof NotFoundError) throw new ModelNotFoundError(err.message, { cause: err });
       throw err;
     }
     reply.hijack();
@@ -200,7 +177,7 @@ async function relay(
         out.finish(
           ev.text,
           ev.finishReason,
-          formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) }) + 'data: [DONE]\n\n',
+          `${formatSse({ data: usageChunk({ ...meta, usage: ev.usage }) })}data: [DONE]\n\n`,
         );
         return;
       }

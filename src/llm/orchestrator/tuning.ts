@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { readGgufFileInfo } from 'node-llama-cpp';
 import type { Config } from '../../config/index.ts';
 import { explicitSettings, settings } from '../../config/index.ts';
+import { MediaplaneError } from '../../lib/errors.ts';
 
 export interface Tuning {
   use8bit: boolean;
@@ -28,12 +29,14 @@ export interface ModelMeta {
   trainedContext: number;
 }
 
-export class TuningError extends Error {
+/** Tuning variables the model cannot take: they stop the orchestrator at start-up (the operator's mistake). */
+export class TuningError extends MediaplaneError {
+  readonly code = 'invalid_tuning';
+  readonly statusCode = 500;
   readonly problems: string[];
   constructor(model: string, problems: string[]) {
     super(`invalid tuning variables for ${model}:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
-    this.name = 'TuningError';
   }
 }
 

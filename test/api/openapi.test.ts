@@ -1,0 +1,76 @@
+// /api/openapi.json is made from the schemas that validate requests (issue #16): the task
+// API's routes and, on a server running the gateway, the LLM routes with their request and
+// response schemas.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+interface Operation {
+  summary?: string;
+  parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>;
+  requestBody?: { content: { 'application/json': { schema: { properties?: Record<string, unknown> } } } };
+  responses: Record<string, { content?: { 'application/json': { schema: Record<string, unknown> } } }>;
+}
+
+describe('the OpenAPI document', () => {
+  let server: TestServer;
+  let paths: Record<string, Record<string, Operation>>;
+
+  before(async () => {
+    server = await startTestServer({
+      roles: { api: true, worker: false, gateway: true },
+      settings: { gatewayPollMs: 60_000 },
+    });
+    const res = await server.call('GET', '/api/openapi.json');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.openapi, '3.1.0');
+    paths = res.body.paths;
+  });
+  after(() => server.stop());
+
+  /** The JSON schema of an operation's response `code`. */
+  const responseSchema = (op: Operation | undefined, code: string) =>
+    op?.responses[code]?.content?.['application/json'].schema;
+
+  it('lists the chat routes with the chat body, the chat.completion answer and the OpenAI error shape', () => {
+    for (const path of ['/v1/chat/completions', '/llm']) {
+      const op = paths[path]?.post;
+      assert.ok(op, `POST ${path} is in the document`);
+      const body = op.requestBody?.content['application/json'].schema;
+      for (const field of ['model', 'messages', 'max_tokens', 'stream', 'temperature'])
+        assert.ok(body?.properties?.[field], `${path}: the body documents ${field}`);
+      const ok = responseSchema(op, '200') as { properties?: Record<string, unknown> } | undefined;
+      for (const field of ['id', 'object', 'choices', 'usage'])
+        assert.ok(ok?.properties?.[field], `${path}: 200 ${field}`);
+      const error = responseSchema(op, '4XX') as { properties?: { error?: { properties?: object } } } | undefined;
+      assert.deepEqual(Object.keys(error?.properties?.error?.properties ?? {}).sort(), [
+        'code',
+        'message',
+        'param',
+        'type',
+      ]);
+    }
+  });
+
+  it('lists GET /v1/models and GET /api/ledger with their query and answers', () => {
+    const models = paths['/v1/models']?.get;
+    assert.ok(models, 'GET /v1/models is in the document');
+    assert.ok((responseSchema(models, '200') as { properties?: object }).properties, 'its answer is described');
+    const ledger = paths['/api/ledger']?.get;
+    assert.ok(ledger, 'GET /api/ledger is in the document');
+    assert.deepEqual(
+      ledger.parameters?.map((p) => [p.name, p.in, p.schema.type]),
+      [['limit', 'query', 'integer']],
+    );
+    const answer = responseSchema(ledger, '200') as { properties?: Record<string, unknown> };
+    assert.deepEqual(Object.keys(answer.properties ?? {}), ['owner', 'balanceUsd', 'entries']);
+    const error = responseSchema(ledger, '4XX') as { properties?: Record<string, unknown> };
+    assert.deepEqual(Object.keys(error.properties ?? {}), ['errors'], 'the ledger answers in the task API shape');
+  });
+
+  it('still lists the task routes', () => {
+    assert.ok(paths['/api/transcode']?.post?.requestBody);
+    assert.ok(paths['/api/task/{id}']?.get);
+  });
+});
