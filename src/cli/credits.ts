@@ -4,6 +4,7 @@
 
 import type { Queryable } from '../db/index.ts';
 import { Ledger } from '../llm/ledger.ts';
+import { parseCommandLine, UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
 export const CREDITS_HELP = `Usage:
   mediaplane credits add --owner NAME --usd AMOUNT   add AMOUNT USD to NAME's balance (written to the ledger)
@@ -13,43 +14,45 @@ interface Out {
   write(s: string): unknown;
 }
 
-function flags(argv: string[]): { sub: string | undefined; values: Map<string, string>; bad: string[] } {
-  const values = new Map<string, string>();
-  const bad: string[] = [];
-  let sub: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] ?? '';
-    if (!a.startsWith('--')) {
-      if (sub === undefined) sub = a;
-      else bad.push(`unexpected argument ${a}`);
-      continue;
-    }
-    const eq = a.indexOf('=');
-    const name = a.slice(2, eq === -1 ? undefined : eq);
-    const value = eq === -1 ? argv[++i] : a.slice(eq + 1);
-    if (name !== 'owner' && name !== 'usd' && name !== 'note') bad.push(`unknown flag --${name}`);
-    else if (value === undefined) bad.push(`--${name} needs a value`);
-    else values.set(name, value);
-  }
-  return { sub, values, bad };
-}
+export const CREDITS_FLAGS: CommandFlags = {
+  owner: { type: 'string' },
+  usd: { type: 'string' },
+  note: { type: 'string' },
+};
 
 /** Runs `credits ...` (argv without the word `credits`); resolves to the exit code. */
 export async function runCreditsCommand(
   argv: string[],
   deps: { db: Queryable; stdout?: Out; stderr?: Out },
 ): Promise<number> {
+  let args: ParsedArgs;
+  try {
+    args = parseCommandLine(argv, CREDITS_FLAGS);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    (deps.stderr ?? process.stderr).write(`${e.message}\n${CREDITS_HELP}\n`);
+    return 2;
+  }
+  return creditsCommand(args, deps);
+}
+
+/** Runs `credits ...` as the command line parsed it (cli/index.ts); resolves to the exit code. */
+export async function creditsCommand(
+  args: ParsedArgs,
+  deps: { db: Queryable; stdout?: Out; stderr?: Out },
+): Promise<number> {
   const out = deps.stdout ?? process.stdout;
   const err = deps.stderr ?? process.stderr;
-  if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
+  const [sub, ...extra] = args.positionals;
+  if (args.help || (sub === undefined && Object.keys(args.flags).length === 0)) {
     out.write(`${CREDITS_HELP}\n`);
-    return argv.length === 0 ? 2 : 0;
+    return args.help ? 0 : 2;
   }
-  const { sub, values, bad } = flags(argv);
-  const owner = values.get('owner');
+  const bad = extra.map((a) => `unexpected argument ${a}`);
+  const owner = stringFlag(args, 'owner');
   if (sub !== 'add' && sub !== 'show') bad.push(`unknown action ${sub ?? '(none)'}: use add or show`);
   if (!owner) bad.push('--owner is required');
-  const usdText = values.get('usd');
+  const usdText = stringFlag(args, 'usd');
   const usd = Number(usdText);
   if (sub === 'add' && (usdText === undefined || !/^\d+(\.\d+)?$/.test(usdText.trim()) || !(usd > 0) || usd > 1e9))
     bad.push('--usd: must be a positive amount in USD, e.g. 5 or 0.25');
@@ -59,7 +62,7 @@ export async function runCreditsCommand(
   }
   const ledger = new Ledger(deps.db);
   if (sub === 'add') {
-    const note = values.get('note');
+    const note = stringFlag(args, 'note');
     const r = await ledger.credit({ owner, usd, ...(note ? { note } : {}) });
     if (!r) {
       err.write(`unknown owner ${owner}: create it first (mediaplane keys create --owner ${owner})\n`);
@@ -75,6 +78,11 @@ export async function runCreditsCommand(
     );
   }
   return 0;
+}
+
+function stringFlag(args: ParsedArgs, name: string): string | undefined {
+  const v = args.flags[name];
+  return typeof v === 'string' ? v : undefined;
 }
 
 function trim(decimal: string): string {

@@ -1,12 +1,13 @@
 import type { Config } from '../config/index.ts';
 import { ConfigError, loadConfig, settingsHelp } from '../config/index.ts';
 import { connectDbSocket, dbSocketPath, EmbeddedDbLockedError, openDb, type Queryable } from '../db/index.ts';
+import { MediaplaneError } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
-import { parseArgs, UsageError, type ParsedArgs } from './args.ts';
-import { keysCommand, KEYS_HELP } from './keys.ts';
-import { runCreditsCommand } from './credits.ts';
+import { parseCommandLine, UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
+import { keysCommand, KEYS_FLAGS, KEYS_HELP } from './keys.ts';
+import { creditsCommand, CREDITS_FLAGS } from './credits.ts';
 import { runAgentCommand } from './agent.ts';
-import { runTranscodeCommand } from '../transcode/index.ts';
+import { runTranscodeCommand } from './transcode.ts';
 import { orchestratorHelp, startOrchestrator, TuningError } from '../llm/orchestrator/index.ts';
 
 interface RoleFlags {
@@ -26,7 +27,7 @@ export interface Roles {
 interface ParsedCommand {
   summary: string;
   help: string;
-  flags?: Record<string, boolean>;
+  flags?: CommandFlags;
   run(args: ParsedArgs, roles: Roles): Promise<number>;
 }
 
@@ -114,8 +115,8 @@ const commands: Record<string, Command> = {
   credits: {
     summary: 'add or show LLM credit of an owner (USD)',
     help: 'Usage:\n  mediaplane credits add --owner NAME --usd N [--note TEXT]\n  mediaplane credits show --owner NAME\n\nWorks whether or not the server is running.',
-    flags: { owner: false, usd: false, note: false },
-    run: (args) => withAdminDbFor(args, (db) => runCreditsCommand(rebuildArgv(args), { db })),
+    flags: CREDITS_FLAGS,
+    run: (args) => withAdminDbFor(args, (db) => creditsCommand(args, { db })),
   },
   agent: {
     summary: "print the service's DID to delegate a Storacha space to",
@@ -129,18 +130,10 @@ const commands: Record<string, Command> = {
   keys: {
     summary: 'create, list and revoke API keys',
     help: KEYS_HELP,
-    flags: { owner: false, json: true },
+    flags: KEYS_FLAGS,
     run: (args) => withAdminDbFor(args, (db) => keysCommand(args, db)),
   },
 };
-
-/** The command's own words and flags, as its own parser expects them. */
-function rebuildArgv(args: ParsedArgs): string[] {
-  const flags = Object.entries(args.flags).flatMap(([k, v]) =>
-    v === true ? [`--${k}`] : v === false ? [] : [`--${k}`, v],
-  );
-  return [...args.positionals, ...flags];
-}
 
 function withAdminDbFor(args: ParsedArgs, fn: (db: Queryable) => Promise<number>): Promise<number> {
   return withAdminDb(config(args), fn);
@@ -169,18 +162,20 @@ export async function runCli(argv: string[], roles: Roles): Promise<number> {
   }
   if ('runRaw' in cmd) return cmd.runRaw(rest);
   try {
-    const args = parseArgs(rest, cmd.flags);
+    const args = parseCommandLine(rest, cmd.flags);
     if (args.help) {
       process.stdout.write(`${cmd.help}\n`);
       return 0;
     }
     return await cmd.run(args, roles);
   } catch (err) {
+    // 2: the command could not run as given; 1: it ran and was refused (a bad owner name, an
+    // unknown key). Anything else is a bug and keeps its stack trace.
     if (err instanceof UsageError || err instanceof ConfigError || err instanceof EmbeddedDbLockedError) {
       process.stderr.write(`mediaplane ${name}: ${err.message}\n`);
       return 2;
     }
-    if (err instanceof Error && 'statusCode' in err && (err as { statusCode: number }).statusCode < 500) {
+    if (err instanceof MediaplaneError && err.statusCode < 500) {
       process.stderr.write(`mediaplane ${name}: ${err.message}\n`);
       return 1;
     }

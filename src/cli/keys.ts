@@ -1,6 +1,6 @@
 import { Accounts } from '../accounts/index.ts';
 import type { Queryable } from '../db/index.ts';
-import { UsageError, type ParsedArgs } from './args.ts';
+import { UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
 export const KEYS_HELP = `Usage:
   mediaplane keys create --owner NAME   create a key; printed once, on a line of its own
@@ -8,6 +8,8 @@ export const KEYS_HELP = `Usage:
   mediaplane keys revoke KEY_ID         revoke a key by its id
 
 Keys are stored only as a hash. These commands work whether or not the server is running.`;
+
+export const KEYS_FLAGS: CommandFlags = { owner: { type: 'string' }, json: { type: 'boolean' } };
 
 export async function keysCommand(args: ParsedArgs, db: Queryable): Promise<number> {
   const accounts = new Accounts(db);

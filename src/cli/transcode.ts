@@ -1,12 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/index.ts';
 import { isMediaplaneError } from '../lib/errors.ts';
 import { createInputSource, FileInput, LocalDirStore, type InputSource } from '../storage/index.ts';
-import { runPipeline } from '../transcode/pipeline.ts';
-import type { TranscodeParams } from '../transcode/params.ts';
+import { runPipeline, type OutputFolders } from '../transcode/index.ts';
+import { parseCommandLine, UsageError, type CommandFlags } from './args.ts';
 
 export const TRANSCODE_HELP = `Usage: mediaplane transcode <file-or-url> --out <dir> [--hls] [--mp4] [--fmp4] [--segment 6]
 
@@ -27,9 +26,19 @@ see \`mediaplane --help\`.`;
 interface CliArgs {
   input: string;
   out: string;
-  outputs: TranscodeParams['outputs'];
+  outputs: OutputFolders;
   segment: number | undefined;
+  /** Setting flags (`--ffmpeg-path /x`), as every command takes them. */
+  settingFlags: Record<string, string>;
 }
+
+const TRANSCODE_FLAGS: CommandFlags = {
+  out: { type: 'string', short: 'o' },
+  hls: { type: 'boolean' },
+  mp4: { type: 'boolean' },
+  fmp4: { type: 'boolean' },
+  segment: { type: 'string' },
+};
 
 /** `mediaplane transcode`: exit 0 on success, 1 when the job fails, 2 on a usage error. */
 export async function runTranscodeCommand(argv: string[]): Promise<number> {
@@ -55,38 +64,28 @@ export async function runTranscodeCommand(argv: string[]): Promise<number> {
 }
 
 function parse(argv: string[]): CliArgs | 'help' {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      out: { type: 'string', short: 'o' },
-      hls: { type: 'boolean' },
-      mp4: { type: 'boolean' },
-      fmp4: { type: 'boolean' },
-      segment: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) return 'help';
-  if (positionals.length !== 1 || !positionals[0]) throw new Error('give exactly one input file or URL');
-  if (!values.out) throw new Error('--out <dir> is required');
-  const segment = values.segment === undefined ? undefined : Number(values.segment);
+  const { flags, positionals, settingFlags, help } = parseCommandLine(argv, TRANSCODE_FLAGS);
+  if (help) return 'help';
+  if (positionals.length !== 1 || !positionals[0]) throw new UsageError('give exactly one input file or URL');
+  const out = typeof flags.out === 'string' ? flags.out : undefined;
+  if (!out) throw new UsageError('--out <dir> is required');
+  const segment = typeof flags.segment === 'string' ? Number(flags.segment) : undefined;
   // The API's bound of targetSegmentSizeSecs (issue #15): 0.001 would cut one-frame segments.
   if (segment !== undefined && !(segment >= 1 && segment <= 60))
-    throw new Error('--segment must be a number of seconds from 1 to 60');
-  const none = !values.hls && !values.mp4 && !values.fmp4;
-  const outputs: TranscodeParams['outputs'] = {
-    ...(values.hls || none ? { hls: { path: '/hls' } } : {}),
-    ...(values.mp4 || none ? { mp4: { path: '/mp4' } } : {}),
-    ...(values.fmp4 ? { fmp4: { path: '/fmp4' } } : {}),
+    throw new UsageError('--segment must be a number of seconds from 1 to 60');
+  const none = !flags.hls && !flags.mp4 && !flags.fmp4;
+  const outputs: OutputFolders = {
+    ...(flags.hls || none ? { hls: { path: '/hls' } } : {}),
+    ...(flags.mp4 || none ? { mp4: { path: '/mp4' } } : {}),
+    ...(flags.fmp4 ? { fmp4: { path: '/fmp4' } } : {}),
   };
-  return { input: positionals[0], out: values.out, outputs, segment };
+  return { input: positionals[0], out, outputs, segment, settingFlags };
 }
 
 async function transcode(args: CliArgs): Promise<number> {
   // A local run fetches what its user asks, localhost included: the private-address guard
   // protects a server from its clients, not a user from themselves.
-  const config = loadConfig({ overrides: { allowPrivateUrls: true } });
+  const config = loadConfig({ flags: args.settingFlags, overrides: { allowPrivateUrls: true } });
   const source: InputSource = /^[a-z][a-z0-9+.-]*:\/\//i.test(args.input)
     ? createInputSource({ url: args.input }, config)
     : new FileInput(args.input);

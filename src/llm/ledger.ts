@@ -96,8 +96,8 @@ export class Ledger {
   }
 
   /**
-   * Keeps a reservation as the charge. With `usageBased`, the charge becomes the actual
-   * completion tokens x price (never more than reserved) and the rest goes back to the balance.
+   * Settles a reservation: the reserved charge becomes final. With `usageBased`, it becomes the
+   * actual completion tokens x price (never more than reserved) and the rest goes back to the balance.
    */
   async settle(id: string, o: { completionTokens: number; usageBased: boolean }): Promise<void> {
     await this.#db.query(

@@ -18,7 +18,9 @@ const tempDir = () => {
   dirs.push(d);
   return d;
 };
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 function cli(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [BIN, ...args], {
@@ -79,7 +81,10 @@ describe('mediaplane CLI', () => {
       const t = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 60_000);
       server.stdout.on('data', () => {
         const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-        if (m?.[1]) clearTimeout(t), resolve(m[1]);
+        if (m?.[1]) {
+          clearTimeout(t);
+          resolve(m[1]);
+        }
       });
     });
     const created = cli(['keys', 'create', '--owner', 'bob'], { MEDIAPLANE_DATA_DIR: dataDir });
@@ -115,7 +120,10 @@ describe('mediaplane start: every role on one port', () => {
         const t = setTimeout(() => reject(new Error(`server did not start: ${out.slice(-2000)}`)), 90_000);
         server.stdout.on('data', () => {
           const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-          if (m?.[1]) clearTimeout(t), resolve(m[1]);
+          if (m?.[1]) {
+            clearTimeout(t);
+            resolve(m[1]);
+          }
         });
       });
       const key = cli(['keys', 'create', '--owner', 'alice'], { MEDIAPLANE_DATA_DIR: dataDir }).stdout.trim();

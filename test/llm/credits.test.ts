@@ -7,7 +7,12 @@ import { Ledger } from '../../src/llm/ledger.ts';
 
 function capture(): { text: () => string; write(s: string): void } {
   let buf = '';
-  return { text: () => buf, write: (s: string) => void (buf += s) };
+  return {
+    text: () => buf,
+    write: (s: string) => {
+      buf += s;
+    },
+  };
 }
 
 test('credits add writes the balance and a ledger credit; bad input exits 2 naming the flag', async () => {

@@ -47,9 +47,7 @@ const ask = (key: string, body: object, signal?: AbortSignal): Promise<Response>
     ...(signal ? { signal } : {}),
   });
 
-async function ledger(
-  key: string,
-): Promise<{
+async function ledger(key: string): Promise<{
   owner: string;
   balanceUsd: number;
   entries: Array<{

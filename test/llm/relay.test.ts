@@ -75,7 +75,7 @@ const stream = async (): Promise<{ raw: string; events: Array<{ event?: string |
 };
 
 test('LF-framed token chunks reach the client byte for byte, whatever the network cuts', async () => {
-  const wire = chunk('caf') + chunk('é 🦙') + chunk('!') + usage + 'data: [DONE]\n\n';
+  const wire = `${chunk('caf') + chunk('é 🦙') + chunk('!') + usage}data: [DONE]\n\n`;
   const llama = Buffer.from(wire).indexOf(Buffer.from('🦙'));
   // Cut inside the first event, inside the llama's four bytes, and between usage and [DONE].
   script = cut(wire, [10, llama + 2, Buffer.byteLength(wire) - 14]);
@@ -88,7 +88,7 @@ test('LF-framed token chunks reach the client byte for byte, whatever the networ
 });
 
 test('CRLF framing is parsed and passed on as LF events, nothing lost', async () => {
-  const wire = (chunk('a') + chunk('b') + usage + 'data: [DONE]\n\n').replaceAll('\n', '\r\n');
+  const wire = `${chunk('a') + chunk('b') + usage}data: [DONE]\n\n`.replaceAll('\n', '\r\n');
   script = cut(wire, [7, Buffer.from(wire).indexOf('\r\n\r\n') + 1]);
   const { raw, events } = await stream();
   assert.ok(!raw.includes('\r'), 'no CR passed on');

@@ -5,7 +5,7 @@
 
 import { Counter, Gauge, Histogram, type Registry as MetricsRegistry } from 'prom-client';
 import type { Usage } from '../protocol.ts';
-import type { Registry } from './registry.ts';
+import type { OrchestratorPool } from './pool.ts';
 
 /** How a completion that reached an orchestrator ended. */
 export type CompletionOutcome = 'completed' | 'failed' | 'cancelled' | 'refused';
@@ -17,7 +17,7 @@ export interface GatewayMetrics {
   finished(model: string, outcome: CompletionOutcome, usage?: Usage): void;
 }
 
-export function gatewayMetrics(metrics: MetricsRegistry, registry: Registry): GatewayMetrics {
+export function gatewayMetrics(metrics: MetricsRegistry, pool: OrchestratorPool): GatewayMetrics {
   const registers = [metrics];
   const completions = new Counter({
     name: 'mediaplane_llm_completions_total',
@@ -51,9 +51,9 @@ export function gatewayMetrics(metrics: MetricsRegistry, registry: Registry): Ga
     registers,
     collect() {
       const now = Date.now();
-      const up = registry.all().filter((o) => o.reachable && o.downUntil <= now).length;
+      const up = pool.all().filter((o) => o.reachable && o.downUntil <= now).length;
       this.set({ state: 'up' }, up);
-      this.set({ state: 'down' }, registry.all().length - up);
+      this.set({ state: 'down' }, pool.all().length - up);
     },
   });
   new Gauge({
@@ -61,7 +61,7 @@ export function gatewayMetrics(metrics: MetricsRegistry, registry: Registry): Ga
     help: 'Completions this gateway is relaying now',
     registers,
     collect() {
-      this.set(registry.all().reduce((n, o) => n + o.inflight, 0));
+      this.set(pool.all().reduce((n, o) => n + o.inflight, 0));
     },
   });
   return {

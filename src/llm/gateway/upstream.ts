@@ -3,8 +3,15 @@
 
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { SseBatch, SseBatcher } from '../../lib/sse.ts';
-import { REQUEST_ID_HEADER } from '../protocol.ts';
+import { type SseBatch, SseBatcher } from '../../lib/sse.ts';
+import { REQUEST_ID_HEADER, type FinishReason, type Usage } from '../protocol.ts';
+
+/** The parts of an orchestrator's `data:` chunk the gateway reads (the rest passes through). */
+export interface CompletionChunk {
+  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: FinishReason | null }>;
+  usage?: Usage | null;
+  created?: number;
+}
 
 const agents = {
   'http:': new http.Agent({ keepAlive: true, maxSockets: 1024 }),
@@ -119,7 +126,7 @@ export class SseReader {
 
 export type Opened =
   | { ok: true; events: SseReader }
-  | { ok: false; status: number; message: string; code?: string | undefined };
+  | { ok: false; status: number; message: string; code?: string | undefined; param?: string | undefined };
 
 export async function openCompletion(
   base: string,
@@ -144,12 +151,14 @@ export async function openCompletion(
   const text = await readText(res).catch(() => '');
   let message = text.slice(0, 500) || `status ${status}`;
   let code: string | undefined;
+  let param: string | undefined;
   try {
-    const j = JSON.parse(text) as { error?: { message?: unknown; code?: unknown } };
+    const j = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; param?: unknown } };
     if (typeof j.error?.message === 'string') message = j.error.message;
     if (typeof j.error?.code === 'string') code = j.error.code;
+    if (typeof j.error?.param === 'string') param = j.error.param;
   } catch {
     // not JSON: keep the text
   }
-  return { ok: false, status: status === 200 ? 502 : status, message, code };
+  return { ok: false, status: status === 200 ? 502 : status, message, code, param };
 }

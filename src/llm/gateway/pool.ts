@@ -1,7 +1,8 @@
 // The orchestrators a gateway knows: configured URLs and self-registered ones, their polled
 // capabilities, and what the gateway measured itself (latency per token, failures). Choosing
 // follows API.md section B: serves the model, warm first, price under the ceiling, free
-// capacity, lowest measured latency per token.
+// capacity, lowest measured latency per token. (A pool, not a "Registry": that is prom-client's
+// metrics registry, imported next to it; issue #16.)
 
 import type { Logger } from 'pino';
 import type { Capabilities } from '../protocol.ts';
@@ -27,11 +28,11 @@ export interface Candidate {
   pricePerToken: number;
   /** Tokens per request (prompt + output) of the model there, when it says. */
   contextLength?: number | undefined;
-  /** What to send it in `Authorization: Bearer` (Registry: secretFor). */
+  /** What to send it in `Authorization: Bearer` (OrchestratorPool: secretFor). */
   secret?: string | undefined;
 }
 
-export class Registry {
+export class OrchestratorPool {
   readonly #list = new Map<string, Orchestrator>();
   readonly #resolveBase: (url: string) => string | undefined;
   readonly #secret: string | undefined;
