@@ -188,7 +188,7 @@ export function formatSse(ev: SseEvent): string {
   // One-line data (JSON always is) skips the split: this runs once per relayed chunk.
   if (!/[\r\n]/.test(ev.data)) return `${out}data: ${ev.data}\n\n`;
   for (const line of ev.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
-  return out + '\n';
+  return `${out}\n`;
 }
 
 function oneLine(s: string, field: string): string {

@@ -151,7 +151,9 @@ test('a C2PA-signed input is kept as the parent ingredient with its manifest', a
   await signMp4({ input: plain, output: second, title: 'gen2', parent: { path: first }, signer });
   const r = await readManifest(second, certs.rootPem);
   assert.equal(r.state, 'Trusted', JSON.stringify(r.failures));
-  const ingredient = (r.activeManifest?.ingredients as { relationship: string; active_manifest?: string }[])[0];
+  const ingredient = (
+    r.activeManifest?.ingredients as { relationship: string; active_manifest?: string }[] | undefined
+  )?.[0];
   assert.equal(ingredient?.relationship, 'parentOf');
   assert.ok(ingredient?.active_manifest, 'the parent manifest is referenced');
   const manifests = r.manifestStore.manifests as Record<string, { title: string }>;

@@ -50,7 +50,7 @@ const validChat = (): Json => ({
 /** Every path into a JSON value (object keys and array indexes), the root included. */
 function pathsOf(v: Json, prefix: (string | number)[] = []): (string | number)[][] {
   const out = [prefix];
-  if (Array.isArray(v)) v.forEach((x, i) => out.push(...pathsOf(x, [...prefix, i])));
+  if (Array.isArray(v)) for (const [i, x] of v.entries()) out.push(...pathsOf(x, [...prefix, i]));
   else if (v !== null && typeof v === 'object')
     for (const [k, x] of Object.entries(v)) out.push(...pathsOf(x, [...prefix, k]));
   return out;

@@ -25,7 +25,14 @@ const worker = new Worker({
       appendFileSync(runLog, `start ${ctx.taskId} ${process.pid}\n`);
       await new Promise<void>((resolve, reject) => {
         const t = setTimeout(resolve, jobMs);
-        ctx.signal.addEventListener('abort', () => (clearTimeout(t), reject(ctx.signal.reason)), { once: true });
+        ctx.signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(t);
+            reject(ctx.signal.reason);
+          },
+          { once: true },
+        );
       });
       appendFileSync(runLog, `done ${ctx.taskId} ${process.pid}\n`);
       return { input_video: { duration: 0, size: 0 }, worker: process.pid };
