@@ -7,7 +7,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { MODELS_DIR, quietLog, readSse, testConfig, TINY } from '../helpers/llm.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
 
 const TIMEOUT_MS = 400;
 
@@ -150,24 +150,7 @@ describe('HTTP server limits', () => {
 
   it('never builds a link from the Host header', async () => {
     for (let i = 0; i < 3; i++)
-      assert.equal(
-        (
-          await server.call('POST', '/api/transcode', {
-            key,
-            body: {
-              input: { url: 'https://example.com/a.mp4' },
-              storage: {
-                type: 's3',
-                endpoint: 'https://s3.example.com',
-                bucket: 'b',
-                credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
-              },
-              outputs: { hls: { path: '/h' } },
-            },
-          })
-        ).status,
-        200,
-      );
+      assert.equal((await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).status, 200);
     const a = await rawRequest(
       server.url,
       `GET /api/task?limit=1 HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`,
@@ -192,19 +175,7 @@ describe('links under MEDIAPLANE_PUBLIC_URL', () => {
   it('starts the Link header with the configured base URL', async () => {
     const key = await server.key('bob');
     for (let i = 0; i < 2; i++)
-      await server.call('POST', '/api/transcode', {
-        key,
-        body: {
-          input: { url: 'https://example.com/a.mp4' },
-          storage: {
-            type: 's3',
-            endpoint: 'https://s3.example.com',
-            bucket: 'b',
-            credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
-          },
-          outputs: { hls: { path: '/h' } },
-        },
-      });
+      assert.equal((await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).status, 200);
     const res = await server.call('GET', '/api/task?limit=1', { key, headers: { 'x-forwarded-host': 'evil.example' } });
     assert.match(
       res.headers.get('link') ?? '',
