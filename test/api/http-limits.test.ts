@@ -52,6 +52,16 @@ function rawRequest(
   });
 }
 
+/** The 408 body of the LLM routes and of a standalone orchestrator. */
+const OPENAI_TIMEOUT = {
+  error: {
+    message: `the request did not arrive in full within ${TIMEOUT_MS} ms`,
+    type: 'timeout_error',
+    param: null,
+    code: 'request_timeout',
+  },
+};
+
 function jsonBodyOf(raw: string): unknown {
   return JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
 }
@@ -97,14 +107,7 @@ describe('HTTP server limits', () => {
     const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
     const a = await rawRequest(server.url, head, { drip: '{"model": ', everyMs: 50 });
     assert.match(a.text, /^HTTP\/1\.1 408 /);
-    assert.deepEqual(jsonBodyOf(a.text), {
-      error: {
-        message: `the request did not arrive in full within ${TIMEOUT_MS} ms`,
-        type: 'timeout_error',
-        param: null,
-        code: 'request_timeout',
-      },
-    });
+    assert.deepEqual(jsonBodyOf(a.text), OPENAI_TIMEOUT);
   });
 
   it('does not cut a streamed answer that lasts longer than the request timeout', async () => {
@@ -195,14 +198,7 @@ describe('a standalone orchestrator', () => {
         'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n';
       const a = await rawRequest(orch.url ?? '', head, { drip: '{"model": ', everyMs: 50 });
       assert.match(a.text, /^HTTP\/1\.1 408 /);
-      assert.deepEqual(jsonBodyOf(a.text), {
-        error: {
-          message: `the request did not arrive in full within ${TIMEOUT_MS} ms`,
-          type: 'timeout_error',
-          param: null,
-          code: 'request_timeout',
-        },
-      });
+      assert.deepEqual(jsonBodyOf(a.text), OPENAI_TIMEOUT);
     } finally {
       await orch.close();
     }
