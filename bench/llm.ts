@@ -7,11 +7,19 @@
 //      -> tokens/s ratio and added time to first token (p50) of 2 and 3 against 1
 //   4. aggregate tokens/s at 1, 4 and 8 concurrent streams through the gateway
 //   5. the orchestrator's RSS with the model loaded.
-// Targets (issue #4): ratio >= 0.95, added TTFT p50 <= 5 ms.
+//   6. structured output (issue #17): the same request with a json_schema response_format against
+//      it without, alternating through the gateway: tokens/s of constrained decoding as a ratio of
+//      unconstrained, end to end and decode only (after the first token: a random model's JSON
+//      ends after tens of tokens, so its fixed costs weigh more than on a 400-token story)
+//   7. n (issue #17): one request with n: 4 against four separate concurrent requests and one.
+// Targets (issue #4): ratio >= 0.95, added TTFT p50 <= 5 ms; (issue #17): structured >= 0.9 of
+// unconstrained, n: 4 >= 1.3x the tokens/s.
 // Options: BENCH_RUNS (rounds, default 30), BENCH_PROCESSES (processes per leg, default 3),
 // BENCH_MAX_TOKENS, BENCH_MODEL / BENCH_MODEL_FILE, BENCH_MAX_NUM_SEQS (the orchestrator's
 // MAX_NUM_SEQS, default 8), BENCH_STREAMS (default 1,4,8), BENCH_RAW (a file for every request's
-// figures).
+// figures), BENCH_STRUCTURED_ROUNDS (rounds of legs 6 and 7, default 10; 0 leaves them out),
+// BENCH_SCHEMA (leg 6's JSON Schema, JSON text), BENCH_STRUCTURED_MODELS (leg 6's models, default
+// BENCH_MODEL and karpathy/stories260K).
 //
 // Fairness: every leg runs the same prompt, max_tokens, sampling (temperature 1, a seed per
 // round, no penalties), threads and context size per sequence; the HTTP legs read the stream
@@ -57,6 +65,27 @@ const STREAM_INTERVAL_MS = loadConfig({
   env: { MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: process.env.MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS },
 }).orchestratorStreamIntervalMs;
 const PROMPT = 'Tell me a long story about a llama.';
+const STRUCTURED_ROUNDS = Number(process.env.BENCH_STRUCTURED_ROUNDS ?? 10);
+// Leg 6's models. A grammar costs a pass over the whole vocabulary for each token whose first
+// sample it rejects: tiny-random-llama-2's first sample is almost never valid JSON (32,000
+// tokens a pass), stories260K's often is not either, but its pass is over 512 tokens.
+const STRUCTURED_MODELS = (process.env.BENCH_STRUCTURED_MODELS ?? `${MODEL},karpathy/stories260K`)
+  .split(',')
+  .filter(Boolean);
+// A strict-mode schema as an app sends it: every field required, no others.
+const SCHEMA: Record<string, unknown> = process.env.BENCH_SCHEMA
+  ? JSON.parse(process.env.BENCH_SCHEMA)
+  : {
+      type: 'object',
+      properties: {
+        title: { type: 'string' },
+        year: { type: 'integer' },
+        tags: { type: 'array', items: { type: 'string' } },
+        sequel: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+      },
+      required: ['title', 'year', 'tags', 'sequel'],
+      additionalProperties: false,
+    };
 // The orchestrator's context per sequence: MAX_MODEL_LEN left at its default follows the model.
 const DEFAULT_MAX_MODEL_LEN = 8192;
 
@@ -138,7 +167,7 @@ async function startDirect(): Promise<{ child: ChildProcess; contextSize: number
  * cores with the engine, and fetch (web streams) took 10.4 ms of CPU per 400-token stream
  * against 6.7 ms for this, time the HTTP legs were charged for that is no part of the service.
  */
-async function httpRun(url: string, headers: Record<string, string>, seed: number): Promise<Run> {
+async function httpRun(url: string, headers: Record<string, string>, seed: number, extra: object = {}): Promise<Run> {
   const body = JSON.stringify({
     model: MODEL,
     messages: [{ role: 'user', content: PROMPT }],
@@ -146,6 +175,9 @@ async function httpRun(url: string, headers: Record<string, string>, seed: numbe
     temperature: 1,
     seed,
     stream: true,
+    // The gateway streams usage only when asked (issue #17); an orchestrator always does.
+    stream_options: { include_usage: true },
+    ...extra,
   });
   const t0 = performance.now();
   return new Promise<Run>((resolve, reject) => {
@@ -168,6 +200,7 @@ async function httpRun(url: string, headers: Record<string, string>, seed: numbe
           const end = performance.now();
           const text = tail.toString();
           if (res.statusCode !== 200) return reject(new Error(`${url} answered ${res.statusCode}: ${text}`));
+          // Summed over the choices when n > 1.
           const usage = /"completion_tokens":(\d+)/.exec(text);
           resolve({ ttftMs: first - t0, tokens: Number(usage?.[1] ?? 0), totalMs: end - t0 });
         });
@@ -192,6 +225,69 @@ const summary = (runs: Run[]): { tokPerSec: number; medianTokPerSec: number; ttf
   ttftP50Ms: +median(runs.map((r) => r.ttftMs)).toFixed(2),
   tokens: median(runs.map((r) => r.tokens)),
 });
+
+/** Tokens after the first over the time after it: the decode rate, without prompt and HTTP costs. */
+const decodeTokPerSec = (runs: Run[]): number =>
+  Math.round(
+    (runs.reduce((s, r) => s + Math.max(0, r.tokens - 1), 0) / runs.reduce((s, r) => s + (r.totalMs - r.ttftMs), 0)) *
+      1000,
+  );
+const ratio = (a: number, b: number): number => +(a / b).toFixed(3);
+
+/**
+ * Leg 6: the request with and without a json_schema response_format, back to back in a shuffled
+ * order each round (the same seed for both), through one gateway.
+ */
+async function structuredLeg(url: string, headers: Record<string, string>, model: string): Promise<object> {
+  const format = {
+    model,
+    response_format: { type: 'json_schema', json_schema: { name: 'bench', strict: true, schema: SCHEMA } },
+  };
+  const runs: Record<'plain' | 'structured', Run[]> = { plain: [], structured: [] };
+  // Warm-up: a model other than MODEL loads on its first request.
+  for (const extra of [{ model }, format]) await httpRun(url, headers, 999, extra);
+  for (let i = 1; i <= STRUCTURED_ROUNDS; i++)
+    for (const leg of shuffled(['plain', 'structured'] as const, 0x20000 + i))
+      runs[leg].push(await httpRun(url, headers, 1000 + i, leg === 'structured' ? format : { model }));
+  const plain = summary(runs.plain);
+  const structured = summary(runs.structured);
+  return {
+    plain: { ...plain, decodeTokPerSec: decodeTokPerSec(runs.plain) },
+    structured: { ...structured, decodeTokPerSec: decodeTokPerSec(runs.structured) },
+    throughputRatio: ratio(structured.tokPerSec, plain.tokPerSec),
+    decodeRatio: ratio(decodeTokPerSec(runs.structured), decodeTokPerSec(runs.plain)),
+  };
+}
+
+/** Leg 7: aggregate tokens/s of one request with n: 4, four separate concurrent requests, and one request. */
+async function nLeg(url: string, headers: Record<string, string>): Promise<object> {
+  const rates: Record<'n4' | 'four' | 'one', number[]> = { n4: [], four: [], one: [] };
+  const rate = async (requests: () => Promise<Run[]>): Promise<number> => {
+    const t0 = performance.now();
+    const all = await requests();
+    return all.reduce((s, r) => s + r.tokens, 0) / ((performance.now() - t0) / 1000);
+  };
+  for (let i = 1; i <= STRUCTURED_ROUNDS; i++) {
+    const seed = 2000 + 10 * i;
+    const legs = {
+      n4: () => rate(async () => [await httpRun(url, headers, seed, { n: 4 })]),
+      four: () => rate(() => Promise.all([0, 1, 2, 3].map((k) => httpRun(url, headers, seed + k)))),
+      one: () => rate(async () => [await httpRun(url, headers, seed)]),
+    };
+    for (const leg of shuffled(['n4', 'four', 'one'] as const, 0x30000 + i)) rates[leg].push(await legs[leg]());
+  }
+  const tokPerSec = {
+    n4: Math.round(median(rates.n4)),
+    four: Math.round(median(rates.four)),
+    one: Math.round(median(rates.one)),
+  };
+  return {
+    medianTokPerSec: tokPerSec,
+    n4OverFourRequests: ratio(tokPerSec.n4, tokPerSec.four),
+    n4OverOneRequest: ratio(tokPerSec.n4, tokPerSec.one),
+    fourRequestsOverOne: ratio(tokPerSec.four, tokPerSec.one),
+  };
+}
 
 type Leg = 'direct' | 'orchestrator' | 'gateway';
 const LEGS: Leg[] = ['direct', 'orchestrator', 'gateway'];
@@ -260,6 +356,15 @@ try {
     }
     aggregate[`${n} streams`] = Math.round(median(rounds));
   }
+  const issue17: Record<string, object> = {};
+  if (STRUCTURED_ROUNDS > 0) {
+    const key = await gw0.owner('issue17');
+    const headers = { authorization: `Bearer ${key}` };
+    const structured: Record<string, object> = {};
+    for (const model of STRUCTURED_MODELS) structured[model] = await structuredLeg(`${gw0.url}/llm`, headers, model);
+    issue17.structuredOutput = structured;
+    issue17.n = await nLeg(`${gw0.url}/llm`, headers);
+  }
   const rssAfter = await rssMb(orchs[0]?.child.pid ?? 0);
 
   const all = (leg: Leg): Run[] => runs[leg].flat();
@@ -294,9 +399,15 @@ try {
     // Each process's median tok/s: with 30 requests each, identical processes differ by a few %.
     tokPerSecByProcess: Object.fromEntries(LEGS.map((l) => [l, runs[l].map((rs) => Math.round(median(rs.map(tps))))])),
     aggregateTokPerSec: aggregate,
+    ...issue17,
     orchestratorRssMb: { modelLoaded: rssLoaded.map((x) => +x.toFixed(1)), afterRuns: +rssAfter.toFixed(1) },
     hostLoadAvg1m: { before: +loadBefore.toFixed(2), after: +(loadavg()[0] ?? 0).toFixed(2) },
-    targets: { throughputRatio: '>= 0.95', addedTtftP50Ms: '<= 5' },
+    targets: {
+      throughputRatio: '>= 0.95',
+      addedTtftP50Ms: '<= 5',
+      'structuredOutput[model].throughputRatio': '>= 0.9',
+      'n.n4OverFourRequests': '>= 1.3',
+    },
   };
   console.log(JSON.stringify(report, null, 2));
   // Every request's figures, runs[leg][process][round], for analysis beyond this report.

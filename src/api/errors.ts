@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { NotFoundError } from '../lib/errors.ts';
-import { openAiWireError, tasksWireError, type WireError, wireErrorHandler } from '../lib/wire-errors.ts';
+import { llmWireErrorFor, tasksWireError, type WireError, wireErrorHandler } from '../lib/wire-errors.ts';
 
 // The shared server's error answers: the task API's shape under /api, OpenAI's under the LLM
 // prefixes, both from the one mapper of each dialect (lib/wire-errors.ts).
@@ -21,15 +21,14 @@ export function dialectOf(path: string | undefined): 'tasks' | 'openai' {
   return path !== undefined && /^\/(v1|llm|orchestrator)(\/|$|\?)/.test(path) ? 'openai' : 'tasks';
 }
 
-/** The mapper of the API `path` belongs to. */
+/** The mapper of the API `path` belongs to (OpenAI's shape under /llm also has @livepeer/ai's `detail`). */
 export function wireErrorFor(path: string | undefined): (err: unknown) => WireError<object> {
-  return dialectOf(path) === 'tasks' ? tasksWireError : (err) => openAiWireError(err);
+  return dialectOf(path) === 'tasks' ? tasksWireError : llmWireErrorFor(path);
 }
 
 /** Errors outside every API's own scope (a root route, one raised before routing), by path. */
 export function sharedErrorHandler(log: Logger) {
-  const handlers = { tasks: wireErrorHandler(tasksWireError, log), openai: wireErrorHandler(openAiWireError, log) };
-  return (err: unknown, req: FastifyRequest, reply: FastifyReply) => handlers[dialectOf(req.url)](err, req, reply);
+  return wireErrorHandler((err, req) => wireErrorFor(req.url)(err), log);
 }
 
 /** A path no route serves, outside /api and the LLM prefixes (which answer their own). */

@@ -109,6 +109,20 @@ export class ContextLengthExceededError extends MediaplaneError {
   }
 }
 
+/**
+ * A request an upstream (an orchestrator) refused as the caller's mistake, passed on as it
+ * came: its own `code` (`unsupported_parameter`, `invalid_request`...) and `param`, never
+ * rewritten to another (API.md section B).
+ */
+export class RequestRefusedError extends MediaplaneError {
+  readonly code: string;
+  readonly statusCode = 400;
+  constructor(message: string, options: ErrorOptions & { code: string }) {
+    super(message, options);
+    this.code = options.code;
+  }
+}
+
 /** The action does not fit the resource's current state (retry a running task, say). */
 export class InvalidStateError extends MediaplaneError {
   readonly code = 'invalid_state';

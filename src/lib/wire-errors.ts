@@ -42,9 +42,38 @@ export const OpenAiErrorBody = Type.Object(
 );
 export type OpenAiErrorBody = Static<typeof OpenAiErrorBody>;
 
+/**
+ * OpenAI's error body with `detail: {msg}` beside it, for POST /llm: the @livepeer/ai SDK's
+ * generate.llm parses its 400, 401 and 500 as `{detail: {msg}}` (models/errors/httperror.ts)
+ * and fails with "Response validation failed" on anything else; OpenAI's clients read `error`
+ * and ignore the rest. /v1/* keeps OpenAI's exact shape.
+ */
+export const LlmErrorBody = Type.Object(
+  {
+    error: OpenAiErrorBody.properties.error,
+    detail: Type.Optional(
+      Type.Object(
+        { msg: Type.String({ description: 'error.message again, for @livepeer/ai' }) },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type LlmErrorBody = Static<typeof LlmErrorBody>;
+
 export interface WireError<Body> {
   status: number;
   body: Body;
+  /** Headers the answer carries: `Retry-After` on every 503 (API.md section B). */
+  headers?: Record<string, string>;
+}
+
+/** A 503 says when to try again (RFC 9110 section 10.2.3): busy orchestrators free up in about a second. */
+const RETRY_AFTER_SECONDS = '1';
+
+function withHeaders<Body>(answer: WireError<Body>): WireError<Body> {
+  return answer.status === 503 ? { ...answer, headers: { 'retry-after': RETRY_AFTER_SECONDS } } : answer;
 }
 
 /** What a 500 says on any wire: its message may hold paths or settings, never meant for a client. */
@@ -100,7 +129,7 @@ const TASKS_STATUS: Record<number, number> = { 409: 400, 415: 400 };
 export function tasksWireError(err: unknown): WireError<TasksErrorBody> {
   const e = fromFastifyError(err);
   const status = TASKS_STATUS[e.statusCode] ?? e.statusCode;
-  return { status, body: { errors: e.statusCode === 500 ? [INTERNAL] : e.messages } };
+  return withHeaders({ status, body: { errors: e.statusCode === 500 ? [INTERNAL] : e.messages } });
 }
 
 const OPENAI_TYPES: Record<number, string> = {
@@ -127,28 +156,38 @@ export interface OpenAiWireOptions {
    * its client as it came; the 401 and 404 it keeps (and its 5xx) make a gateway try another.
    */
   callerMistakesAs400?: boolean;
+  /** POST /llm: `detail: {msg}` beside `error`, for @livepeer/ai (LlmErrorBody). */
+  detail?: boolean;
 }
 
 /**
  * The LLM API's shape: `{"error": {"message", "type", "param", "code"}}`, `param` null when the
  * error names no field. Validation is a 400 here (the task API answers 422).
  */
-export function openAiWireError(err: unknown, opts: OpenAiWireOptions = {}): WireError<OpenAiErrorBody> {
+export function openAiWireError(err: unknown, opts: OpenAiWireOptions = {}): WireError<LlmErrorBody> {
   const e = fromFastifyError(err);
   let status = e.statusCode === 422 ? 400 : e.statusCode;
   if (opts.callerMistakesAs400 && status >= 400 && status < 500 && status !== 401 && status !== 404) status = 400;
   const internal = e.statusCode === 500;
-  return {
-    status,
-    body: {
-      error: {
-        message: internal ? INTERNAL : e.message,
-        type: openAiType(status),
-        param: internal ? null : (e.param ?? null),
-        code: internal ? 'internal' : (OPENAI_CODES[e.code] ?? e.code),
-      },
-    },
+  const message = internal ? INTERNAL : e.message;
+  const error = {
+    message,
+    type: openAiType(status),
+    param: internal ? null : (e.param ?? null),
+    code: internal ? 'internal' : (OPENAI_CODES[e.code] ?? e.code),
   };
+  return withHeaders({ status, body: opts.detail ? { error, detail: { msg: message } } : { error } });
+}
+
+/** The LLM paths whose clients include @livepeer/ai: POST /llm and the rest under /llm. */
+export function isLivepeerLlmPath(path: string | undefined): boolean {
+  return path !== undefined && /^\/llm(\/|$|\?)/.test(path);
+}
+
+/** openAiWireError for a request to `path`: with `detail` under /llm (LlmErrorBody). */
+export function llmWireErrorFor(path: string | undefined): (err: unknown) => WireError<LlmErrorBody> {
+  const detail = isLivepeerLlmPath(path);
+  return (err) => openAiWireError(err, { detail });
 }
 
 type ErrorLog = Pick<Logger, 'error' | 'warn'>;
@@ -162,11 +201,15 @@ export function logAnswered(log: ErrorLog, status: number, err: unknown, req: Fa
     log[status === 500 ? 'error' : 'warn']({ err, reqId: req.id, url: req.routeOptions.url }, 'request failed');
 }
 
-/** A Fastify error handler answering in one API's shape (`answer`: tasksWireError or openAiWireError). */
-export function wireErrorHandler(answer: (err: unknown) => WireError<object>, log: ErrorLog) {
+/**
+ * A Fastify error handler answering in one API's shape (`answer`: tasksWireError or
+ * openAiWireError, which may look at the request's path).
+ */
+export function wireErrorHandler(answer: (err: unknown, req: FastifyRequest) => WireError<object>, log: ErrorLog) {
   return (err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply => {
-    const { status, body } = answer(err);
+    const { status, body, headers } = answer(err, req);
     logAnswered(log, status, err, req);
+    if (headers) reply.headers(headers);
     return reply.status(status).send(body);
   };
 }

@@ -48,10 +48,17 @@ interface OpenAiError {
   code: string;
 }
 
-/** Exactly OpenAI's shape: `{"error": {message, type, param, code}}`, param a string or null. */
+/**
+ * Exactly OpenAI's shape: `{"error": {message, type, param, code}}`, param a string or null;
+ * under /llm with `detail: {msg}` beside it, the message again, for @livepeer/ai (issue #17).
+ */
 function openAiShape(body: unknown, where: string): OpenAiError {
   assert.ok(typeof body === 'object' && body !== null, `${where}: not a JSON object: ${String(body)}`);
-  assert.deepEqual(Object.keys(body), ['error'], where);
+  if ('detail' in body) {
+    assert.deepEqual(Object.keys(body).sort(), ['detail', 'error'], where);
+    const { detail, error } = body as { detail: unknown; error: { message?: unknown } };
+    assert.deepEqual(detail, { msg: error.message }, where);
+  } else assert.deepEqual(Object.keys(body), ['error'], where);
   const e = (body as { error: Record<string, unknown> }).error;
   assert.deepEqual(Object.keys(e).sort(), ['code', 'message', 'param', 'type'], where);
   assert.ok(typeof e.message === 'string' && e.message.length > 0, where);
@@ -301,15 +308,9 @@ describe('error shapes over HTTP', () => {
       }
     });
 
-    it('an unknown model is a 404 model_not_found about `model`', async () => {
+    it('an unknown model is a 404 model_not_found about `model`, one without an org too', async () => {
       for (const model of ['nobody/nothing', 'no-org']) {
         const r = await server.call('POST', '/v1/chat/completions', { key, body: chat({ model }) });
-        if (model === 'no-org') {
-          // A model id without an org breaks the schema: named, as a 400.
-          assert.equal(r.status, 400);
-          assert.equal(openAiShape(r.body, model).param, 'model');
-          continue;
-        }
         assert.equal(r.status, 404);
         const e = openAiShape(r.body, model);
         assert.equal(e.code, 'model_not_found');
@@ -350,10 +351,15 @@ describe('error shapes over HTTP', () => {
           code: 'invalid_request',
         });
       }
-      const unknown = await server.call('POST', '/llm', { key, body: chat({ logit_bias: {}, foo: 1 }) });
-      assert.equal(unknown.status, 400);
-      assert.match(openAiShape(unknown.body, 'unknown').message, /logit_bias: not supported by this service/);
-      assert.match(openAiShape(unknown.body, 'unknown').message, /foo: unknown field/);
+      // Unknown fields are ignored (issue #17); known ones nobody here can give are refused by name.
+      const refused = await server.call('POST', '/llm', {
+        key,
+        body: chat({ audio: { voice: 'alloy' }, n: 0, foo: 1 }),
+      });
+      assert.equal(refused.status, 400);
+      assert.match(openAiShape(refused.body, 'refused').message, /audio: not supported/);
+      assert.match(openAiShape(refused.body, 'refused').message, /n: must be between 1 and 8/);
+      assert.doesNotMatch(openAiShape(refused.body, 'refused').message, /foo/);
     });
   });
 });

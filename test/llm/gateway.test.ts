@@ -66,7 +66,7 @@ test('POST /llm answers a chat.completion with usage counted by the tokenizer; f
   assert.equal(body.usage.total_tokens, body.usage.prompt_tokens + 7);
 });
 
-test('streaming: SSE chunks, finish_reason, a usage chunk, then data: [DONE]', async () => {
+test('streaming: SSE chunks, finish_reason, the usage chunk asked for, then data: [DONE]', async () => {
   // Seeded: the same answer every run, one that reaches max_tokens (unseeded, the random test
   // model now and then ends with EOS before it).
   const res = await post('/llm', {
@@ -75,6 +75,7 @@ test('streaming: SSE chunks, finish_reason, a usage chunk, then data: [DONE]', a
     max_tokens: 5,
     seed: 1,
     stream: true,
+    stream_options: { include_usage: true },
   });
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
@@ -179,7 +180,7 @@ test('bad requests get 400 naming the field, never reaching an orchestrator; no 
       /temperature: must be between 0 and 2/,
     ],
     [{ model: TINY, messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }, /max_tokens: must be between 1/],
-    [{ model: TINY, messages: [{ role: 'user', content: 'x' }], logit_bias: {} }, /logit_bias: not supported/],
+    [{ model: TINY, messages: [{ role: 'user', content: 'x' }], audio: { voice: 'alloy' } }, /audio: not supported/],
   ];
   for (const [body, re] of cases) {
     const res = await post('/llm', body);
@@ -221,7 +222,7 @@ test('price 0 (the local default) answers without credits and records a zero cha
 test('unknown routes under /v1 and /llm answer 404 in the LLM error shape', async () => {
   for (const [method, path] of [
     ['GET', '/v1/embeddings'],
-    ['POST', '/v1/completions'],
+    ['POST', '/v1/images/generations'],
     ['GET', '/llm'],
   ] as const) {
     const res = await fetch(gw.url + path, { method, headers: { authorization: `Bearer ${key}` } });

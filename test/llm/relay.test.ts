@@ -63,11 +63,18 @@ function cut(wire: string, at: number[]): Buffer[] {
   return [0, ...at].map((from, i) => b.subarray(from, at[i] ?? b.length));
 }
 
+// The byte-exact tests ask for the usage chunk, so the whole wire comes back as it went.
 const stream = async (): Promise<{ raw: string; events: Array<{ event?: string | undefined; data: string }> }> => {
   const res = await fetch(`${gw.url}/llm`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3, stream: true }),
+    body: JSON.stringify({
+      model: TINY,
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
   });
   assert.equal(res.status, 200);
   const raw = await res.clone().text();

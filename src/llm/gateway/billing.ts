@@ -15,7 +15,10 @@ export interface Charge {
 
 export interface ChargeFor {
   owner: string;
+  /** The price basis: max_tokens for each of the request's choices (n), all together. */
   maxTokens: number;
+  /** The choices asked for (n); each may take max_tokens. */
+  choices?: number;
   pricePerToken: number;
   model: string;
   orchestrator: string;
@@ -62,7 +65,9 @@ export class Billing {
 
 function balanceTooLow(c: ChargeFor): PaymentRequiredError {
   const usd = (c.maxTokens * c.pricePerToken).toFixed(12).replace(/0+$/, '');
+  const n = c.choices ?? 1;
+  const basis = n > 1 ? `max_tokens ${c.maxTokens / n} x n ${n}` : `max_tokens ${c.maxTokens}`;
   return new PaymentRequiredError(
-    `balance too low for max_tokens ${c.maxTokens} at ${c.pricePerToken} USD per token (${usd} USD); add credits or lower max_tokens`,
+    `balance too low for ${basis} at ${c.pricePerToken} USD per token (${usd} USD); add credits or lower max_tokens`,
   );
 }

@@ -7,7 +7,8 @@
 import type { Logger } from 'pino';
 import { MediaplaneError, TimeoutError, UpstreamFailedError, UpstreamUnavailableError } from '../../lib/errors.ts';
 import type { SseBatch } from '../../lib/sse.ts';
-import type { FinishReason, Usage } from '../protocol.ts';
+import type { Usage } from '../protocol.ts';
+import { type AssembledChoice, Assembler } from './assemble.ts';
 import type { Charge } from './billing.ts';
 import { refusedByOrchestrator } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
@@ -90,11 +91,10 @@ export interface Committed {
   firstAt: number;
 }
 
-/** A non-streaming answer, read whole. */
+/** A non-streaming answer, read whole: every choice, by index. */
 export interface Whole {
   kind: 'complete';
-  content: string;
-  finish: FinishReason;
+  choices: AssembledChoice[];
   usage: Usage;
   created: number;
   firstAt: number;
@@ -271,8 +271,7 @@ async function collect(
   first: SseBatch,
   firstAt: number,
 ): Promise<Whole | { kind: 'failed'; error: MediaplaneError }> {
-  let content = '';
-  let finish: FinishReason = 'stop';
+  const answer = new Assembler();
   let usage: Usage | undefined;
   let created = Math.floor(Date.now() / 1000);
   let batch = first;
@@ -282,13 +281,11 @@ async function collect(
         return { kind: 'failed', error: new UpstreamFailedError('the orchestrator failed during the answer') };
       if (ev.data === '[DONE]') {
         if (!usage) return { kind: 'failed', error: new UpstreamFailedError('the answer carried no usage') };
-        return { kind: 'complete', content, finish, usage, created, firstAt };
+        return { kind: 'complete', choices: answer.choices(), usage, created, firstAt };
       }
       const c = JSON.parse(ev.data) as CompletionChunk;
       if (typeof c.created === 'number') created = c.created;
-      const choice = c.choices?.[0];
-      if (choice?.delta?.content) content += choice.delta.content;
-      if (choice?.finish_reason) finish = choice.finish_reason;
+      answer.add(c);
       if (c.usage) usage = c.usage;
     }
     const next = await a.next(events, deps.idleTimeoutMs);

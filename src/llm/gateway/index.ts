@@ -1,6 +1,6 @@
-// The gateway role: POST /llm and the OpenAI-compatible /v1/chat/completions and /v1/models,
-// GET /api/ledger, and POST /llm/orchestrators for self-registration. It shares the app
-// (and port) of the transcoding API; orchestrators are reached over HTTP only.
+// The gateway role: POST /llm and the OpenAI-compatible /v1/chat/completions, /v1/models and
+// /v1/models/{id}, GET /api/ledger, and POST /llm/orchestrators for self-registration. It
+// shares the app (and port) of the transcoding API; orchestrators are reached over HTTP only.
 
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -10,24 +10,28 @@ import type { Accounts } from '../../accounts/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Db } from '../../db/index.ts';
 import type { Static } from '@sinclair/typebox';
-import { AuthError, InternalError, NotFoundError } from '../../lib/errors.ts';
+import { AuthError, InternalError, ModelNotFoundError, NotFoundError } from '../../lib/errors.ts';
 import { schemaValidatorCompiler } from '../../lib/schema-validator.ts';
-import { logAnswered, openAiWireError, tasksWireError, wireErrorHandler } from '../../lib/wire-errors.ts';
+import { llmWireErrorFor, tasksWireError, wireErrorHandler } from '../../lib/wire-errors.ts';
 import { Ledger } from '../ledger.ts';
 import { secretMatches } from '../../lib/bearer.ts';
-import { type ChatRequestBody, forwardedBodyLimit, toChatRequest } from '../protocol.ts';
+import { ChatRequestBody, forwardedBodyLimit, toChatRequest, unknownFields } from '../protocol.ts';
 import { Billing } from './billing.ts';
-import { complete, type CompleteDeps } from './complete.ts';
+import type { CompleteDeps } from './complete.ts';
 import { gatewayMetrics } from './metrics.ts';
 import { OrchestratorPool } from './pool.ts';
 import {
   chatRoute,
   type LedgerQuery,
   ledgerRoute,
+  modelRoute,
   modelsRoute,
   type RegistrationBody,
   registrationRoute,
 } from './schemas.ts';
+import { type GatewayRoutes, serveCompletion } from './serve.ts';
+import { registerCompletions } from './completions.ts';
+import { registerEmbeddings } from './embeddings.ts';
 
 export interface GatewayDeps {
   config: Config;
@@ -42,6 +46,11 @@ export interface GatewayDeps {
   /** The secret of the orchestrators given as a path (the local one of `mediaplane start`,
    * kept in the data dir); MEDIAPLANE_ORCHESTRATOR_SECRET when absent. Sent to those only. */
   localOrchestratorSecret?: string | undefined;
+}
+
+/** A model as OpenAI's GET /v1/models lists it, with whether it is loaded somewhere. */
+function modelObject(m: { id: string; warm: boolean }) {
+  return { id: m.id, object: 'model' as const, created: 0, owned_by: m.id.split('/')[0] ?? 'unknown', warm: m.warm };
 }
 
 /** For orchestrators given as a path: this server's own address once it listens. */
@@ -97,27 +106,10 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     return who;
   };
 
+  const routes: GatewayRoutes = { config, log, complete: completeDeps, ledger, requireOwner, ownerOf };
   const chat = async (req: FastifyRequest<{ Body: ChatRequestBody }>, reply: FastifyReply): Promise<unknown> => {
     const body = toChatRequest(req.body, { defaultMaxTokens: config.gatewayDefaultMaxTokens });
-    const res = reply.raw;
-    const gone = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) gone.abort();
-    });
-    if (body.stream) reply.hijack();
-    try {
-      const out = await complete(completeDeps, { owner: ownerOf(req), body, res, clientGone: gone.signal });
-      if (body.stream) return undefined;
-      return reply.send(out.json);
-    } catch (err) {
-      if (!body.stream) throw err;
-      // Hijacked and nothing sent yet: answer the error ourselves, as the scope's handler would.
-      const { status, body: errBody } = openAiWireError(err);
-      logAnswered(log, status, err, req);
-      if (!res.headersSent && !res.destroyed)
-        res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(errBody));
-      return undefined;
-    }
+    return serveCompletion(routes, req, reply, { body, ignored: unknownFields(req.body, ChatRequestBody) });
   };
 
   // Chat text is free text: these scopes validate without the task API's plain-text rule.
@@ -127,27 +119,39 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     // other wrong content type, not as a JSON object that is "not an object" (issue #15).
     scope.removeContentTypeParser('text/plain');
     scope.setValidatorCompiler(validatorCompiler);
-    scope.setErrorHandler(wireErrorHandler(openAiWireError, log));
-    const chatOptions = (summary: string) => ({ schema: chatRoute(summary), onRequest: requireOwner });
-    scope.post<{ Body: ChatRequestBody }>('/llm', chatOptions('Chat completion'), chat);
+    // OpenAI's shape; under /llm with `detail` beside it for @livepeer/ai (lib/wire-errors.ts).
+    scope.setErrorHandler(wireErrorHandler((err, req) => llmWireErrorFor(req.url)(err), log));
+    const chatOptions = (summary: string, livepeer: boolean) => ({
+      schema: chatRoute(summary, { livepeer }),
+      onRequest: requireOwner,
+    });
+    scope.post<{ Body: ChatRequestBody }>('/llm', chatOptions('Chat completion', true), chat);
     scope.post<{ Body: ChatRequestBody }>(
       '/v1/chat/completions',
-      chatOptions('Chat completion (OpenAI-compatible)'),
+      chatOptions('Chat completion (OpenAI-compatible)', false),
       chat,
     );
+    for (const register of [registerCompletions, registerEmbeddings]) register(scope, routes);
     scope.get('/v1/models', { schema: modelsRoute, onRequest: requireOwner }, async () => {
       if (pool.models().length === 0) await pool.refresh();
-      return {
-        object: 'list',
-        data: pool.models().map((m) => ({
-          id: m.id,
-          object: 'model',
-          created: 0,
-          owned_by: m.id.split('/')[0] ?? 'unknown',
-          warm: m.warm,
-        })),
-      };
+      return { object: 'list', data: pool.models().map(modelObject) };
     });
+    // The openai SDK sends `org%2Fname` (one segment, decoded into :id); curl users type
+    // `org/name`, which only the wildcard route (kept out of the OpenAPI document) matches.
+    const oneModel = async (id: string) => {
+      if (!pool.offers(id)) await pool.refresh();
+      const m = pool.models().find((x) => x.id === id);
+      if (!m) throw new ModelNotFoundError(`The model ${JSON.stringify(id)} does not exist: no orchestrator offers it`);
+      return modelObject(m);
+    };
+    scope.get<{ Params: { id: string } }>(
+      '/v1/models/:id',
+      { schema: modelRoute, onRequest: requireOwner },
+      async (req) => oneModel(req.params.id),
+    );
+    scope.get<{ Params: { '*': string } }>('/v1/models/*', { onRequest: requireOwner }, async (req) =>
+      oneModel(req.params['*']),
+    );
     const registrationSecret = async (req: FastifyRequest): Promise<void> => {
       const secret = config.orchestratorSecret;
       if (!secret || !secretMatches(req.headers.authorization, secret))
@@ -171,7 +175,7 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
       async (scope) => {
         scope.setNotFoundHandler((req, reply) => {
           const path = req.url.split('?')[0] ?? '';
-          const { status, body } = openAiWireError(new NotFoundError(`no such route: ${req.method} ${path}`));
+          const { status, body } = llmWireErrorFor(path)(new NotFoundError(`no such route: ${req.method} ${path}`));
           return reply.status(status).send(body);
         });
       },

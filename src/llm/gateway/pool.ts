@@ -2,10 +2,11 @@
 // capabilities, and what the gateway measured itself (latency per token, failures). Choosing
 // follows API.md section B: serves the model, warm first, price under the ceiling, free
 // capacity, lowest measured latency per token. (A pool, not a "Registry": that is prom-client's
-// metrics registry, imported next to it; issue #16.)
+// metrics registry, imported next to it; issue #16.) Each candidate carries the features its
+// orchestrator advertises, so a request goes only to one that can honour it (issue #17).
 
 import type { Logger } from 'pino';
-import type { Capabilities } from '../protocol.ts';
+import type { Capabilities, Feature } from '../protocol.ts';
 import { getJson } from './upstream.ts';
 
 export interface Orchestrator {
@@ -30,6 +31,8 @@ export interface Candidate {
   contextLength?: number | undefined;
   /** What to send it in `Authorization: Bearer` (OrchestratorPool: secretFor). */
   secret?: string | undefined;
+  /** What it can honour beyond plain chat (Capabilities.features; none when it does not say). */
+  features: readonly Feature[];
 }
 
 export class OrchestratorPool {
@@ -145,6 +148,7 @@ export class OrchestratorPool {
         pricePerToken: o.caps.pricePerToken,
         contextLength: typeof m.contextLength === 'number' ? m.contextLength : undefined,
         secret: this.#secretFor(o),
+        features: Array.isArray(o.caps.features) ? o.caps.features : [],
         warm: m.warm,
         free: Math.min(m.free, m.total - o.inflight) > 0,
         down: !o.reachable || o.downUntil > now,
@@ -159,12 +163,13 @@ export class OrchestratorPool {
         (a.orchestrator.msPerToken ?? 0) - (b.orchestrator.msPerToken ?? 0) ||
         a.pricePerToken - b.pricePerToken,
     );
-    return out.map(({ orchestrator, base, pricePerToken, contextLength, secret }) => ({
+    return out.map(({ orchestrator, base, pricePerToken, contextLength, secret, features }) => ({
       orchestrator,
       base,
       pricePerToken,
       contextLength,
       secret,
+      features,
     }));
   }
 

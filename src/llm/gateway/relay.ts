@@ -1,7 +1,10 @@
 // The SSE relay: a committed stream goes on to the client chunk by chunk, with backpressure.
 // This is the hot path (one SSE event per token), so a batch of token chunks passes as the
 // bytes that came, unparsed, and nothing here allocates per chunk. After the first token a
-// failure is told to the client as `event: error` (API.md section B).
+// failure is told to the client as `event: error` (API.md section B). The usage chunk, which
+// every orchestrator sends, is read for billing and goes on only when the client asked for it
+// (stream_options.include_usage, as OpenAI: a client reading `chunk.choices[0]` of every
+// chunk would break on it, issue #17).
 
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -10,6 +13,16 @@ import { drained, formatSse, type SseBatch } from '../../lib/sse.ts';
 import type { Usage } from '../protocol.ts';
 import type { Committed } from './failover.ts';
 import type { CompletionChunk } from './upstream.ts';
+
+export interface RelayOptions {
+  /** stream_options.include_usage: the usage chunk goes on to the client. */
+  includeUsage: boolean;
+  /**
+   * Rewrites each chunk's JSON (POST /v1/completions' text_completion objects); every batch is
+   * then parsed. Unset: chunks pass as they came.
+   */
+  rewrite?: ((data: string) => string) | undefined;
+}
 
 export interface Relayed {
   /** The usage chunk, when the answer reached its end. */
@@ -28,6 +41,7 @@ export async function relay(
   deps: { log: Logger; idleTimeoutMs: number },
   o: Committed,
   res: ServerResponse,
+  opts: RelayOptions,
 ): Promise<Relayed> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -41,7 +55,7 @@ export async function relay(
   let batch = o.first;
   try {
     for (;;) {
-      const r = tokenChunks(batch, got) ?? relayEvents(batch, got);
+      const r = (opts.rewrite ? undefined : tokenChunks(batch, got)) ?? relayEvents(batch, got, opts);
       if (r.end === 'done') {
         res.end(r.out);
         return result();
@@ -102,15 +116,17 @@ function tokenChunks(batch: SseBatch, got: Delivered): Batch | undefined {
   return { out: bytes };
 }
 
-/** Parses a batch with more than token chunks in it (the usage chunk, [DONE], an error). */
-function relayEvents(batch: SseBatch, got: Delivered): Batch {
+/** Parses a batch with more than token chunks in it (the usage chunk, [DONE], an error), or any batch to rewrite. */
+function relayEvents(batch: SseBatch, got: Delivered, opts: RelayOptions): Batch {
   let out = '';
   for (const ev of batch.events) {
     if (ev.event === 'error') return { out, end: 'error' };
     if (ev.data === '[DONE]') return { out: `${out}data: [DONE]\n\n`, end: 'done' };
-    if (ev.data.includes('"usage":{')) got.usage = (JSON.parse(ev.data) as CompletionChunk).usage ?? undefined;
-    else got.delivered++;
-    out += formatSse({ data: ev.data });
+    if (ev.data.includes('"usage":{')) {
+      got.usage = (JSON.parse(ev.data) as CompletionChunk).usage ?? undefined;
+      if (!opts.includeUsage) continue;
+    } else got.delivered++;
+    out += formatSse({ data: opts.rewrite ? opts.rewrite(ev.data) : ev.data });
   }
   return { out };
 }

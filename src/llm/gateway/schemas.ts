@@ -5,7 +5,7 @@
 
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
-import { OpenAiErrorBody, TasksErrorBody } from '../../lib/wire-errors.ts';
+import { LlmErrorBody, OpenAiErrorBody, TasksErrorBody } from '../../lib/wire-errors.ts';
 import { ChatRequestBody } from '../protocol.ts';
 
 const open = { additionalProperties: true };
@@ -16,6 +16,38 @@ const Usage = Type.Object(
   open,
 );
 
+const FinishReason = Type.Unsafe<'stop' | 'length' | 'tool_calls'>({
+  type: 'string',
+  enum: ['stop', 'length', 'tool_calls'],
+});
+
+const TopLogprob = Type.Object(
+  { token: Type.String(), logprob: Type.Number(), bytes: nullable(Type.Array(Type.Integer())) },
+  open,
+);
+
+const TokenLogprob = Type.Object(
+  {
+    token: Type.String(),
+    logprob: Type.Number(),
+    bytes: nullable(Type.Array(Type.Integer())),
+    top_logprobs: Type.Array(TopLogprob),
+  },
+  open,
+);
+
+const ToolCall = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('function'),
+    function: Type.Object({ name: Type.String(), arguments: Type.String({ description: 'JSON text' }) }, open),
+  },
+  open,
+);
+
+// Every field a client reads is listed, nullable ones as such: the serializer writes only the
+// properties a schema lists (an unlisted one goes out as JSON.stringify gives it) and would
+// write a null listed as a string as "".
 /** A non-streaming answer. A streaming one is text/event-stream: chat.completion.chunk events, then `data: [DONE]`. */
 const ChatCompletion = Type.Object(
   {
@@ -27,8 +59,22 @@ const ChatCompletion = Type.Object(
       Type.Object(
         {
           index: Type.Integer(),
-          message: Type.Object({ role: Type.Literal('assistant'), content: Type.String() }, open),
-          finish_reason: Type.Unsafe<'stop' | 'length'>({ type: 'string', enum: ['stop', 'length'] }),
+          message: Type.Object(
+            {
+              role: Type.Literal('assistant'),
+              content: nullable(Type.String({ description: 'null when the choice only called tools' })),
+              refusal: Type.Null(),
+              tool_calls: Type.Optional(Type.Array(ToolCall)),
+            },
+            open,
+          ),
+          logprobs: nullable(
+            Type.Object(
+              { content: Type.Array(TokenLogprob), refusal: Type.Null() },
+              { ...open, description: 'null unless logprobs: true' },
+            ),
+          ),
+          finish_reason: FinishReason,
         },
         open,
       ),
@@ -38,40 +84,45 @@ const ChatCompletion = Type.Object(
   { ...open, description: 'With stream: true, text/event-stream of chat.completion.chunk events, then data: [DONE]' },
 );
 
-/** Every error of the LLM routes has OpenAI's shape. */
-const openAiErrors = { '4xx': OpenAiErrorBody, '5xx': OpenAiErrorBody };
+/** Every error of the LLM routes has OpenAI's shape; under /llm with @livepeer/ai's `detail` beside it. */
+export const openAiErrors = { '4xx': OpenAiErrorBody, '5xx': OpenAiErrorBody };
+const llmErrors = { '4xx': LlmErrorBody, '5xx': LlmErrorBody };
 
-export const chatRoute = (summary: string) => ({
+export const chatRoute = (summary: string, opts: { livepeer: boolean }) => ({
   summary,
   description:
-    'An OpenAI-compatible chat completion, priced per max_tokens at the chosen orchestrator (API.md section B).',
+    'An OpenAI-compatible chat completion, priced per max_tokens (x n) at the chosen orchestrator (API.md section B). Unknown fields are ignored and named in the x-mediaplane-ignored-fields header.',
   body: ChatRequestBody,
-  response: { 200: ChatCompletion, ...openAiErrors },
+  response: { 200: ChatCompletion, ...(opts.livepeer ? llmErrors : openAiErrors) },
 });
+
+const Model = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('model'),
+    created: Type.Integer(),
+    owned_by: Type.String(),
+    warm: Type.Boolean({ description: 'Loaded on at least one orchestrator' }),
+  },
+  open,
+);
 
 export const modelsRoute = {
   summary: 'The models the orchestrators offer, warm or not',
   response: {
-    200: Type.Object(
-      {
-        object: Type.Literal('list'),
-        data: Type.Array(
-          Type.Object(
-            {
-              id: Type.String(),
-              object: Type.Literal('model'),
-              created: Type.Integer(),
-              owned_by: Type.String(),
-              warm: Type.Boolean({ description: 'Loaded on at least one orchestrator' }),
-            },
-            open,
-          ),
-        ),
-      },
-      open,
-    ),
+    200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Model) }, open),
     ...openAiErrors,
   },
+};
+
+export const ModelParams = Type.Object({
+  id: Type.String({ description: '<org>/<model_name>; the openai SDK sends the slash as %2F' }),
+});
+
+export const modelRoute = {
+  summary: 'One model the orchestrators offer; 404 model_not_found when none does',
+  params: ModelParams,
+  response: { 200: Model, ...openAiErrors },
 };
 
 export const RegistrationBody = Type.Object(
@@ -88,7 +139,7 @@ export const RegistrationBody = Type.Object(
 export const registrationRoute = {
   summary: 'An orchestrator registers itself (Authorization: Bearer <the shared orchestrator secret>)',
   body: RegistrationBody,
-  response: { 204: Type.Null({ description: 'Registered' }), ...openAiErrors },
+  response: { 204: Type.Null({ description: 'Registered' }), ...llmErrors },
 };
 
 export const LedgerQuery = Type.Object({

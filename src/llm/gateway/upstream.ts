@@ -4,11 +4,29 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { type SseBatch, SseBatcher } from '../../lib/sse.ts';
-import { REQUEST_ID_HEADER, type FinishReason, type Usage } from '../protocol.ts';
+import { REQUEST_ID_HEADER, type FinishReason, type TokenLogprob, type Usage } from '../protocol.ts';
+
+/** A piece of tool call `index` of a choice, as OpenAI streams them: id, type and name on the first only. */
+export interface ToolCallDelta {
+  index?: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+/** One choice of a chunk (API.md section B, the orchestrator -> gateway wire). */
+export interface ChunkChoice {
+  index?: number;
+  delta?: { role?: string; content?: string | null; tool_calls?: ToolCallDelta[] | null };
+  logprobs?: { content?: TokenLogprob[] | null } | null;
+  finish_reason?: FinishReason | null;
+}
 
 /** The parts of an orchestrator's `data:` chunk the gateway reads (the rest passes through). */
 export interface CompletionChunk {
-  choices?: Array<{ delta?: { content?: string | null }; finish_reason?: FinishReason | null }>;
+  id?: string;
+  model?: string;
+  choices?: ChunkChoice[];
   usage?: Usage | null;
   created?: number;
 }

@@ -96,10 +96,11 @@ export interface Engine {
 
 /** A prompt that cannot fit the context at all: the caller's fault, answered 400 context_length_exceeded. */
 export class PromptTooLongError extends ContextLengthExceededError {
-  constructor(promptTokens: number, contextLength: number) {
+  /** `param`: `messages` (chat), `prompt` (a text completion). */
+  constructor(promptTokens: number, contextLength: number, param: 'messages' | 'prompt' = 'messages') {
     super(
-      `messages: the prompt is ${promptTokens} tokens, the model's context per request is ${contextLength} (MAX_MODEL_LEN)`,
-      { param: 'messages' },
+      `${param}: the prompt is ${promptTokens} tokens, the model's context per request is ${contextLength} (MAX_MODEL_LEN)`,
+      { param },
     );
   }
 }

@@ -6,27 +6,35 @@
 // Q8_0 file when the folder has one), GPU_MEMORY_UTILIZATION the VRAM share left unused as
 // padding. The parallel sizes are checked, but llama.cpp spreads layers over every visible
 // GPU by itself, so it does not otherwise use them.
+//
+// A request is planned first (llamacpp-plan.ts: everything that can refuse it, a 400 before any
+// event), then its n choices run on n sequences at once (llamacpp-choice.ts), and the usage
+// follows once all have ended. Messages become node-llama-cpp's chat history in
+// llamacpp-history.ts; sampling changes and log probabilities are in llamacpp-logprobs.ts; tool
+// calls in llamacpp-tools.ts; JSON Schema grammars in json-schema.ts.
 
 import {
+  type ChatWrapper,
+  type GbnfJsonSchema,
   getLlama,
-  LlamaChat,
-  LlamaLogLevel,
-  type ChatHistoryItem,
   type Llama,
   type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaGrammar,
+  LlamaLogLevel,
   type LlamaModel,
+  resolveChatWrapper,
 } from 'node-llama-cpp';
 import type { Logger } from 'pino';
-import { NotFoundError } from '../../../lib/errors.ts';
-import {
-  PromptTooLongError,
-  type Engine,
-  type EngineModel,
-  type GenerateEvent,
-  type GenerateParams,
-} from '../engine.ts';
+import { InternalError, NotFoundError } from '../../../lib/errors.ts';
+import type { Feature } from '../../protocol.ts';
+import { type Embedded, llamaCppEmbed } from '../embeddings.ts';
+import type { Engine, EngineModel, GenerateEvent, GenerateParams } from '../engine.ts';
 import { downloadFromHub, listLocalModels, localModelFile } from '../models.ts';
 import { checkTuning, readGgufMeta, TuningError, type EffectiveTuning, type Tuning } from '../tuning.ts';
+import { createJsonGrammar } from './json-schema.ts';
+import { runChoice } from './llamacpp-choice.ts';
+import { choiceSeeds, type Plan, planRequest } from './llamacpp-plan.ts';
 
 export interface LlamaCppOptions {
   modelsDir: string;
@@ -47,18 +55,32 @@ interface Offered {
 interface Loaded {
   model: LlamaModel;
   context: LlamaContext;
-  /** Requests generating on this context now (see dispatchSchedule). */
+  /** The model's chat template, resolved once (LlamaChat would for each request). */
+  chatWrapper: ChatWrapper;
+  /** Sequences generating on this context now (see dispatchSchedule). */
   active: number;
 }
 
 export class LlamaCppEngine implements Engine {
   readonly name = 'llama.cpp';
+  readonly features: readonly Feature[] = [
+    'json_object',
+    'json_schema',
+    'tools',
+    'logprobs',
+    'n',
+    'logit_bias',
+    'completions',
+    'embeddings',
+  ];
   tokensComputed = 0;
   readonly #opts: LlamaCppOptions;
   #llama: Llama | undefined;
   readonly #offered = new Map<string, Offered>();
   readonly #loading = new Map<string, Promise<Loaded>>();
   readonly #loaded = new Map<string, Loaded>();
+  /** Grammars by schema text, least recently used first. */
+  readonly #grammars = new Map<string, Promise<LlamaGrammar>>();
 
   constructor(opts: LlamaCppOptions) {
     this.#opts = opts;
@@ -157,7 +179,7 @@ export class LlamaCppEngine implements Engine {
           dispatchSchedule: (dispatch: () => void) => (counts.active <= 1 ? dispatch() : setImmediate(dispatch)),
         },
       });
-      const loaded: Loaded = Object.assign(counts, { model, context });
+      const loaded: Loaded = Object.assign(counts, { model, context, chatWrapper: resolveChatWrapper(model) });
       this.#loaded.set(id, loaded);
       this.#opts.log.info(
         {
@@ -178,101 +200,100 @@ export class LlamaCppEngine implements Engine {
 
   async *generate(id: string, p: GenerateParams, signal: AbortSignal): AsyncGenerator<GenerateEvent> {
     const loaded = await this.#load(id);
-    const { model, context } = loaded;
-    // The orchestrator's Slots admit at most MAX_NUM_SEQS requests, so a sequence is free.
-    const sequence = context.getSequence();
-    let chat: LlamaChat;
-    try {
-      chat = new LlamaChat({ contextSequence: sequence, autoDisposeSequence: false });
-    } catch (err) {
-      sequence.dispose(); // or the slot's sequence is lost for good
-      throw err;
-    }
+    // Everything that can refuse the request (400s) is checked before the first event.
+    const plan = await planRequest(
+      {
+        model: loaded.model,
+        chatWrapper: loaded.chatWrapper,
+        contextSize: loaded.context.contextSize,
+        grammar: (schema, maxTokens) => this.#grammar(schema, maxTokens),
+      },
+      p,
+    );
+    yield* this.#choices(loaded, plan, p, signal);
+  }
+
+  /** Runs the n choices on n sequences of the model's context (one batch), then the summed usage. */
+  async *#choices(loaded: Loaded, plan: Plan, p: GenerateParams, signal: AbortSignal): AsyncGenerator<GenerateEvent> {
+    // The orchestrator's Slots admit a request only when n sequences are free.
+    const sequences = takeSequences(loaded.context, p.n);
     // Our own controller: ending the iteration early (the consumer's `return`) also stops
-    // the native loop before the sequence is handed back.
+    // the native loops before the sequences are handed back.
     const stop = new AbortController();
     const onAbort = (): void => stop.abort();
     signal.addEventListener('abort', onAbort, { once: true });
-    // Text the consumer has not taken yet is merged into the next event (one SSE chunk, one
-    // write): tokens are never held back, but a busy consumer catches up in one step.
-    const events = new PushQueue<GenerateEvent>((a, b) =>
-      a.type === 'text' ? { ...b, text: a.text + b.text } : undefined,
+    if (signal.aborted) stop.abort();
+    const events = new PushQueue<GenerateEvent>(mergeText, (e) => (e.type === 'usage' ? -1 : e.index));
+    const seeds = choiceSeeds(p.seed, p.n);
+    loaded.active += p.n;
+    const runs = sequences.map((sequence, index) =>
+      runChoice({
+        index,
+        sequence,
+        model: loaded.model,
+        chatWrapper: loaded.chatWrapper,
+        plan: plan.choice,
+        seed: seeds[index] ?? 0,
+        signal: stop.signal,
+        emit: (event) => events.push(event),
+        counted: (tokens) => {
+          this.tokensComputed += tokens;
+        },
+      }),
     );
-    let running: Promise<unknown> = Promise.resolve();
-    loaded.active++;
+    const settled = Promise.allSettled(runs);
+    Promise.all(runs).then(
+      (choices) => {
+        let completion = 0;
+        for (const c of choices) {
+          completion += c.completion;
+          // Tokens that matched a stop string (or ended a grammar) were never released.
+          this.tokensComputed += c.completion - c.counted;
+        }
+        const usage = { prompt_tokens: plan.promptTokens, completion_tokens: completion };
+        if (!stop.signal.aborted)
+          events.push({ type: 'usage', usage: { ...usage, total_tokens: usage.prompt_tokens + completion } });
+        events.end();
+      },
+      (err: unknown) => events.fail(err),
+    );
     try {
-      const history: ChatHistoryItem[] = [
-        ...p.messages.map(
-          (m): ChatHistoryItem =>
-            m.role === 'assistant' ? { type: 'model', response: [m.content] } : { type: m.role, text: m.content },
-        ),
-        { type: 'model', response: [] },
-      ];
-      const promptTokens = chat.chatWrapper
-        .generateContextState({ chatHistory: history })
-        .contextText.tokenize(model.tokenizer).length;
-      const room = sequence.contextSize - promptTokens;
-      if (room < 1) throw new PromptTooLongError(promptTokens, sequence.contextSize);
-      let completion = 0;
-      const cap = Math.min(p.maxTokens, room);
-      // The text of the final token (max_tokens reached) rides on the end event, so the last
-      // content chunk carries finish_reason without waiting for anything: onToken comes just
-      // before onTextChunk for the same tokens, and the end follows without another decode.
-      let last = false;
-      let tail = '';
-      const penalties = p.presencePenalty !== undefined || p.frequencyPenalty !== undefined;
-      running = chat
-        .generateResponse(history, {
-          signal: stop.signal,
-          stopOnAbortSignal: true,
-          maxTokens: cap,
-          // OpenAI's default temperature is 1; node-llama-cpp's is 0 (greedy).
-          temperature: p.temperature ?? 1,
-          ...(p.topP !== undefined ? { topP: p.topP } : {}),
-          ...(p.topK !== undefined ? { topK: p.topK } : {}),
-          ...(p.seed !== undefined ? { seed: p.seed } : {}),
-          ...(p.stop ? { customStopTriggers: p.stop } : {}),
-          repeatPenalty: penalties
-            ? { penalty: 1, presencePenalty: p.presencePenalty ?? 0, frequencyPenalty: p.frequencyPenalty ?? 0 }
-            : false,
-          onToken: (tokens) => {
-            completion += tokens.length;
-            this.tokensComputed += tokens.length;
-            last = completion >= cap;
-          },
-          onTextChunk: (text) => {
-            if (last) tail += text;
-            else if (text) events.push({ type: 'text', text });
-          },
-        })
-        .then(
-          (r) => {
-            if (!stop.signal.aborted) {
-              const finishReason = r.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
-              events.push({
-                type: 'end',
-                text: tail,
-                finishReason,
-                usage: {
-                  prompt_tokens: promptTokens,
-                  completion_tokens: completion,
-                  total_tokens: promptTokens + completion,
-                },
-              });
-            }
-            events.end();
-          },
-          (err: unknown) => events.fail(err),
-        );
       yield* events;
     } finally {
-      loaded.active--;
+      loaded.active -= p.n;
       signal.removeEventListener('abort', onAbort);
       stop.abort();
-      await running.catch(() => undefined);
-      chat.dispose({ disposeSequence: false });
-      sequence.dispose();
+      await settled;
+      for (const sequence of sequences) sequence.dispose();
     }
+  }
+
+  /**
+   * The grammar of a schema, made once per schema while it is in use often (see GRAMMAR_CACHE).
+   * Keyed by max_tokens too: json-schema.ts bounds the keys of open objects by a cap that its
+   * schema text does not show, and the cap follows from the caller's schema and max_tokens.
+   */
+  #grammar(schema: GbnfJsonSchema, maxTokens: number): Promise<LlamaGrammar> {
+    const llama = this.#llama;
+    if (!llama) return Promise.reject(new InternalError('llama.cpp is not loaded'));
+    const key = `${maxTokens} ${JSON.stringify(schema)}`;
+    const cached = this.#grammars.get(key);
+    if (cached) {
+      // Most recently used last: the first is the one to drop.
+      this.#grammars.delete(key);
+      this.#grammars.set(key, cached);
+      return cached;
+    }
+    const made = createJsonGrammar(llama, schema);
+    this.#grammars.set(key, made);
+    made.catch(() => this.#grammars.delete(key));
+    if (this.#grammars.size > GRAMMAR_CACHE) this.#grammars.delete(this.#grammars.keys().next().value ?? '');
+    return made;
+  }
+
+  async embed(id: string, input: string[], signal: AbortSignal): Promise<Embedded> {
+    const { model, context } = await this.#load(id);
+    return llamaCppEmbed({ model, contextSize: context.contextSize, threads: this.#opts.threads, input, signal });
   }
 
   async close(): Promise<void> {
@@ -286,25 +307,55 @@ export class LlamaCppEngine implements Engine {
 }
 
 /**
+ * Grammars kept made. Making one took 0.2-1 ms here (3 ms the first time), against ~3.4 ms per
+ * constrained token: worth keeping for clients that send the same schema every time.
+ */
+const GRAMMAR_CACHE = 64;
+
+function takeSequences(context: LlamaContext, n: number): LlamaContextSequence[] {
+  const taken: LlamaContextSequence[] = [];
+  try {
+    for (let i = 0; i < n; i++) taken.push(context.getSequence());
+  } catch (err) {
+    for (const s of taken) s.dispose(); // or the slots' sequences are lost for good
+    throw err;
+  }
+  return taken;
+}
+
+/** Text the consumer has not taken joins the next text or end of the same choice (one SSE chunk, one write). */
+function mergeText(queued: GenerateEvent, next: GenerateEvent): GenerateEvent | undefined {
+  if (queued.type !== 'text' || (next.type !== 'text' && next.type !== 'end')) return undefined;
+  const logprobs = queued.logprobs && next.logprobs ? { logprobs: [...queued.logprobs, ...next.logprobs] } : {};
+  return { ...next, text: queued.text + next.text, ...logprobs };
+}
+
+/**
  * A one-consumer async queue: callbacks push, the generator awaits. `merge` may combine an
- * item with the one queued before it (both not yet taken): undefined keeps them apart.
+ * item with the last queued item of its stream (`stream`: the choice; both not yet taken):
+ * undefined keeps them apart. Items of different streams keep no order among themselves.
  */
 class PushQueue<T> implements AsyncIterable<T> {
   readonly #items: T[] = [];
-  readonly #merge: ((queued: T, next: T) => T | undefined) | undefined;
+  readonly #merge: (queued: T, next: T) => T | undefined;
+  readonly #stream: (item: T) => number;
   #done = false;
   #error: unknown;
   #wake: (() => void) | undefined;
 
-  constructor(merge?: (queued: T, next: T) => T | undefined) {
+  constructor(merge: (queued: T, next: T) => T | undefined, stream: (item: T) => number) {
     this.#merge = merge;
+    this.#stream = stream;
   }
 
   push(item: T): void {
-    const queued = this.#items.at(-1);
-    const merged = queued === undefined ? undefined : this.#merge?.(queued, item);
+    const stream = this.#stream(item);
+    let i = this.#items.length - 1;
+    while (i >= 0 && this.#stream(this.#items[i] as T) !== stream) i--;
+    const queued = this.#items[i];
+    const merged = queued === undefined ? undefined : this.#merge(queued, item);
     if (merged === undefined) this.#items.push(item);
-    else this.#items[this.#items.length - 1] = merged;
+    else this.#items[i] = merged;
     this.#wake?.();
   }
   end(): void {

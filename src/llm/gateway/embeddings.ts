@@ -1,0 +1,332 @@
+// POST /v1/embeddings (issue #17), OpenAI's shape: `input` a string or a list of strings, the
+// vectors as floats or base64, priced on input tokens. Sent to an orchestrator offering the
+// model with the `embeddings` feature, failing over to the next on a 5xx or no answer, as
+// chat does before its first token (an embedding's answer is all one piece).
+
+import { randomUUID } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  BadRequestError,
+  MediaplaneError,
+  ModelNotFoundError,
+  PaymentRequiredError,
+  TimeoutError,
+  UpstreamFailedError,
+  UpstreamUnavailableError,
+} from '../../lib/errors.ts';
+import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
+import { OpenAiErrorBody } from '../../lib/wire-errors.ts';
+import type { Ledger } from '../ledger.ts';
+import { unknownFields } from '../protocol.ts';
+import type { CompleteDeps } from './complete.ts';
+import { type GatewayRoutes, IGNORED_FIELDS_HEADER, ignoredHeader } from './serve.ts';
+import { refusedByOrchestrator } from './errors.ts';
+import type { Candidate } from './pool.ts';
+
+/** OpenAI's limit on the inputs of one request. */
+const MAX_INPUTS = 2048;
+
+// Token arrays (OpenAI's other `input` forms) are refused: token ids belong to one tokenizer,
+// and those clients send (LangChain's OpenAIEmbeddings tokenizes with tiktoken) mean other
+// tokens to these models.
+const inputWording = `required, must be a non-empty string or an array of 1 to ${MAX_INPUTS} non-empty strings (token arrays are not supported: send the text)`;
+
+export const EmbeddingsBody = Type.Object(
+  {
+    model: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: '<org>/<model_name>, as on the public model hub',
+      [ERROR_MESSAGE]: 'required, must be <org>/<model_name> (e.g. karpathy/stories260K)',
+    }),
+    input: Type.Union(
+      [Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: MAX_INPUTS })],
+      { description: 'The text to embed: a string, or a list of them', [ERROR_MESSAGE]: inputWording },
+    ),
+    encoding_format: Type.Optional(
+      Type.Union([Type.Literal('float'), Type.Literal('base64'), Type.Null()], {
+        description: 'float (default), or base64 of the little-endian float32 values',
+        [ERROR_MESSAGE]: 'must be "float" or "base64"',
+      }),
+    ),
+    dimensions: Type.Optional(
+      Type.Null({
+        description: "Refused: vectors have the model's own size",
+        [ERROR_MESSAGE]: "not supported: the vectors have the model's own size",
+      }),
+    ),
+    user: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description: 'Accepted and ignored',
+        [ERROR_MESSAGE]: 'must be a string',
+      }),
+    ),
+  },
+  { [ERROR_MESSAGE]: { type: 'must be a JSON object' } },
+);
+export type EmbeddingsBody = Static<typeof EmbeddingsBody>;
+
+const open = { additionalProperties: true };
+
+export const embeddingsRoute = {
+  summary: 'Embeddings (OpenAI-compatible), priced on input tokens',
+  description:
+    "Vectors of the model's own size, scaled to length 1; charged prompt_tokens x the chosen orchestrator's price per token (API.md section B).",
+  body: EmbeddingsBody,
+  response: {
+    200: Type.Object(
+      {
+        object: Type.Literal('list'),
+        data: Type.Array(
+          Type.Object(
+            {
+              object: Type.Literal('embedding'),
+              index: Type.Integer(),
+              // No `type`: serialized as it is (an array of floats, or a base64 string), without
+              // a check of every number on the way out.
+              embedding: Type.Unsafe<number[] | string>({ description: 'floats, or base64 (encoding_format)' }),
+            },
+            open,
+          ),
+        ),
+        model: Type.String(),
+        usage: Type.Object({ prompt_tokens: Type.Integer(), total_tokens: Type.Integer() }, open),
+      },
+      open,
+    ),
+    '4xx': OpenAiErrorBody,
+    '5xx': OpenAiErrorBody,
+  },
+};
+
+/** The orchestrator's answer (orchestrator/embeddings.ts): floats, in input order. */
+interface Embedded {
+  data: Array<{ index: number; embedding: number[] }>;
+  usage: { prompt_tokens: number };
+}
+
+/** Registers POST /v1/embeddings on a scope with the LLM error handler. */
+export function registerEmbeddings(scope: FastifyInstance, routes: GatewayRoutes): void {
+  scope.post<{ Body: EmbeddingsBody }>(
+    '/v1/embeddings',
+    { schema: embeddingsRoute, onRequest: routes.requireOwner },
+    async (req, reply) => embeddings(req, reply, routes),
+  );
+}
+
+async function embeddings(
+  req: FastifyRequest<{ Body: EmbeddingsBody }>,
+  reply: FastifyReply,
+  routes: GatewayRoutes,
+): Promise<unknown> {
+  const body = req.body;
+  const ignored = unknownFields(body, EmbeddingsBody);
+  if (ignored.length > 0) reply.header(IGNORED_FIELDS_HEADER, ignoredHeader(ignored));
+  const input = typeof body.input === 'string' ? [body.input] : body.input;
+  const candidates = await candidatesFor(routes.complete, body.model);
+  const gone = new AbortController();
+  const res = reply.raw;
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  const out = await firstAnswer(routes, {
+    owner: routes.ownerOf(req),
+    model: body.model,
+    input,
+    candidates,
+    gone: gone.signal,
+  });
+  return {
+    object: 'list',
+    data: out.data.map((d, index) => ({
+      object: 'embedding',
+      index,
+      embedding: body.encoding_format === 'base64' ? base64(d.embedding) : d.embedding,
+    })),
+    model: body.model,
+    usage: { prompt_tokens: out.usage.prompt_tokens, total_tokens: out.usage.prompt_tokens },
+  };
+}
+
+/** OpenAI's base64 form: the float32 values, little-endian, one after another. */
+export function base64(vector: readonly number[]): string {
+  const buf = Buffer.alloc(vector.length * 4);
+  for (const [i, x] of vector.entries()) buf.writeFloatLE(x, i * 4);
+  return buf.toString('base64');
+}
+
+/**
+ * The orchestrators that can answer, best first: those offering the model whose engine
+ * computes embeddings, under the operator's price ceiling. None offers the model: 404; some
+ * do, but none computes embeddings: 400 naming `model`.
+ */
+async function candidatesFor(deps: CompleteDeps, model: string): Promise<Candidate[]> {
+  const { pool } = deps;
+  if (!pool.offers(model)) await pool.refresh();
+  const embeds = (c: Candidate) => c.features.includes('embeddings');
+  const serving = pool.candidates(model, 0);
+  if (serving.length === 0) throw new ModelNotFoundError(`no orchestrator offers the model ${model}`);
+  if (!serving.some(embeds)) {
+    const why = `model: no orchestrator computes embeddings with ${model} (its engines generate text only)`;
+    throw new BadRequestError(why, { param: 'model' });
+  }
+  const affordable = pool.candidates(model, deps.maxPricePerToken).filter(embeds);
+  if (affordable.length === 0)
+    throw new ModelNotFoundError(
+      `no orchestrator computes embeddings with ${model} at or under ${deps.maxPricePerToken} USD per token`,
+    );
+  return affordable;
+}
+
+/**
+ * The most tokens `input` can take on `c`, reserved before asking (the count comes with the
+ * answer): a token covers at least one byte of text, plus up to three the tokenizer adds (a
+ * leading space, the beginning and end markers), and an input longer than the model's context
+ * is refused, not charged. Settled at the answer's prompt_tokens (never above the bound).
+ */
+function tokenBound(input: readonly string[], c: Candidate): number {
+  const perInput = (text: string) => Buffer.byteLength(text) + 3;
+  return input.reduce((sum, text) => sum + Math.min(perInput(text), c.contextLength ?? Number.POSITIVE_INFINITY), 0);
+}
+
+interface Attempted {
+  owner: string;
+  model: string;
+  input: string[];
+  candidates: Candidate[];
+  gone: AbortSignal;
+}
+
+/** Tries the candidates in order; the first answer is charged and returned. */
+async function firstAnswer(routes: GatewayRoutes, a: Attempted): Promise<Embedded> {
+  const deps = routes.complete;
+  const failures: MediaplaneError[] = [];
+  const requestId = `embd-${randomUUID()}`;
+  for (const c of a.candidates) {
+    const charge = await openCharge(routes.ledger, { ...a, candidate: c, requestId });
+    c.orchestrator.inflight++;
+    try {
+      const out = await ask(c, a, deps.firstTokenTimeoutMs);
+      await charge.settle(out.usage.prompt_tokens);
+      return out;
+    } catch (err) {
+      await charge.release();
+      const e = asError(err, deps.firstTokenTimeoutMs);
+      // The caller's mistake (the orchestrator's 400) is the answer; so is a client gone.
+      if (e.statusCode === 400 || a.gone.aborted) throw e;
+      deps.metrics.failedBeforeFirstToken(a.model, c.orchestrator.url);
+      deps.log.warn(
+        { orchestrator: c.orchestrator.url, model: a.model, err: e.message },
+        'embeddings failed; trying the next',
+      );
+      deps.pool.markDown(c.orchestrator);
+      failures.push(e);
+    } finally {
+      c.orchestrator.inflight--;
+    }
+  }
+  throw summarize(a.model, failures);
+}
+
+/** What the client is told when every orchestrator failed (as chat's failover.ts says it). */
+function summarize(model: string, failures: MediaplaneError[]): MediaplaneError {
+  const n = failures.length;
+  if (n > 0 && failures.every((f) => f instanceof TimeoutError))
+    return new TimeoutError(`every orchestrator for ${model} timed out (${n} tried)`);
+  if (failures.every((f) => f instanceof UpstreamUnavailableError))
+    return new UpstreamUnavailableError(`every orchestrator for ${model} is busy or down (${n} tried)`);
+  return new UpstreamFailedError(
+    `the orchestrators for ${model} failed and no other could take the request (${n} tried)`,
+  );
+}
+
+interface EmbeddingsCharge {
+  settle(promptTokens: number): Promise<void>;
+  release(): Promise<void>;
+}
+
+/**
+ * The charge of one attempt (ledger.ts, as chat's billing.ts): a free orchestrator's zero
+ * charge is written once the answer is out; a priced one reserves tokenBound x price first
+ * (402 when the balance cannot cover it) and settles usage-based at the tokens counted,
+ * whatever the gateway's setting for chat: the bound is a bound, not a price basis.
+ */
+async function openCharge(
+  ledger: Ledger,
+  o: { owner: string; model: string; input: string[]; candidate: Candidate; requestId: string },
+): Promise<EmbeddingsCharge> {
+  const c = o.candidate;
+  const entry = {
+    owner: o.owner,
+    maxTokens: tokenBound(o.input, c),
+    model: o.model,
+    orchestrator: c.orchestrator.url,
+    requestId: o.requestId,
+  };
+  if (!(c.pricePerToken > 0))
+    return {
+      settle: (promptTokens) => ledger.recordFree({ ...entry, completionTokens: promptTokens }),
+      release: async () => {},
+    };
+  const reservation = await ledger.reserve({ ...entry, pricePerToken: c.pricePerToken });
+  if (!reservation)
+    throw new PaymentRequiredError(
+      `balance too low for up to ${entry.maxTokens} input tokens at ${c.pricePerToken} USD per token; add credits or send less input`,
+    );
+  return {
+    settle: (promptTokens) => ledger.settle(reservation.id, { completionTokens: promptTokens, usageBased: true }),
+    release: () => ledger.release(reservation.id),
+  };
+}
+
+/** One orchestrator's answer, or the error that says why not. */
+async function ask(c: Candidate, a: Attempted, timeoutMs: number): Promise<Embedded> {
+  // The answer comes whole: the first-token timeout bounds all of it.
+  const signal = AbortSignal.any([a.gone, AbortSignal.timeout(timeoutMs)]);
+  const res = await fetch(`${c.base}/v1/embeddings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(c.secret ? { authorization: `Bearer ${c.secret}` } : {}) },
+    body: JSON.stringify({ model: a.model, input: a.input }),
+    signal,
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw refusal(res.status, text);
+  const out = parsed(text);
+  if (!Array.isArray(out.data) || out.data.length !== a.input.length || typeof out.usage?.prompt_tokens !== 'number')
+    throw new UpstreamFailedError('the orchestrator answered embeddings in an unknown shape');
+  return { data: [...out.data].sort((x, y) => x.index - y.index), usage: out.usage };
+}
+
+function parsed(text: string): Partial<Embedded> {
+  try {
+    return JSON.parse(text) as Partial<Embedded>;
+  } catch {
+    return {};
+  }
+}
+
+/** An orchestrator's error status: its 400 is the caller's request (passed on), the rest fail over. */
+function refusal(status: number, text: string): MediaplaneError {
+  let error: { message?: unknown; code?: unknown; param?: unknown } = {};
+  try {
+    error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
+  } catch {
+    // not JSON
+  }
+  const message = typeof error.message === 'string' ? error.message : text.slice(0, 300) || `status ${status}`;
+  if (status === 400)
+    return refusedByOrchestrator({
+      message,
+      code: typeof error.code === 'string' ? error.code : undefined,
+      param: typeof error.param === 'string' ? error.param : undefined,
+    });
+  if (status === 503 || status === 404 || status === 401) return new UpstreamUnavailableError(`${status}: ${message}`);
+  return new UpstreamFailedError(`${status}: ${message}`);
+}
+
+function asError(err: unknown, timeoutMs: number): MediaplaneError {
+  if (err instanceof MediaplaneError) return err;
+  if (err instanceof Error && err.name === 'TimeoutError') return new TimeoutError(`no answer within ${timeoutMs} ms`);
+  return new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err });
+}

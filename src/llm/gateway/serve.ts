@@ -1,0 +1,91 @@
+// How a gateway route answers a completion (POST /llm, /v1/chat/completions, /v1/completions):
+// the key's owner, the client going away, the ignored fields named in a header, the JSON or
+// the stream, and an error on a stream that has not started, answered as the route's error
+// handler would. Routes of their own files (gateway/completions.ts, embeddings.ts) get what
+// they need from GatewayRoutes, so they import this file and not index.ts.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/index.ts';
+import { llmWireErrorFor, logAnswered } from '../../lib/wire-errors.ts';
+import type { Ledger } from '../ledger.ts';
+import type { ChatRequest } from '../protocol.ts';
+import { type AnswerShape, type CompleteDeps, complete } from './complete.ts';
+
+/** The response header naming the top-level request fields that were ignored (API.md section B). */
+export const IGNORED_FIELDS_HEADER = 'x-mediaplane-ignored-fields';
+
+/** What a gateway route file needs: the completion machinery, the settings and the owner of each request. */
+export interface GatewayRoutes {
+  config: Config;
+  log: Logger;
+  complete: CompleteDeps;
+  /** The owners' balances and charges (what a route that is no completion charges with). */
+  ledger: Ledger;
+  /** onRequest hook: checks the API key (401 otherwise) and remembers its owner. */
+  requireOwner(req: FastifyRequest): Promise<void>;
+  /** The owner requireOwner found for `req`. */
+  ownerOf(req: FastifyRequest): string;
+}
+
+/**
+ * Answers one completion for a route: returns the JSON to send (not streaming), or writes the
+ * stream itself. `ignored`: the request's unknown top-level fields (protocol.ts unknownFields).
+ */
+export async function serveCompletion(
+  routes: GatewayRoutes,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  o: { body: ChatRequest; shape?: AnswerShape; ignored?: readonly string[] },
+): Promise<unknown> {
+  const { body } = o;
+  const res = reply.raw;
+  if (o.ignored?.length) res.setHeader(IGNORED_FIELDS_HEADER, ignoredHeader(o.ignored));
+  const gone = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  if (body.stream) reply.hijack();
+  try {
+    const out = await complete(routes.complete, {
+      owner: routes.ownerOf(req),
+      body,
+      res,
+      clientGone: gone.signal,
+      shape: o.shape,
+    });
+    if (body.stream) return undefined;
+    return reply.send(out.json);
+  } catch (err) {
+    if (!body.stream) throw err;
+    // Hijacked and nothing sent yet: answer the error ourselves, as the scope's handler would.
+    const { status, body: errBody, headers } = llmWireErrorFor(req.url)(err);
+    logAnswered(routes.log, status, err, req);
+    if (!res.headersSent && !res.destroyed)
+      res
+        .writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers })
+        .end(JSON.stringify(errBody));
+    return undefined;
+  }
+}
+
+const MAX_NAMED = 32;
+const MAX_NAME = 64;
+
+/**
+ * The header's value: the names, comma-separated. A name is the caller's own text, so anything
+ * a header cannot carry (or that would read as a separator) is percent-encoded, and both the
+ * names and their count are capped.
+ */
+export function ignoredHeader(names: readonly string[]): string {
+  const shown = names.slice(0, MAX_NAMED).map((n) => {
+    const cut = n.length > MAX_NAME ? `${n.slice(0, MAX_NAME)}...` : n;
+    let out = '';
+    for (const b of Buffer.from(cut)) {
+      const plain = b > 0x20 && b < 0x7f && b !== 0x2c && b !== 0x25;
+      out += plain ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+    }
+    return out;
+  });
+  return names.length > MAX_NAMED ? `${shown.join(', ')}, ...` : shown.join(', ');
+}
