@@ -39,6 +39,8 @@ async function run(seed: number): Promise<{ ttftMs: number; tokens: number; tota
   await chat.generateResponse(history, {
     maxTokens: MAX_TOKENS,
     temperature: 1,
+    topK: 40,
+    topP: 0.95,
     seed,
     repeatPenalty: false,
     onToken: (t) => {

@@ -21,8 +21,8 @@
 // BENCH_SCHEMA (leg 6's JSON Schema, JSON text), BENCH_STRUCTURED_MODELS (leg 6's models, default
 // BENCH_MODEL and karpathy/stories260K).
 //
-// Fairness: every leg runs the same prompt, max_tokens, sampling (temperature 1, a seed per
-// round, no penalties), threads and context size per sequence; the HTTP legs read the stream
+// Fairness: every leg runs the same prompt, max_tokens, sampling (temperature 1, top_k 40,
+// top_p 0.95, a seed per round, no penalties), threads and context size per sequence; the HTTP legs read the stream
 // with the same client code. Each leg runs in BENCH_PROCESSES processes of its own (direct
 // children, orchestrators, each with its own gateway), so no one process decides a leg and
 // the direct leg does not share a process with a gateway. The legs run interleaved in a
@@ -173,6 +173,10 @@ async function httpRun(url: string, headers: Record<string, string>, seed: numbe
     messages: [{ role: 'user', content: PROMPT }],
     max_tokens: MAX_TOKENS,
     temperature: 1,
+    // node-llama-cpp's defaults, which the direct leg's LlamaChat cannot turn off: the service's
+    // own defaults are OpenAI's (no top-k, top_p 1), slower on a 32,000-token vocabulary.
+    top_k: 40,
+    top_p: 0.95,
     seed,
     stream: true,
     // The gateway streams usage only when asked (issue #17); an orchestrator always does.
