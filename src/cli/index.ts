@@ -89,8 +89,8 @@ const commands: Record<string, Command> = {
     run: serve({ api: false, worker: true }),
   },
   gateway: {
-    summary: 'run the LLM gateway alone (POST /llm, /v1/chat/completions, /v1/models)',
-    help: `Usage: mediaplane gateway [settings]\n\nServes POST /llm, POST /v1/chat/completions, GET /v1/models and GET /api/ledger, forwarding\nto the orchestrators in MEDIAPLANE_GATEWAY_ORCHESTRATORS and those that register themselves.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'llm'])}`,
+    summary: 'run the LLM gateway alone (POST /llm, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models)',
+    help: `Usage: mediaplane gateway [settings]\n\nServes POST /llm, POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings,\nGET /v1/models and GET /api/ledger, forwarding to the orchestrators in MEDIAPLANE_GATEWAY_ORCHESTRATORS and those that register themselves.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'llm'])}`,
     run: serve({ api: false, worker: false, gateway: true }),
   },
   orchestrator: {
