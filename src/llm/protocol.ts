@@ -54,15 +54,19 @@ export type ResponseFormat =
  * features its engine has (Capabilities.features); the gateway sends a request only to one that
  * has all the request needs (requiredFeatures), and answers 400 naming the field when none does.
  */
-export type Feature =
-  | 'json_object'
-  | 'json_schema'
-  | 'tools'
-  | 'logprobs'
-  | 'n'
-  | 'logit_bias'
-  | 'completions'
-  | 'embeddings';
+export type Feature = (typeof FEATURES)[number];
+
+/** Every feature there is (an engine's `features` is these, or those it has of them). */
+export const FEATURES = [
+  'json_object',
+  'json_schema',
+  'tools',
+  'logprobs',
+  'n',
+  'logit_bias',
+  'completions',
+  'embeddings',
+] as const;
 
 /** A validated chat request, as the gateway forwards it (OpenAI field names). */
 export interface ChatRequest {
@@ -134,7 +138,10 @@ export interface Capabilities {
 export const MODEL_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,95}\/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$/;
 
 /** OpenAI's rule for function and json_schema names. */
-const NAME_RE = '^[a-zA-Z0-9_-]{1,64}$';
+const NameBody = Type.String({
+  pattern: '^[a-zA-Z0-9_-]{1,64}$',
+  [ERROR_MESSAGE]: 'required, must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -',
+});
 
 /** The wording of a number field: `must be a number`, `must be an integer`, `must be between 0 and 2 (got 3)`. */
 function numberWording(min: number, max: number): RuleMessages {
@@ -149,7 +156,7 @@ function numberWording(min: number, max: number): RuleMessages {
 }
 
 /** A number field from `min` to `max`, unset when absent or null. */
-function bounded(min: number, max: number, opts: { integer?: boolean; description: string }) {
+export function bounded(min: number, max: number, opts: { integer?: boolean; description: string }) {
   const kind = opts.integer
     ? Type.Integer({ minimum: min, maximum: max })
     : Type.Number({ minimum: min, maximum: max });
@@ -159,7 +166,7 @@ function bounded(min: number, max: number, opts: { integer?: boolean; descriptio
 }
 
 /** A boolean field, unset when absent or null. */
-function flag(description: string) {
+export function flag(description: string) {
   return Type.Optional(
     Type.Union([Type.Boolean(), Type.Null()], { description, [ERROR_MESSAGE]: 'must be a boolean' }),
   );
@@ -246,10 +253,7 @@ const ToolBody = Type.Object(
     type: Type.Literal('function', { [ERROR_MESSAGE]: 'must be "function" (the only tool type here)' }),
     function: Type.Object(
       {
-        name: Type.String({
-          pattern: NAME_RE,
-          [ERROR_MESSAGE]: 'required, must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -',
-        }),
+        name: NameBody,
         description: Type.Optional(Type.String({ [ERROR_MESSAGE]: 'must be a string' })),
         parameters: Type.Optional(JsonSchemaBody),
         strict: flag('Arguments follow parameters exactly (they always do here)'),
@@ -288,10 +292,7 @@ const ResponseFormatBody = orNull(
       json_schema: Type.Optional(
         Type.Object(
           {
-            name: Type.String({
-              pattern: NAME_RE,
-              [ERROR_MESSAGE]: 'required, must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -',
-            }),
+            name: NameBody,
             description: Type.Optional(Type.String({ [ERROR_MESSAGE]: 'must be a string' })),
             schema: Type.Optional(JsonSchemaBody),
             strict: flag('The output matches the schema exactly (it always does here)'),
@@ -321,29 +322,23 @@ const LogitBiasBody = Type.Unsafe<Record<string, number> | null>({
   },
 });
 
-/** Every field of the chat body but `messages` (which the forwarded form relaxes). */
-const chatFields = {
+/**
+ * The fields the LLM request bodies share (the chat body here, POST /v1/completions and
+ * /v1/embeddings in gateway/): one schema each, so a field has the same rules, wording and
+ * description on every route that takes it.
+ */
+export const sharedFields = {
   model: Type.String({
     minLength: 1,
     maxLength: 256,
     description: '<org>/<model_name>, as on the public model hub; any other id is a 404 model_not_found',
     [ERROR_MESSAGE]: 'required, must be <org>/<model_name> (e.g. karpathy/stories260K)',
   }),
-  stream: flag('Server-sent events (default false)'),
-  stream_options: Type.Optional(
-    orNull(
-      Type.Object(
-        { include_usage: flag('Stream a last chunk with the usage (choices: [])') },
-        { [ERROR_MESSAGE]: { type: 'must be an object {include_usage}' } },
-      ),
-    ),
-  ),
   max_tokens: bounded(1, 1_000_000, {
     integer: true,
     description:
       "Per choice; the price basis; the gateway's default when unset; above the model's context: 400 context_length_exceeded",
   }),
-  max_completion_tokens: bounded(1, 1_000_000, { integer: true, description: 'max_tokens under its newer name' }),
   temperature: bounded(0, 2, { description: 'Sampling temperature (default 1)' }),
   top_p: bounded(0, 1, { description: 'Nucleus sampling (default 1: off)' }),
   // -1 means "off" in vLLM's API, and @livepeer/ai sends it by default.
@@ -365,6 +360,38 @@ const chatFields = {
   }),
   presence_penalty: bounded(-2, 2, { description: 'Presence penalty' }),
   frequency_penalty: bounded(-2, 2, { description: 'Frequency penalty' }),
+  user: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], {
+      description: 'Accepted and ignored',
+      [ERROR_MESSAGE]: 'must be a string',
+    }),
+  ),
+  max_price_per_token: bounded(0, 1, {
+    description: "Mediaplane extension: the caller's price ceiling, USD per output token",
+  }),
+};
+
+/** Every field of the chat body but `messages` (which the forwarded form relaxes). */
+const chatFields = {
+  model: sharedFields.model,
+  stream: flag('Server-sent events (default false)'),
+  stream_options: Type.Optional(
+    orNull(
+      Type.Object(
+        { include_usage: flag('Stream a last chunk with the usage (choices: [])') },
+        { [ERROR_MESSAGE]: { type: 'must be an object {include_usage}' } },
+      ),
+    ),
+  ),
+  max_tokens: sharedFields.max_tokens,
+  max_completion_tokens: bounded(1, 1_000_000, { integer: true, description: 'max_tokens under its newer name' }),
+  temperature: sharedFields.temperature,
+  top_p: sharedFields.top_p,
+  top_k: sharedFields.top_k,
+  stop: sharedFields.stop,
+  seed: sharedFields.seed,
+  presence_penalty: sharedFields.presence_penalty,
+  frequency_penalty: sharedFields.frequency_penalty,
   n: bounded(1, 8, { integer: true, description: 'Choices, decoded together (each up to max_tokens)' }),
   logprobs: flag('Log probabilities of the output tokens'),
   top_logprobs: bounded(0, 20, { integer: true, description: 'Alternatives per token (needs logprobs: true)' }),
@@ -381,15 +408,8 @@ const chatFields = {
   ),
   tool_choice: ToolChoiceBody,
   parallel_tool_calls: flag('Several tool calls in one answer (default true)'),
-  user: Type.Optional(
-    Type.Union([Type.String(), Type.Null()], {
-      description: 'Accepted and ignored',
-      [ERROR_MESSAGE]: 'must be a string',
-    }),
-  ),
-  max_price_per_token: bounded(0, 1, {
-    description: "Mediaplane extension: the caller's price ceiling, USD per output token",
-  }),
+  user: sharedFields.user,
+  max_price_per_token: sharedFields.max_price_per_token,
   audio: refused('not supported: this service answers in text only'),
   modalities: Type.Optional(
     orNull(

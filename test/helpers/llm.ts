@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type OpenAI from 'openai';
 import pino from 'pino';
 import { Registry as MetricsRegistry } from 'prom-client';
 import { Accounts } from '../../src/accounts/index.ts';
@@ -164,6 +165,57 @@ export async function startGateway(
       await gw.close();
       await app.close();
       if (!opts.db) await db.close();
+    },
+  };
+}
+
+export interface LocalLlm {
+  /** The gateway's base URL. */
+  url: string;
+  gw: TestGateway;
+  /** The key of the owner "alice" (no credits: the mounted orchestrator is free). */
+  key: string;
+  /** The openai SDK on the gateway's /v1 with `key`, never retrying. */
+  client: OpenAI;
+  /** The secret between the gateway and the orchestrator, whose own routes are at `${url}/orchestrator`. */
+  secret: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A gateway with a llama.cpp orchestrator mounted in its app (both roles in one server, as
+ * `mediaplane start` runs them) serving `models`; `config` adds to the orchestrator's settings.
+ */
+export async function startLocalLlm(opts: {
+  models: string[];
+  config?: Partial<Record<SettingKey, unknown>>;
+}): Promise<LocalLlm> {
+  // Imported here: most tests of this helper's users need neither node-llama-cpp nor the SDK.
+  const { startOrchestrator } = await import('../../src/llm/orchestrator/index.ts');
+  const { default: OpenAI } = await import('openai');
+  const secret = 'local-llm-test-orchestrator-secret';
+  let orch: { close(): Promise<void> } | undefined;
+  const gw = await startGateway({
+    orchestrators: ['/orchestrator'],
+    config: { orchestratorSecret: secret },
+    mount: async (app) => {
+      orch = await startOrchestrator({
+        config: testConfig({ orchestratorModels: opts.models, orchestratorSecret: secret, ...opts.config }),
+        log: quietLog,
+        app,
+      });
+    },
+  });
+  const key = await gw.owner('alice');
+  return {
+    url: gw.url,
+    gw,
+    key,
+    client: new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 }),
+    secret,
+    async close() {
+      await gw.close();
+      await orch?.close();
     },
   };
 }

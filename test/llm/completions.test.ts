@@ -4,40 +4,23 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import OpenAI from 'openai';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { quietLog, readSse, startGateway, testConfig, TINY, type TestGateway } from '../helpers/llm.ts';
+import type OpenAI from 'openai';
+import { type LocalLlm, readSse, startLocalLlm, TINY } from '../helpers/llm.ts';
 
-const SECRET = 'completions-test-orchestrator-secret';
 const PROMPT = 'Once upon a time';
 
-let gw: TestGateway;
-let orch: { close(): Promise<void> };
+let llm: LocalLlm;
 let key: string;
 let client: OpenAI;
 
 before(async () => {
-  gw = await startGateway({
-    orchestrators: ['/orchestrator'],
-    config: { orchestratorSecret: SECRET },
-    mount: async (app) => {
-      orch = await startOrchestrator({
-        config: testConfig({ orchestratorModels: [TINY], orchestratorSecret: SECRET }),
-        log: quietLog,
-        app,
-      });
-    },
-  });
-  key = await gw.owner('alice');
-  client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  llm = await startLocalLlm({ models: [TINY] });
+  ({ key, client } = llm);
 });
-after(async () => {
-  await gw.close();
-  await orch.close();
-});
+after(() => llm.close());
 
 const post = (body: unknown): Promise<Response> =>
-  fetch(`${gw.url}/v1/completions`, {
+  fetch(`${llm.url}/v1/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),

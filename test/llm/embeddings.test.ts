@@ -7,16 +7,23 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { readGgufFileInfo } from 'node-llama-cpp';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { Ledger } from '../../src/llm/ledger.ts';
-import { MODELS_DIR, quietLog, startGateway, testConfig, TINY, type TestGateway } from '../helpers/llm.ts';
+import {
+  type LocalLlm,
+  MODELS_DIR,
+  quietLog,
+  startGateway,
+  startLocalLlm,
+  testConfig,
+  TINY,
+  type TestGateway,
+} from '../helpers/llm.ts';
 
-const SECRET = 'embeddings-test-orchestrator-secret';
-
+let llm: LocalLlm;
 let gw: TestGateway;
-let orch: { close(): Promise<void> };
 let key: string;
 let client: OpenAI;
 /** tiny-random-llama-2's embedding size, from its GGUF header. */
@@ -25,24 +32,10 @@ let size: number;
 before(async () => {
   const info = await readGgufFileInfo(join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf'));
   size = Number((info.metadata as any).llama.embedding_length);
-  gw = await startGateway({
-    orchestrators: ['/orchestrator'],
-    config: { orchestratorSecret: SECRET },
-    mount: async (app) => {
-      orch = await startOrchestrator({
-        config: testConfig({ orchestratorModels: [TINY], orchestratorSecret: SECRET }),
-        log: quietLog,
-        app,
-      });
-    },
-  });
-  key = await gw.owner('alice');
-  client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  llm = await startLocalLlm({ models: [TINY] });
+  ({ gw, key, client } = llm);
 });
-after(async () => {
-  await gw.close();
-  await orch.close();
-});
+after(() => llm.close());
 
 const post = (path: string, body: unknown, auth = key, base = gw.url): Promise<Response> =>
   fetch(base + path, {
@@ -145,13 +138,13 @@ test('a free orchestrator: the request is recorded as a zero charge of its input
 
 test('the orchestrator route itself: floats, gateways only', async () => {
   const base = `${gw.url}/orchestrator`;
-  const res = await post('/v1/embeddings', { model: TINY, input: ['a'] }, SECRET, base);
+  const res = await post('/v1/embeddings', { model: TINY, input: ['a'] }, llm.secret, base);
   assert.equal(res.status, 200);
   const body = (await res.json()) as any;
   assert.equal(body.data[0].embedding.length, size);
   assert.deepEqual(body.usage, { prompt_tokens: 2, total_tokens: 2 });
   assert.equal((await post('/v1/embeddings', { model: TINY, input: ['a'] }, 'not-the-secret', base)).status, 401);
-  const bad = await post('/v1/embeddings', { model: TINY, input: 'a' }, SECRET, base);
+  const bad = await post('/v1/embeddings', { model: TINY, input: 'a' }, llm.secret, base);
   assert.equal(bad.status, 400, 'a gateway always sends a list');
 });
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Ajv } from 'ajv';
 import { readGgufFileInfo } from 'node-llama-cpp';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import type {
   ChatCompletionChunk,
@@ -22,13 +22,9 @@ import type {
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { MODELS_DIR, quietLog, startGateway, testConfig, TINY, type TestGateway } from '../helpers/llm.ts';
+import { type LocalLlm, MODELS_DIR, startLocalLlm, TINY } from '../helpers/llm.ts';
 
-const SECRET = 'openai-sdk-test-orchestrator-secret';
-
-let gw: TestGateway;
-let orch: { close(): Promise<void> };
+let llm: LocalLlm | undefined;
 let client: OpenAI;
 /** tiny-random-llama-2's embedding size (8), from its GGUF header. */
 let embeddingSize: number;
@@ -36,29 +32,11 @@ let embeddingSize: number;
 before(async () => {
   const info = await readGgufFileInfo(join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf'));
   embeddingSize = Number((info.metadata as any).llama.embedding_length);
-  gw = await startGateway({
-    orchestrators: ['/orchestrator'],
-    config: { orchestratorSecret: SECRET },
-    mount: async (app) => {
-      orch = await startOrchestrator({
-        // Every token its own chunk: streamed tool arguments then come in many pieces.
-        config: testConfig({
-          orchestratorModels: [TINY],
-          orchestratorSecret: SECRET,
-          orchestratorStreamIntervalMs: 0,
-          maxNumSeqs: 4,
-        }),
-        log: quietLog,
-        app,
-      });
-    },
-  });
-  client = new OpenAI({ apiKey: await gw.owner('alice'), baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  // Every token its own chunk: streamed tool arguments then come in many pieces.
+  llm = await startLocalLlm({ models: [TINY], config: { orchestratorStreamIntervalMs: 0, maxNumSeqs: 4 } });
+  ({ client } = llm);
 });
-after(async () => {
-  await gw?.close();
-  await orch?.close();
-});
+after(() => llm?.close());
 
 const hello: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Hello' }];
 

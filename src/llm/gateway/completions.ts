@@ -9,57 +9,34 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError } from '../../lib/errors.ts';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { OpenAiErrorBody } from '../../lib/wire-errors.ts';
-import { type ChatRequest, type ForwardedChatBody, toChatRequest, unknownFields } from '../protocol.ts';
+import {
+  bounded,
+  type ChatRequest,
+  type ForwardedChatBody,
+  flag,
+  sharedFields,
+  toChatRequest,
+  unknownFields,
+} from '../protocol.ts';
 import { complete } from './complete.ts';
-import { type GatewayRoutes, IGNORED_FIELDS_HEADER, ignoredHeader, serveCompletion } from './serve.ts';
+import { clientGone, type GatewayRoutes, nameIgnored, serveCompletion } from './serve.ts';
 
 /** Prompts in one request (each a completion of its own). */
 const MAX_PROMPTS = 64;
-
-function numberWording(min: number, max: number) {
-  const range = `must be between ${min} and ${max} (got {value})`;
-  return { type: 'must be a number', integer: 'must be an integer', minimum: range, maximum: range, default: range };
-}
-
-/** A number field from `min` to `max`, unset when absent or null. */
-function bounded(min: number, max: number, opts: { integer?: boolean; description: string }) {
-  const kind = opts.integer
-    ? Type.Integer({ minimum: min, maximum: max })
-    : Type.Number({ minimum: min, maximum: max });
-  return Type.Optional(
-    Type.Union([kind, Type.Null()], { description: opts.description, [ERROR_MESSAGE]: numberWording(min, max) }),
-  );
-}
-
-const flag = (description: string) =>
-  Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description, [ERROR_MESSAGE]: 'must be a boolean' }));
 
 const promptWording = `required, must be a string or an array of 1 to ${MAX_PROMPTS} strings (token arrays are not supported: send the text)`;
 
 export const CompletionsBody = Type.Object(
   {
-    model: Type.String({
-      minLength: 1,
-      maxLength: 256,
-      description: '<org>/<model_name>, as on the public model hub',
-      [ERROR_MESSAGE]: 'required, must be <org>/<model_name> (e.g. karpathy/stories260K)',
-    }),
+    model: sharedFields.model,
     prompt: Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: MAX_PROMPTS })], {
       description: 'The text to continue, as is (no chat template); a list: one completion each',
       [ERROR_MESSAGE]: promptWording,
     }),
-    max_tokens: bounded(1, 1_000_000, {
-      integer: true,
-      description: "Per choice; the price basis; the gateway's default when unset (as for chat)",
-    }),
-    temperature: bounded(0, 2, { description: 'Sampling temperature (default 1)' }),
-    top_p: bounded(0, 1, { description: 'Nucleus sampling (default 1: off)' }),
-    top_k: Type.Optional(
-      Type.Union([Type.Literal(-1), Type.Integer({ minimum: 0, maximum: 1_000_000 }), Type.Null()], {
-        description: 'Top-k sampling; -1 or unset: off',
-        [ERROR_MESSAGE]: numberWording(0, 1_000_000),
-      }),
-    ),
+    max_tokens: sharedFields.max_tokens,
+    temperature: sharedFields.temperature,
+    top_p: sharedFields.top_p,
+    top_k: sharedFields.top_k,
     n: bounded(1, 8, { integer: true, description: 'Choices per prompt, decoded together' }),
     stream: flag('Server-sent events of text_completion objects (default false)'),
     stream_options: Type.Optional(
@@ -70,16 +47,8 @@ export const CompletionsBody = Type.Object(
         },
       ),
     ),
-    stop: Type.Optional(
-      Type.Union([Type.String(), Type.Array(Type.String({ minLength: 1 }), { maxItems: 4 }), Type.Null()], {
-        description: 'Where generation stops',
-        [ERROR_MESSAGE]: 'must be a string or an array of at most 4 non-empty strings',
-      }),
-    ),
-    seed: bounded(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, {
-      integer: true,
-      description: 'Seeded sampling; unseeded requests are random',
-    }),
+    stop: sharedFields.stop,
+    seed: sharedFields.seed,
     logprobs: bounded(0, 5, {
       integer: true,
       description: 'Log probabilities of the output tokens with this many alternatives each (this API: 0 to 5)',
@@ -97,8 +66,8 @@ export const CompletionsBody = Type.Object(
         [ERROR_MESSAGE]: 'only 1 is supported: ask for several choices with n',
       }),
     ),
-    presence_penalty: bounded(-2, 2, { description: 'Presence penalty' }),
-    frequency_penalty: bounded(-2, 2, { description: 'Frequency penalty' }),
+    presence_penalty: sharedFields.presence_penalty,
+    frequency_penalty: sharedFields.frequency_penalty,
     logit_bias: Type.Optional(
       Type.Unsafe<Record<string, number> | null>({
         type: ['object', 'null'],
@@ -109,15 +78,8 @@ export const CompletionsBody = Type.Object(
         [ERROR_MESSAGE]: 'must be an object of token ids (decimal strings) to biases from -100 to 100, at most 300',
       }),
     ),
-    user: Type.Optional(
-      Type.Union([Type.String(), Type.Null()], {
-        description: 'Accepted and ignored',
-        [ERROR_MESSAGE]: 'must be a string',
-      }),
-    ),
-    max_price_per_token: bounded(0, 1, {
-      description: "Mediaplane extension: the caller's price ceiling, USD per output token",
-    }),
+    user: sharedFields.user,
+    max_price_per_token: sharedFields.max_price_per_token,
   },
   { [ERROR_MESSAGE]: { type: 'must be a JSON object' } },
 );
@@ -223,17 +185,14 @@ async function completions(
   const [first] = requests;
   if (first && (first.stream || (requests.length === 1 && !echo)))
     return serveCompletion(routes, req, reply, { body: first, shape: 'text_completion', ignored });
-  if (ignored.length > 0) reply.header(IGNORED_FIELDS_HEADER, ignoredHeader(ignored));
   const res = reply.raw;
-  const gone = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) gone.abort();
-  });
+  nameIgnored(res, ignored);
+  const gone = clientGone(res);
   const owner = routes.ownerOf(req);
   // Each prompt is a completion of its own (its own orchestrator and charge), run together.
   const answers = await Promise.all(
     requests.map(async (r) => {
-      const opts = { owner, body: r, res, clientGone: gone.signal, shape: 'text_completion' as const };
+      const opts = { owner, body: r, res, clientGone: gone, shape: 'text_completion' as const };
       return (await complete(routes.complete, opts)).json as TextCompletion;
     }),
   );

@@ -18,9 +18,9 @@ import {
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { OpenAiErrorBody } from '../../lib/wire-errors.ts';
 import type { Ledger } from '../ledger.ts';
-import { unknownFields } from '../protocol.ts';
+import { sharedFields, unknownFields } from '../protocol.ts';
 import type { CompleteDeps } from './complete.ts';
-import { type GatewayRoutes, IGNORED_FIELDS_HEADER, ignoredHeader } from './serve.ts';
+import { clientGone, type GatewayRoutes, nameIgnored } from './serve.ts';
 import { refusedByOrchestrator } from './errors.ts';
 import type { Candidate } from './pool.ts';
 
@@ -34,12 +34,7 @@ const inputWording = `required, must be a non-empty string or an array of 1 to $
 
 export const EmbeddingsBody = Type.Object(
   {
-    model: Type.String({
-      minLength: 1,
-      maxLength: 256,
-      description: '<org>/<model_name>, as on the public model hub',
-      [ERROR_MESSAGE]: 'required, must be <org>/<model_name> (e.g. karpathy/stories260K)',
-    }),
+    model: sharedFields.model,
     input: Type.Union(
       [Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: MAX_INPUTS })],
       { description: 'The text to embed: a string, or a list of them', [ERROR_MESSAGE]: inputWording },
@@ -56,12 +51,7 @@ export const EmbeddingsBody = Type.Object(
         [ERROR_MESSAGE]: "not supported: the vectors have the model's own size",
       }),
     ),
-    user: Type.Optional(
-      Type.Union([Type.String(), Type.Null()], {
-        description: 'Accepted and ignored',
-        [ERROR_MESSAGE]: 'must be a string',
-      }),
-    ),
+    user: sharedFields.user,
   },
   { [ERROR_MESSAGE]: { type: 'must be a JSON object' } },
 );
@@ -121,22 +111,11 @@ async function embeddings(
   routes: GatewayRoutes,
 ): Promise<unknown> {
   const body = req.body;
-  const ignored = unknownFields(body, EmbeddingsBody);
-  if (ignored.length > 0) reply.header(IGNORED_FIELDS_HEADER, ignoredHeader(ignored));
+  nameIgnored(reply.raw, unknownFields(body, EmbeddingsBody));
   const input = typeof body.input === 'string' ? [body.input] : body.input;
   const candidates = await candidatesFor(routes.complete, body.model);
-  const gone = new AbortController();
-  const res = reply.raw;
-  res.on('close', () => {
-    if (!res.writableFinished) gone.abort();
-  });
-  const out = await firstAnswer(routes, {
-    owner: routes.ownerOf(req),
-    model: body.model,
-    input,
-    candidates,
-    gone: gone.signal,
-  });
+  const gone = clientGone(reply.raw);
+  const out = await firstAnswer(routes, { owner: routes.ownerOf(req), model: body.model, input, candidates, gone });
   return {
     object: 'list',
     data: out.data.map((d, index) => ({

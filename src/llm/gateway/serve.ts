@@ -4,6 +4,7 @@
 // handler would. Routes of their own files (gateway/completions.ts, embeddings.ts) get what
 // they need from GatewayRoutes, so they import this file and not index.ts.
 
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/index.ts';
@@ -40,18 +41,15 @@ export async function serveCompletion(
 ): Promise<unknown> {
   const { body } = o;
   const res = reply.raw;
-  if (o.ignored?.length) res.setHeader(IGNORED_FIELDS_HEADER, ignoredHeader(o.ignored));
-  const gone = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) gone.abort();
-  });
+  nameIgnored(res, o.ignored ?? []);
+  const gone = clientGone(res);
   if (body.stream) reply.hijack();
   try {
     const out = await complete(routes.complete, {
       owner: routes.ownerOf(req),
       body,
       res,
-      clientGone: gone.signal,
+      clientGone: gone,
       shape: o.shape,
     });
     if (body.stream) return undefined;
@@ -69,6 +67,23 @@ export async function serveCompletion(
   }
 }
 
+/**
+ * Names the request's unknown top-level fields (protocol.ts unknownFields), if any, in the
+ * IGNORED_FIELDS_HEADER of the answer: set on `res` itself, so a hijacked stream has it too.
+ */
+export function nameIgnored(res: ServerResponse, ignored: readonly string[]): void {
+  if (ignored.length > 0) res.setHeader(IGNORED_FIELDS_HEADER, ignoredHeader(ignored));
+}
+
+/** A signal aborted when the client goes away before its answer is all written. */
+export function clientGone(res: ServerResponse): AbortSignal {
+  const gone = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  return gone.signal;
+}
+
 const MAX_NAMED = 32;
 const MAX_NAME = 64;
 
@@ -77,7 +92,7 @@ const MAX_NAME = 64;
  * a header cannot carry (or that would read as a separator) is percent-encoded, and both the
  * names and their count are capped.
  */
-export function ignoredHeader(names: readonly string[]): string {
+function ignoredHeader(names: readonly string[]): string {
   const shown = names.slice(0, MAX_NAMED).map((n) => {
     const cut = n.length > MAX_NAME ? `${n.slice(0, MAX_NAME)}...` : n;
     let out = '';

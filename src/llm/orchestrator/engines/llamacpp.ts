@@ -27,7 +27,7 @@ import {
 } from 'node-llama-cpp';
 import type { Logger } from 'pino';
 import { InternalError, NotFoundError } from '../../../lib/errors.ts';
-import type { Feature } from '../../protocol.ts';
+import { FEATURES, type Feature } from '../../protocol.ts';
 import { type Embedded, llamaCppEmbed } from '../embeddings.ts';
 import type { Engine, EngineModel, GenerateEvent, GenerateParams } from '../engine.ts';
 import { downloadFromHub, listLocalModels, localModelFile } from '../models.ts';
@@ -63,16 +63,7 @@ interface Loaded {
 
 export class LlamaCppEngine implements Engine {
   readonly name = 'llama.cpp';
-  readonly features: readonly Feature[] = [
-    'json_object',
-    'json_schema',
-    'tools',
-    'logprobs',
-    'n',
-    'logit_bias',
-    'completions',
-    'embeddings',
-  ];
+  readonly features: readonly Feature[] = FEATURES;
   tokensComputed = 0;
   readonly #opts: LlamaCppOptions;
   #llama: Llama | undefined;

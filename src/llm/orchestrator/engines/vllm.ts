@@ -17,7 +17,14 @@ import {
   ValidationError,
 } from '../../../lib/errors.ts';
 import { parseSse } from '../../../lib/sse.ts';
-import type { ChatMessage, Feature, FinishReason, TokenLogprob, Usage } from '../../protocol.ts';
+import {
+  type ChatMessage,
+  FEATURES,
+  type Feature,
+  type FinishReason,
+  type TokenLogprob,
+  type Usage,
+} from '../../protocol.ts';
 import type { Engine, EngineModel, GenerateEvent, GenerateParams, ToolCallPiece } from '../engine.ts';
 import { localModelFile } from '../models.ts';
 import {
@@ -84,21 +91,13 @@ function freePort(): Promise<number> {
 export class VllmEngine implements Engine {
   readonly name = 'vllm';
   /**
-   * vLLM's OpenAI server has all of these natively (embeddings would need a second vLLM,
-   * `--task embed`). tool_choice `auto` (also tools without a tool_choice) needs vLLM's
-   * `--enable-auto-tool-choice --tool-call-parser <parser for the model>`, which
+   * Every feature but embeddings (they would need a second vLLM, `--task embed`): vLLM's
+   * OpenAI server has them natively. tool_choice `auto` (also tools without a tool_choice)
+   * needs vLLM's `--enable-auto-tool-choice --tool-call-parser <parser for the model>`, which
    * MEDIAPLANE_VLLM_COMMAND can add (`vllm,serve,--enable-auto-tool-choice,--tool-call-parser,hermes`);
    * without them vLLM refuses it with a 400 that names the flags, passed on to the caller.
    */
-  readonly features: readonly Feature[] = [
-    'json_object',
-    'json_schema',
-    'tools',
-    'logprobs',
-    'n',
-    'logit_bias',
-    'completions',
-  ];
+  readonly features: readonly Feature[] = FEATURES.filter((f) => f !== 'embeddings');
   tokensComputed = 0;
   readonly #opts: VllmOptions;
   readonly #model: string;
