@@ -5,7 +5,7 @@
 
 /** A path regex for one folder of src/ (and everything under it). */
 const folder = (name) => `^src/${name}/`;
-const DOMAINS = '^src/(accounts|api|config|db|lib|llm|storage|tasks|transcode)/';
+const DOMAINS = '^src/(accounts|api|config|db|lib|llm|storage|tasks|transcode|webhooks)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -74,6 +74,14 @@ module.exports = {
       severity: 'error',
       from: { path: folder('transcode') },
       to: { path: [folder('llm'), folder('accounts')] },
+    },
+    {
+      name: 'webhooks-know-events-not-task-types',
+      comment:
+        'webhooks/ delivers the outbox of tasks/ (its events, read from the database); the payload is rendered by main.ts from the API contract, so it knows no task type, no wire shape and no other domain.',
+      severity: 'error',
+      from: { path: folder('webhooks') },
+      to: { path: [folder('transcode'), folder('storage'), folder('llm'), folder('accounts')] },
     },
     {
       name: 'gateway-and-orchestrator-talk-over-http',

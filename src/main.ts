@@ -3,13 +3,15 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
-import { buildApp, TRANSCODE_TASK_TYPE } from './api/index.ts';
+import { buildApp, toWireTask, TRANSCODE_TASK_TYPE } from './api/index.ts';
 import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
+import type { Registry as MetricsRegistry } from 'prom-client';
 import { readOrCreate } from './lib/state-file.ts';
-import { anyHandler, Queue, TaskStore, Worker } from './tasks/index.ts';
+import { anyHandler, Queue, TaskStore, taskOfEvent, Worker } from './tasks/index.ts';
+import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
 import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
@@ -29,6 +31,7 @@ export interface Core {
   accounts: Accounts;
   tasks: TaskStore;
   queue: Queue;
+  webhooks: WebhookStore;
   /** The service's UCAN identity users delegate their Storacha space to. */
   agent: AgentSigner;
   /** Undefined when C2PA signing is not configured. */
@@ -54,7 +57,12 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     c2paSigner,
     accounts: new Accounts(db, { authCacheMs: config.authCacheMs }),
     tasks: new TaskStore(db),
-    queue: new Queue(db, { leaseMs: config.leaseMs, maxRetries: config.maxRetries }),
+    queue: new Queue(db, {
+      leaseMs: config.leaseMs,
+      maxRetries: config.maxRetries,
+      progressEventMs: config.taskProgressEventMs,
+    }),
+    webhooks: new WebhookStore(db),
   };
 }
 
@@ -99,6 +107,29 @@ export function createWorker(core: Core): Worker {
   });
 }
 
+/**
+ * Delivers task events to webhooks. Every process with the API or worker role runs one, so
+ * deliveries go on while any of them is up; they share the work through the database.
+ * The payload's task is the task as GET /api/task/{id} shows it (the API's wire shape).
+ */
+export function createWebhookDispatcher(core: Core, metrics?: MetricsRegistry): WebhookDispatcher {
+  const { config } = core;
+  return new WebhookDispatcher({
+    db: core.db,
+    log: core.log.child({ role: 'webhooks' }),
+    metrics,
+    render: (e) => ({ task: toWireTask(taskOfEvent(e)) }),
+    allowPrivateUrls: config.allowPrivateUrls,
+    timeoutMs: config.webhookTimeoutMs,
+    maxAgeMs: config.webhookMaxAgeMs,
+    retryMs: config.webhookRetryMs,
+    retryMaxMs: config.webhookRetryMaxMs,
+    pollMs: config.webhookPollMs,
+    concurrency: config.webhookConcurrency,
+    stopGraceMs: Math.min(config.shutdownGraceMs, config.webhookTimeoutMs),
+  });
+}
+
 export interface RoleSet {
   /** The transcoding API under /api. */
   api: boolean;
@@ -114,6 +145,8 @@ export interface StartedRoles {
   url?: string;
   app?: FastifyInstance;
   worker?: Worker;
+  /** Delivers task events to webhooks (always built: the API's resend uses it; started with the api or worker role). */
+  webhookDispatcher: WebhookDispatcher;
   core: Core;
   /** Graceful stop: stop taking work, finish or release running jobs, close the database. */
   stop(): Promise<void>;
@@ -127,14 +160,17 @@ export async function startRoles(
 ): Promise<StartedRoles> {
   const core = await openCore(config, log);
   const closers: Array<() => Promise<void>> = [];
-  const running: StartedRoles = { core, stop: async () => {} };
+  // One registry for the process: GET /metrics shows every role that runs in it.
+  const metrics = processMetrics();
+  const delivers = roles.api || roles.worker;
+  const webhookDispatcher = createWebhookDispatcher(core, delivers ? metrics : undefined);
+  const running: StartedRoles = { core, webhookDispatcher, stop: async () => {} };
   try {
     if (roles.api || roles.gateway) {
-      // One registry for the process: GET /metrics shows every role that runs in it.
-      const metrics = processMetrics();
       const app = await buildApp({
         transcodeApi: roles.api,
         ...core,
+        webhookDispatcher,
         metrics,
         rules: {
           allowPrivateUrls: config.allowPrivateUrls,
@@ -180,6 +216,12 @@ export async function startRoles(
       running.worker = worker;
       closers.unshift(() => worker.stop(config.shutdownGraceMs));
       log.info({ workerId: worker.id, concurrency: config.workerConcurrency }, 'worker started');
+    }
+    if (delivers) {
+      webhookDispatcher.start();
+      // Stopped after the worker and the API; what they write as they stop stays in the outbox
+      // for the next process to deliver.
+      closers.push(() => webhookDispatcher.stop());
     }
     if (core.db.kind === 'embedded') {
       const socket = await serveDbSocket(core.db, dbSocketPath(config.dataDir));

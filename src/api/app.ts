@@ -20,8 +20,10 @@ import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
 import { plainTextKeyword, withPlainText } from './plain-text.ts';
+import { IdempotencyKeys } from './idempotency.ts';
 import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
+import { webhookRoutes, type WebhookResender, type WebhookStoreLike } from './webhook-routes.ts';
 
 export interface ApiDeps {
   /** Mount the transcoding API under /api (false for a gateway-only server). */
@@ -30,6 +32,10 @@ export interface ApiDeps {
   accounts: Accounts;
   tasks: TaskStore;
   queue: Queue;
+  /** The webhooks of /api/webhook (webhooks/ WebhookStore). */
+  webhooks: WebhookStoreLike;
+  /** Sends a logged delivery again for POST /api/webhook/{id}/log/{logId}/resend (webhooks/ WebhookDispatcher). */
+  webhookDispatcher: WebhookResender;
   log: Logger;
   rules: TranscodeRules;
   bodyLimitBytes: number;
@@ -104,7 +110,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     async (api) => {
       api.setErrorHandler(transcodeApiErrorHandler(deps.log));
       api.setNotFoundHandler(transcodeApiNotFound);
-      await taskRoutes(api, deps);
+      // The webhook routes are in the scope of taskRoutes' auth hook (every route under /api).
+      const idempotency = new IdempotencyKeys(deps.db);
+      await taskRoutes(api, { ...deps, idempotency });
+      await webhookRoutes(api, { ...deps, idempotency });
     },
     { prefix: '/api' },
   );

@@ -14,9 +14,14 @@ interface Op {
   schema: NonNullable<RouteOptions['schema']>;
 }
 
-/** One response of the document: a range such as `4xx` is OpenAPI's `4XX`; a null body is no content. */
+/**
+ * One response of the document: a range such as `4xx` is OpenAPI's `4XX`; a null body is no
+ * content; a response given per media type (Fastify's `content` form: an SSE stream's
+ * `text/event-stream`) is shown as given.
+ */
 function response(code: string, schema: object): object {
-  const { description } = schema as { description?: string };
+  const { description, content } = schema as { description?: string; content?: object };
+  if (content) return { description: description ?? code, content };
   if ((schema as { type?: unknown }).type === 'null') return { description: description ?? code };
   return { description: description ?? code, content: { 'application/json': { schema } } };
 }
@@ -48,6 +53,10 @@ export function collectOpenApi(app: FastifyInstance, info: { title: string; vers
       const query = op.schema.querystring as { properties?: Record<string, object> } | undefined;
       for (const [name, schema] of Object.entries(query?.properties ?? {}))
         params.push({ name, in: 'query', required: false, schema: schema as { type: string } });
+      // Request headers a route reads (Idempotency-Key), as optional header parameters.
+      const headers = op.schema.headers as { properties?: Record<string, object> } | undefined;
+      for (const [name, schema] of Object.entries(headers?.properties ?? {}))
+        params.push({ name, in: 'header', required: false, schema: schema as { type: string } });
       const responses = Object.fromEntries(
         Object.entries((op.schema.response ?? {}) as Record<string, object>).map(([code, schema]) => [
           code.toUpperCase(),

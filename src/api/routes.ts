@@ -6,7 +6,9 @@ import { AuthError } from '../lib/errors.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { TaskStore } from '../tasks/index.ts';
 import { toWireTask, TranscodeRequest, transcodeTask, type TranscodeParams } from './contract/index.ts';
+import { IdempotencyConflictBody, IdempotencyHeaders, type IdempotencyKeys } from './idempotency.ts';
 import { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
+import { taskEventsRoute } from './task-events-route.ts';
 
 export interface TaskRoutesDeps {
   accounts: Accounts;
@@ -14,6 +16,8 @@ export interface TaskRoutesDeps {
   rules: TranscodeRules;
   maxQueuedPerOwner: number;
   requesterSalt: string;
+  /** Idempotency-Key on POST /transcode (api/idempotency.ts). */
+  idempotency: IdempotencyKeys;
   /** MEDIAPLANE_PUBLIC_URL: absolute links start with it; without it links are relative. */
   publicUrl?: string | undefined;
 }
@@ -44,7 +48,7 @@ const TaskSchema = Type.Object(
 );
 const Errors = TasksErrorBody;
 
-function principal(req: FastifyRequest): Principal {
+export function principal(req: FastifyRequest): Principal {
   if (!req.principal) throw new AuthError('missing or invalid API key');
   return req.principal;
 }
@@ -61,20 +65,27 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
   app.post<{ Body: TranscodeParams }>(
     '/transcode',
     {
-      schema: { summary: 'Transcode a video file', body: TranscodeRequest, response: { 200: TaskSchema, 422: Errors } },
+      schema: {
+        summary: 'Transcode a video file',
+        headers: IdempotencyHeaders,
+        body: TranscodeRequest,
+        response: { 200: TaskSchema, 409: IdempotencyConflictBody, 422: Errors },
+      },
     },
-    async (req) => {
+    async (req, reply) => {
       const p = principal(req);
-      const params = await checkTranscodeRequest(req.body, deps.rules);
-      const row = await deps.tasks.create({
-        owner: p.owner,
-        projectId: p.projectId,
-        ...transcodeTask(params),
-        requesterId: requesterId(req.ip),
-        maxQueuedPerOwner: deps.maxQueuedPerOwner,
+      return deps.idempotency.once(req, reply, p.owner, async () => {
+        const params = await checkTranscodeRequest(req.body, deps.rules);
+        const row = await deps.tasks.create({
+          owner: p.owner,
+          projectId: p.projectId,
+          ...transcodeTask(params),
+          requesterId: requesterId(req.ip),
+          maxQueuedPerOwner: deps.maxQueuedPerOwner,
+        });
+        req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
+        return toWireTask(row);
       });
-      req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
-      return toWireTask(row);
     },
   );
 
@@ -124,4 +135,6 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     },
     async (req) => toWireTask(await deps.tasks.retry(principal(req).owner, req.params.id)),
   );
+
+  await taskEventsRoute(app, { tasks: deps.tasks, owner: (req) => principal(req).owner });
 }

@@ -17,10 +17,11 @@ export interface TranscodeRules {
 
 const URL_SCHEMES = ['https:', 'http:', 'ipfs:', 'ar:'];
 
-async function checkHttpUrl(
+/** An absolute URL with no user name or password, on an address `rules` allow; null when it does not parse. */
+export async function checkHttpUrl(
   field: string,
   raw: string,
-  rules: TranscodeRules,
+  rules: Pick<TranscodeRules, 'allowPrivateUrls'>,
   problems: string[],
 ): Promise<URL | null> {
   let url: URL;

@@ -8,6 +8,7 @@ import { keysCommand, KEYS_FLAGS, KEYS_HELP } from './keys.ts';
 import { creditsCommand, CREDITS_FLAGS } from './credits.ts';
 import { runAgentCommand } from './agent.ts';
 import { runTranscodeCommand } from './transcode.ts';
+import { tasksCommand, TASKS_FLAGS, TASKS_HELP } from './tasks.ts';
 import { orchestratorHelp, startOrchestrator, TuningError } from '../llm/orchestrator/index.ts';
 
 interface RoleFlags {
@@ -126,6 +127,12 @@ const commands: Record<string, Command> = {
   transcode: {
     summary: 'transcode one file or URL to a local folder, no server',
     runRaw: runTranscodeCommand,
+  },
+  tasks: {
+    summary: 'follow a task as it runs, with a progress bar (tasks watch ID)',
+    help: TASKS_HELP,
+    flags: TASKS_FLAGS,
+    run: (args) => tasksCommand(args, { config: config(args) }),
   },
   keys: {
     summary: 'create, list and revoke API keys',

@@ -5,6 +5,7 @@ import { gatewaySettings } from './gateway.ts';
 import { orchestratorSettings } from './orchestrator.ts';
 import { dwebSettings } from './dweb.ts';
 import { c2paSettings } from './c2pa.ts';
+import { webhookSettings } from './webhooks.ts';
 
 // Every setting the service reads, in one table per domain: name, type, default, description
 // (STYLE.md, practice 2). `--help` and the README's settings table are generated from it.
@@ -173,6 +174,25 @@ const coreSettings = defineSettings({
     min: 0,
     description: 'Delay before the first retry; doubles with each further retry.',
   },
+  taskProgressEventMs: {
+    env: 'MEDIAPLANE_TASK_PROGRESS_EVENT_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 3000,
+    min: 0,
+    max: 3_600_000,
+    description:
+      "Progress of a running task becomes a `task.updated` webhook event at most this often (the first of each run always); the task's event stream shows every progress write.",
+  },
+  apiKey: {
+    env: 'MEDIAPLANE_API_KEY',
+    type: 'string',
+    group: 'tasks',
+    default: undefined,
+    defaultText: '(unset)',
+    secret: true,
+    description: 'The API key `mediaplane tasks watch` sends when --key is not given; the server does not read it.',
+  },
   authCacheMs: {
     env: 'MEDIAPLANE_AUTH_CACHE_MS',
     type: 'int',
@@ -202,6 +222,7 @@ export const settings = {
   ...orchestratorSettings,
   ...dwebSettings,
   ...c2paSettings,
+  ...webhookSettings,
 };
 
 export type Settings = typeof settings;

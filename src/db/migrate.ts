@@ -5,7 +5,7 @@ import type { Db } from './types.ts';
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
 // Files are named NNN_what.sql and run in name order, each once. Number ranges per domain
-// keep parallel work from colliding: 001-099 core, 100-199 llm, 200-299 storage.
+// keep parallel work from colliding: 001-099 core, 100-199 llm, 200-299 storage, 300-399 webhooks.
 // An advisory lock makes concurrent start-ups of several processes take turns.
 const LOCK_ID = 7_240_611;
 

@@ -1,16 +1,29 @@
 import type { Db } from '../db/index.ts';
-import { PARAMS_WITHOUT_SECRETS, TASK_COLUMNS, type TaskRow } from './model.ts';
+import {
+  CHANNEL_PROGRESS,
+  FAILED_OR_UPDATED,
+  notifyTasks,
+  returningEvent,
+  TASK_EVENTS_CHANNEL,
+  withEvent,
+} from './events.ts';
+import { PARAMS_WITHOUT_SECRETS, type TaskRow } from './model.ts';
 
 // All SQL a worker needs, in one place (after pg-boss's plans.ts). A claim is a lease: the
 // row stays with its worker until `lease_until`, which heartbeats push forward. A worker that
 // dies stops heartbeating; once the lease runs out the task is taken back (reap) and counts
 // as one retry. Every write checks `lease_owner`, so a worker that lost its lease cannot
-// overwrite what the next one does.
+// overwrite what the next one does. Every change a client can see writes its event in the
+// same statement (events.ts withEvent): the outbox of issue #18.
 
 export interface QueueOptions {
   leaseMs: number;
   maxRetries: number;
+  /** Progress becomes a `task.updated` event at most this often per task (default 3000 ms). */
+  progressEventMs?: number;
 }
+
+const DEFAULT_PROGRESS_EVENT_MS = 3000;
 
 export class Queue {
   readonly #db: Db;
@@ -26,8 +39,9 @@ export class Queue {
    * Returns how many were taken back.
    */
   async reapExpired(): Promise<number> {
-    const rows = await this.#db.query(
-      `UPDATE tasks SET
+    const rows = await this.#db.query<{ id: string }>(
+      withEvent(
+        `UPDATE tasks SET
          phase = CASE WHEN retries >= $1 THEN 'failed' ELSE 'waiting' END,
          error_message = CASE WHEN retries >= $1
            THEN 'the worker running this task stopped responding, and the retry limit was reached'
@@ -35,22 +49,28 @@ export class Queue {
          retries = CASE WHEN retries >= $1 THEN retries ELSE retries + 1 END,
          run_at = now(), lease_owner = NULL, lease_until = NULL, updated_at = now()
        WHERE id IN (SELECT id FROM tasks WHERE phase = 'running' AND lease_until < now() FOR UPDATE SKIP LOCKED)
-       RETURNING id`,
+       ${returningEvent(FAILED_OR_UPDATED)}`,
+        'id',
+      ),
       [this.#opts.maxRetries],
     );
+    await this.#notify(rows);
     return rows.length;
   }
 
   /** Claims up to `limit` waiting tasks for `workerId`; two workers never get the same one. */
   async claim(workerId: string, limit: number): Promise<TaskRow[]> {
-    return this.#db.query<TaskRow>(
-      `UPDATE tasks SET phase = 'running', lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond',
-         attempts = attempts + 1, progress = 0, updated_at = now()
+    // A new run: its first progress write is an event whatever the last run's was.
+    const rows = await this.#db.query<TaskRow>(
+      withEvent(`UPDATE tasks SET phase = 'running', lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond',
+         attempts = attempts + 1, progress = 0, updated_at = now(), last_progress_event_at = NULL
        WHERE id IN (SELECT id FROM tasks WHERE phase = 'waiting' AND run_at <= now()
                     ORDER BY run_at, created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING ${TASK_COLUMNS}`,
+       ${returningEvent(`'task.updated'`)}`),
       [workerId, this.#opts.leaseMs, limit],
     );
+    await this.#notify(rows);
+    return rows;
   }
 
   /** Renews the lease; false when the task is no longer this worker's (cancelled, reaped). */
@@ -63,11 +83,29 @@ export class Queue {
     return rows.length > 0;
   }
 
+  /**
+   * Records progress. It is a `task.updated` event when none was written for this run yet or
+   * the last is `progressEventMs` old; the throttle lives in the row (last_progress_event_at,
+   * set only with an event), so it holds across processes. `last_progress_event_at = now()`
+   * after the SET means "set by this statement": now() is the transaction's start, and the
+   * previous event was written by an earlier transaction.
+   */
   async progress(id: string, workerId: string, fraction: number): Promise<void> {
-    await this.#db.query(
-      `UPDATE tasks SET progress = $3, updated_at = now() WHERE id = $1 AND lease_owner = $2 AND phase = 'running'`,
-      [id, workerId, Math.min(1, Math.max(0, fraction))],
+    const rows = await this.#db.query<{ id: string; event: string | null }>(
+      withEvent(
+        `UPDATE tasks SET progress = $3, updated_at = now(),
+           last_progress_event_at = CASE
+             WHEN last_progress_event_at IS NULL OR last_progress_event_at <= now() - $4 * interval '1 millisecond'
+             THEN now() ELSE last_progress_event_at END
+         WHERE id = $1 AND lease_owner = $2 AND phase = 'running'
+         ${returningEvent(`CASE WHEN last_progress_event_at = now() THEN 'task.updated' END`)}`,
+        'id, event',
+      ),
+      [id, workerId, Math.min(1, Math.max(0, fraction)), this.#opts.progressEventMs ?? DEFAULT_PROGRESS_EVENT_MS],
     );
+    const row = rows[0];
+    // A throttled write is no event, but progress streams show it at once.
+    if (row) await notifyTasks(this.#db, [row.event === null ? CHANNEL_PROGRESS : TASK_EVENTS_CHANNEL], [row.id]);
   }
 
   /**
@@ -76,13 +114,17 @@ export class Queue {
    * from the row: they live in the database only while a task may still need them.
    */
   async complete(id: string, workerId: string, output: unknown): Promise<boolean> {
-    const rows = await this.#db.query(
-      `UPDATE tasks SET phase = 'completed', output = $3, progress = 1, error_message = NULL,
-         params = ${PARAMS_WITHOUT_SECRETS},
-         lease_owner = NULL, lease_until = NULL, updated_at = now()
-       WHERE id = $1 AND lease_owner = $2 AND phase = 'running' RETURNING id`,
+    const rows = await this.#db.query<{ id: string }>(
+      withEvent(
+        `UPDATE tasks SET phase = 'completed', output = $3, progress = 1, error_message = NULL,
+           params = ${PARAMS_WITHOUT_SECRETS},
+           lease_owner = NULL, lease_until = NULL, updated_at = now()
+         WHERE id = $1 AND lease_owner = $2 AND phase = 'running' ${returningEvent(`'task.completed'`)}`,
+        'id',
+      ),
       [id, workerId, JSON.stringify(output ?? {})],
     );
+    await this.#notify(rows);
     return rows.length > 0;
   }
 
@@ -95,24 +137,41 @@ export class Queue {
     workerId: string,
     f: { message: string; retryable: boolean; backoffMs: number },
   ): Promise<'waiting' | 'failed' | null> {
-    const rows = await this.#db.query<{ phase: 'waiting' | 'failed' }>(
-      `UPDATE tasks SET
-         phase = CASE WHEN $4 AND retries < $5 THEN 'waiting' ELSE 'failed' END,
-         run_at = CASE WHEN $4 AND retries < $5 THEN now() + ($6 * power(2, retries)) * interval '1 millisecond' ELSE run_at END,
-         retries = CASE WHEN $4 AND retries < $5 THEN retries + 1 ELSE retries END,
-         error_message = $3, lease_owner = NULL, lease_until = NULL, updated_at = now()
-       WHERE id = $1 AND lease_owner = $2 AND phase = 'running' RETURNING phase`,
+    const rows = await this.#db.query<{ id: string; phase: 'waiting' | 'failed' }>(
+      withEvent(
+        `UPDATE tasks SET
+           phase = CASE WHEN $4 AND retries < $5 THEN 'waiting' ELSE 'failed' END,
+           run_at = CASE WHEN $4 AND retries < $5 THEN now() + ($6 * power(2, retries)) * interval '1 millisecond' ELSE run_at END,
+           retries = CASE WHEN $4 AND retries < $5 THEN retries + 1 ELSE retries END,
+           error_message = $3, lease_owner = NULL, lease_until = NULL, updated_at = now()
+         WHERE id = $1 AND lease_owner = $2 AND phase = 'running' ${returningEvent(FAILED_OR_UPDATED)}`,
+        'id, phase',
+      ),
       [id, workerId, f.message, f.retryable, this.#opts.maxRetries, f.backoffMs],
     );
+    await this.#notify(rows);
     return rows[0]?.phase ?? null;
   }
 
   /** Hands a task back untouched (graceful shutdown): another worker takes it at once. */
   async release(id: string, workerId: string): Promise<void> {
-    await this.#db.query(
-      `UPDATE tasks SET phase = 'waiting', run_at = now(), progress = NULL, lease_owner = NULL, lease_until = NULL, updated_at = now()
-       WHERE id = $1 AND lease_owner = $2 AND phase = 'running'`,
+    const rows = await this.#db.query<{ id: string }>(
+      withEvent(
+        `UPDATE tasks SET phase = 'waiting', run_at = now(), progress = NULL, lease_owner = NULL, lease_until = NULL, updated_at = now()
+         WHERE id = $1 AND lease_owner = $2 AND phase = 'running' ${returningEvent(`'task.updated'`)}`,
+        'id',
+      ),
       [id, workerId],
+    );
+    await this.#notify(rows);
+  }
+
+  /** Wakes the listeners of task events (SSE streams, webhook dispatchers) for these tasks. */
+  async #notify(rows: readonly { id: string }[]): Promise<void> {
+    await notifyTasks(
+      this.#db,
+      [TASK_EVENTS_CHANNEL],
+      rows.map((r) => r.id),
     );
   }
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/index.ts';
 import { InvalidStateError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
+import { CHANNEL_PROGRESS, notifyTasks, returningEvent, TASK_EVENTS_CHANNEL, withEvent } from './events.ts';
+import { TaskFollower, type FollowOptions } from './follow.ts';
 import { CANCELLABLE, RETRYABLE, TASK_COLUMNS, type TaskRow } from './model.ts';
 
 // Channels on which the API tells workers about new work and cancels (LISTEN/NOTIFY works
@@ -27,9 +29,11 @@ export interface ListOptions {
 /** The owner-facing side of tasks: create, read, list, cancel, retry. Workers use Queue. */
 export class TaskStore {
   readonly #db: Db;
+  readonly #follower: TaskFollower;
 
   constructor(db: Db) {
     this.#db = db;
+    this.#follower = new TaskFollower(db, [TASK_EVENTS_CHANNEL, CHANNEL_PROGRESS]);
   }
 
   async create(t: CreateTask): Promise<TaskRow> {
@@ -37,10 +41,10 @@ export class TaskStore {
     // can overshoot it only by the requests in flight at the same instant. The count stops
     // at the limit, so its cost does not grow with an owner's history.
     const rows = await this.#db.query<TaskRow>(
-      `INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at)
+      withEvent(`INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at)
        SELECT $1, $2, $3, $4, 'waiting', $5, $6, now()
        WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') LIMIT $7) AS queued) < $7
-       RETURNING ${TASK_COLUMNS}`,
+       ${returningEvent(`'task.spawned'`)}`),
       [randomUUID(), t.owner, t.projectId, t.type, JSON.stringify(t.params), t.requesterId, t.maxQueuedPerOwner],
     );
     const row = rows[0];
@@ -48,7 +52,7 @@ export class TaskStore {
       throw new TooManyRequestsError(
         `too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`,
       );
-    await this.#db.notify(CHANNEL_WORK, row.id);
+    await notifyTasks(this.#db, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
     return row;
   }
 
@@ -81,29 +85,44 @@ export class TaskStore {
 
   /** A waiting or running task becomes `cancelled`; a running one is stopped by its worker. */
   async cancel(owner: string, id: string): Promise<TaskRow> {
+    // Livepeer has no cancel event: a cancel is an update whose phase is `cancelled`.
     const rows = await this.#db.query<TaskRow>(
-      `UPDATE tasks SET phase = 'cancelled', updated_at = now(), lease_owner = NULL, lease_until = NULL
-       WHERE id = $1 AND owner = $2 AND phase = ANY($3) RETURNING ${TASK_COLUMNS}`,
+      withEvent(`UPDATE tasks SET phase = 'cancelled', updated_at = now(), lease_owner = NULL, lease_until = NULL
+       WHERE id = $1 AND owner = $2 AND phase = ANY($3) ${returningEvent(`'task.updated'`)}`),
       [id, owner, CANCELLABLE],
     );
     const row = rows[0];
     if (!row) return this.#refuse(owner, id, 'cancelled', CANCELLABLE);
-    await this.#db.notify(CHANNEL_CANCEL, row.id);
+    await notifyTasks(this.#db, [CHANNEL_CANCEL, TASK_EVENTS_CHANNEL], [row.id]);
     return row;
   }
 
   /** A failed or cancelled task goes back to `waiting`, with its automatic retries renewed. */
   async retry(owner: string, id: string): Promise<TaskRow> {
     const rows = await this.#db.query<TaskRow>(
-      `UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
+      withEvent(`UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
          error_message = NULL, progress = NULL, output = NULL, retries = 0
-       WHERE id = $1 AND owner = $2 AND phase = ANY($3) RETURNING ${TASK_COLUMNS}`,
+       WHERE id = $1 AND owner = $2 AND phase = ANY($3) ${returningEvent(`'task.updated'`)}`),
       [id, owner, RETRYABLE],
     );
     const row = rows[0];
     if (!row) return this.#refuse(owner, id, 'retried', RETRYABLE);
-    await this.#db.notify(CHANNEL_WORK, row.id);
+    await notifyTasks(this.#db, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
     return row;
+  }
+
+  /**
+   * The owner's task now, then each version of it whose phase, progress or update time
+   * changed, until it is completed, failed or cancelled (after yielding that state). Another
+   * owner's id throws NotFoundError at the first step, before anything is yielded.
+   */
+  follow(owner: string, id: string, opts: FollowOptions): AsyncGenerator<TaskRow> {
+    return this.#follower.follow({ read: () => this.get(owner, id), id, ...opts });
+  }
+
+  /** Streams following a task in this process now (they stop counting once they end). */
+  get following(): number {
+    return this.#follower.size;
   }
 
   async #refuse(owner: string, id: string, action: string, allowed: readonly string[]): Promise<never> {

@@ -1,0 +1,97 @@
+import type { ServerResponse } from 'node:http';
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import { SseWriter } from '../lib/sse.ts';
+import { TasksErrorBody, tasksWireError } from '../lib/wire-errors.ts';
+import type { TaskRow, TaskStore } from '../tasks/index.ts';
+import { toWireTask } from './contract/index.ts';
+
+// GET /api/task/{id}/events (spec/API.md section A, issue #18): the task now, then each
+// change of phase or progress, as Server-Sent Events; the stream ends when the task does.
+// The changes come from the task store's follower (tasks/follow.ts): one LISTEN per process
+// fanned out to every stream, and a re-read every few seconds where a NOTIFY was lost.
+
+export interface TaskEventsDeps {
+  tasks: TaskStore;
+  /** The caller's owner (the task routes' principal): another owner's task is a 404. */
+  owner(req: FastifyRequest): string;
+  /** A comment line this often keeps proxies from closing a quiet stream (default 15 s). */
+  keepAliveMs?: number;
+}
+
+const KEEP_ALIVE_MS = 15_000;
+
+const TaskId = Type.Object({ id: Type.String({ maxLength: 64 }) });
+
+const SCHEMA = {
+  summary: 'Follow a task as Server-Sent Events',
+  description:
+    'The task now as `event: task` with the Task of GET /api/task/{id} as its data, then the same for each change of phase or progress; the stream ends after the task is completed, failed or cancelled. A `: keep-alive` comment comes every 15 s. Errors before the stream starts are JSON.',
+  params: TaskId,
+  response: {
+    200: {
+      description: 'text/event-stream of `event: task` events, each `data:` one Task as JSON',
+      content: { 'text/event-stream': { schema: { type: 'string' } } },
+    },
+    404: TasksErrorBody,
+  },
+};
+
+const HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+/** Registers the route under the task API's prefix and auth (api/routes.ts). */
+export async function taskEventsRoute(app: FastifyInstance, deps: TaskEventsDeps): Promise<void> {
+  // Open streams end when the server closes, or its close would wait for them forever.
+  const open = new Set<AbortController>();
+  app.addHook('preClose', async () => {
+    for (const c of open) c.abort();
+  });
+
+  app.get<{ Params: Static<typeof TaskId> }>('/task/:id/events', { schema: SCHEMA }, async (req, reply) => {
+    const stop = new AbortController();
+    const rows = deps.tasks.follow(deps.owner(req), req.params.id, { signal: stop.signal });
+    // The first read answers a 404 (or any error) as JSON, before the stream starts.
+    const first = await rows.next();
+    if (first.done) throw new Error('the task follower yielded nothing');
+    reply.hijack();
+    open.add(stop);
+    const onClose = (): void => stop.abort();
+    reply.raw.on('close', onClose);
+    try {
+      await stream(reply.raw, first.value, rows, { log: req.log, keepAliveMs: deps.keepAliveMs ?? KEEP_ALIVE_MS });
+    } finally {
+      reply.raw.off('close', onClose);
+      open.delete(stop);
+      stop.abort();
+      await rows.return(undefined);
+    }
+  });
+}
+
+async function stream(
+  res: ServerResponse,
+  first: TaskRow,
+  rows: AsyncGenerator<TaskRow>,
+  o: { log: FastifyBaseLogger; keepAliveMs: number },
+): Promise<void> {
+  res.writeHead(200, HEADERS);
+  const out = new SseWriter(res);
+  const keepAlive = setInterval(() => void out.raw(': keep-alive\n\n'), o.keepAliveMs);
+  const send = (row: TaskRow) => out.send({ event: 'task', data: JSON.stringify(toWireTask(row)) });
+  try {
+    await send(first);
+    for await (const row of rows) await send(row);
+  } catch (err) {
+    // The status is sent: the client learns of the failure as an event in the API's error shape.
+    o.log.warn({ err }, 'task event stream failed');
+    await out.send({ event: 'error', data: JSON.stringify(tasksWireError(err).body) });
+  } finally {
+    clearInterval(keepAlive);
+    out.end();
+  }
+}

@@ -1,0 +1,58 @@
+import { defineSettings } from './types.ts';
+
+// Settings of the webhooks domain (issue #18). They sit in the `tasks` group: the processes
+// that run tasks (API and worker roles) are the ones that deliver their events.
+export const webhookSettings = defineSettings({
+  webhookTimeoutMs: {
+    env: 'MEDIAPLANE_WEBHOOK_TIMEOUT_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 10_000,
+    min: 100,
+    max: 600_000,
+    description:
+      'How long one webhook delivery may take (connect, send, answer) before it counts as a failed attempt and is retried.',
+  },
+  webhookMaxAgeMs: {
+    env: 'MEDIAPLANE_WEBHOOK_MAX_AGE_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 86_400_000,
+    min: 0,
+    description: 'How long an event is retried for after it happened; past it a failing delivery is given up.',
+  },
+  webhookRetryMs: {
+    env: 'MEDIAPLANE_WEBHOOK_RETRY_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 1000,
+    min: 1,
+    description: 'Delay before the second attempt of a webhook delivery; it doubles with each attempt (with jitter).',
+  },
+  webhookRetryMaxMs: {
+    env: 'MEDIAPLANE_WEBHOOK_RETRY_MAX_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 3_600_000,
+    min: 1,
+    description: 'Longest delay between two attempts of a webhook delivery.',
+  },
+  webhookPollMs: {
+    env: 'MEDIAPLANE_WEBHOOK_POLL_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 1000,
+    min: 10,
+    description:
+      'How often an idle process looks for task events and due webhook deliveries (NOTIFY wakes it at once).',
+  },
+  webhookConcurrency: {
+    env: 'MEDIAPLANE_WEBHOOK_CONCURRENCY',
+    type: 'int',
+    group: 'tasks',
+    default: 16,
+    min: 1,
+    max: 1024,
+    description: 'Webhook deliveries one process sends at once.',
+  },
+});

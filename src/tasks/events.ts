@@ -1,0 +1,89 @@
+import type { Queryable } from '../db/index.ts';
+import { PARAMS_WITHOUT_SECRETS, TASK_COLUMNS, type TaskRow } from './model.ts';
+
+// The outbox of task changes (issue #18; table task_events, migration 003). Webhook
+// dispatchers read it; SSE streams are woken by its channel.
+
+/** What a task change is called on the wire (Livepeer's task webhook events). */
+export const TASK_EVENT_NAMES = ['task.spawned', 'task.updated', 'task.completed', 'task.failed'] as const;
+export type TaskEventName = (typeof TASK_EVENT_NAMES)[number];
+
+/** NOTIFY channel of new task_events rows; the payload is the task's id. */
+export const TASK_EVENTS_CHANNEL = 'mediaplane_task_events';
+
+/**
+ * NOTIFY channel of a progress write that was no event (throttled): only progress streams
+ * (follow.ts) listen here, so webhook dispatchers wake for events alone.
+ */
+export const CHANNEL_PROGRESS = 'mediaplane_task_progress';
+
+/** A TaskRow as JSON stores it: its times are ISO strings. */
+export type TaskRowJson = Omit<TaskRow, 'created_at' | 'scheduled_at' | 'updated_at'> & {
+  created_at: string;
+  scheduled_at: string | null;
+  updated_at: string;
+};
+
+/** One row of task_events. */
+export interface TaskEventRow {
+  id: string;
+  task_id: string;
+  owner: string;
+  event: TaskEventName;
+  /** The task right after the change; its params hold no secret (model.ts PARAMS_WITHOUT_SECRETS). */
+  task: TaskRowJson;
+  created_at: Date;
+}
+
+/** The task of an event as a TaskRow again (what the API's toWireTask takes). */
+export function taskOfEvent(e: Pick<TaskEventRow, 'task'>): TaskRow {
+  const t = e.task;
+  return {
+    ...t,
+    created_at: new Date(t.created_at),
+    scheduled_at: t.scheduled_at === null ? null : new Date(t.scheduled_at),
+    updated_at: new Date(t.updated_at),
+  };
+}
+
+/**
+ * One statement that changes tasks and writes the event of each changed row (the outbox).
+ * A data-modifying CTE rather than a transaction of two statements: one round trip, and
+ * PostgreSQL runs every such CTE to completion in the statement's snapshot, so the change
+ * and its event commit or vanish together on both databases (PGlite has no second
+ * connection to hold a transaction open on).
+ *
+ * `change` is an UPDATE or INSERT on `tasks` that returns `RETURNING ${TASK_COLUMNS}` and a
+ * text column `event`: the event's name, or NULL where the change is no event (a throttled
+ * progress write). The statement answers `SELECT ${select} FROM changed`, so callers keep
+ * the RETURNING shape they had.
+ */
+export function withEvent(change: string, select = TASK_COLUMNS): string {
+  return `WITH changed AS (${change}),
+    logged AS (
+      INSERT INTO task_events (id, task_id, owner, event, task)
+      SELECT gen_random_uuid(), id, owner, event,
+        (to_jsonb(changed) - 'event') || jsonb_build_object('params', ${PARAMS_WITHOUT_SECRETS})
+      FROM changed WHERE event IS NOT NULL
+    )
+    SELECT ${select} FROM changed`;
+}
+
+/** RETURNING of a change for withEvent: the task's columns and the event it is. */
+export const returningEvent = (event: string) => `RETURNING ${TASK_COLUMNS}, ${event} AS event`;
+
+/** The event of a phase change that may be final: a failed task is `task.failed`, anything else an update. */
+export const FAILED_OR_UPDATED = `CASE WHEN phase = 'failed' THEN 'task.failed' ELSE 'task.updated' END`;
+
+/**
+ * NOTIFY on every channel for every task id, in one round trip (Db.notify's pg_notify, for
+ * several at once: a claim or a reap changes many tasks). Sent after the change committed;
+ * a lost one only delays its listeners, which also poll.
+ */
+export async function notifyTasks(db: Queryable, channels: readonly string[], ids: readonly string[]): Promise<void> {
+  if (ids.length === 0 || channels.length === 0) return;
+  await db.query('SELECT pg_notify(c, id) FROM unnest($1::text[]) AS c CROSS JOIN unnest($2::text[]) AS id', [
+    channels,
+    ids,
+  ]);
+}

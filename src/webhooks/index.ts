@@ -1,0 +1,13 @@
+// Webhooks (issue #18): owners subscribe URLs to task events; every event of the outbox
+// (task_events) reaches each subscribed URL at least once, signed as Livepeer signs.
+export { WebhookStore } from './store.ts';
+export {
+  DELIVERIES_CHANNEL,
+  retryDelay,
+  USER_AGENT,
+  verdictOf,
+  WebhookDispatcher,
+  type WebhookDispatcherOptions,
+} from './dispatcher.ts';
+export { SIGNATURE_HEADER, signBody, signatureHeaders } from './sign.ts';
+export type { DeliveryLogRow, Page, WebhookEvent, WebhookFailure, WebhookInput, WebhookRow } from './types.ts';

@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../db/index.ts';
+import { NotFoundError } from '../lib/errors.ts';
+import * as plans from './plans.ts';
+import type { DeliveryLogRow, Page, WebhookFailure, WebhookInput, WebhookRow } from './types.ts';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** last_failure as stored: times in ms, as Livepeer keeps them. */
+interface StoredFailure {
+  timestamp: number;
+  statusCode?: number;
+  error?: string;
+  response?: string;
+}
+
+type StoredWebhook = Omit<WebhookRow, 'lastFailure'> & { lastFailure: StoredFailure | null };
+
+function toWebhook(row: StoredWebhook): WebhookRow {
+  const f = row.lastFailure;
+  let lastFailure: WebhookFailure | null = null;
+  if (f) {
+    lastFailure = { timestamp: new Date(f.timestamp) };
+    if (f.statusCode !== undefined) lastFailure.statusCode = f.statusCode;
+    if (f.error !== undefined) lastFailure.error = f.error;
+    if (f.response !== undefined) lastFailure.response = f.response;
+  }
+  return { ...row, lastFailure };
+}
+
+/** A cursor that is no id of ours ends the list (as for tasks) instead of failing the query. */
+const badCursor = (page: Page): boolean => page.cursor !== undefined && !UUID_RE.test(page.cursor);
+
+/**
+ * An owner's webhooks and their delivery logs. Every method is owner-scoped: another
+ * owner's webhook is "not found", as if it did not exist. The shared secret goes in and
+ * never comes out: no method returns it (the dispatcher reads it to sign, and only that).
+ */
+export class WebhookStore {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async create(owner: string, projectId: string, input: WebhookInput): Promise<WebhookRow> {
+    const rows = await this.#db.query<StoredWebhook>(plans.createWebhook, [
+      randomUUID(),
+      owner,
+      projectId,
+      input.name,
+      input.url,
+      input.events,
+      input.sharedSecret ?? null,
+    ]);
+    return toWebhook(one(rows));
+  }
+
+  /** Newest first; `next` is the cursor of the following page, when there is one. */
+  async list(owner: string, page: Page): Promise<{ webhooks: WebhookRow[]; next: string | null }> {
+    if (badCursor(page)) return { webhooks: [], next: null };
+    const rows = await this.#db.query<StoredWebhook>(plans.listWebhooks, [owner, page.cursor ?? null, page.limit + 1]);
+    const { items, next } = paged(rows, page.limit);
+    return { webhooks: items.map(toWebhook), next };
+  }
+
+  async get(owner: string, id: string): Promise<WebhookRow> {
+    if (!UUID_RE.test(id)) throw new NotFoundError();
+    return toWebhook(one(await this.#db.query<StoredWebhook>(plans.getWebhook, [id, owner])));
+  }
+
+  /** Replaces name, URL, events and secret, as Livepeer's PUT does: a secret left out is removed. */
+  async update(owner: string, id: string, input: WebhookInput): Promise<WebhookRow> {
+    if (!UUID_RE.test(id)) throw new NotFoundError();
+    const rows = await this.#db.query<StoredWebhook>(plans.updateWebhook, [
+      id,
+      owner,
+      input.name,
+      input.url,
+      input.events,
+      input.sharedSecret ?? null,
+    ]);
+    return toWebhook(one(rows));
+  }
+
+  /** Deletes the webhook (its logs stay readable to no one); deliveries not yet made are given up. */
+  async delete(owner: string, id: string): Promise<WebhookRow> {
+    if (!UUID_RE.test(id)) throw new NotFoundError();
+    return toWebhook(one(await this.#db.query<StoredWebhook>(plans.deleteWebhook, [id, owner])));
+  }
+
+  /** The webhook's attempts, newest first. */
+  async logs(owner: string, webhookId: string, page: Page): Promise<{ logs: DeliveryLogRow[]; next: string | null }> {
+    await this.get(owner, webhookId);
+    if (badCursor(page)) return { logs: [], next: null };
+    const rows = await this.#db.query<DeliveryLogRow>(plans.listLogs, [webhookId, page.cursor ?? null, page.limit + 1]);
+    const { items, next } = paged(rows, page.limit);
+    return { logs: items, next };
+  }
+
+  async log(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow> {
+    await this.get(owner, webhookId);
+    if (!UUID_RE.test(logId)) throw new NotFoundError();
+    return one(await this.#db.query<DeliveryLogRow>(plans.getLog, [logId, webhookId]));
+  }
+}
+
+function one<T>(rows: T[]): T {
+  const row = rows[0];
+  if (!row) throw new NotFoundError();
+  return row;
+}
+
+function paged<T extends { id: string }>(rows: T[], limit: number): { items: T[]; next: string | null } {
+  const more = rows.length > limit;
+  const items = more ? rows.slice(0, limit) : rows;
+  return { items, next: more ? (items.at(-1)?.id ?? null) : null };
+}
