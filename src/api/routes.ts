@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Accounts, Principal } from '../accounts/index.ts';
 import { AuthError } from '../lib/errors.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
@@ -51,6 +51,22 @@ const Errors = TasksErrorBody;
 export function principal(req: FastifyRequest): Principal {
   if (!req.principal) throw new AuthError('missing or invalid API key');
   return req.principal;
+}
+
+/**
+ * `Link: <...>; rel="next"` of a list page, when there is a next one. Never built from the Host
+ * header, which the client chooses (issue #15): relative to the request (RFC 8288 resolves it
+ * against the request URL) or under MEDIAPLANE_PUBLIC_URL.
+ */
+export function linkNext(
+  reply: FastifyReply,
+  o: { publicUrl?: string | undefined; path: string; limit: number; next: string | null },
+): void {
+  if (o.next)
+    reply.header(
+      'link',
+      `<${o.publicUrl?.replace(/\/+$/, '') ?? ''}${o.path}?limit=${o.limit}&cursor=${o.next}>; rel="next"`,
+    );
 }
 
 /** The Task routes of spec/API.md section A, under the prefix the caller registers them at. */
@@ -107,13 +123,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.tasks.list(principal(req).owner, { limit, cursor: req.query.cursor });
-      // Never built from the Host header, which the client chooses (issue #15): relative to
-      // the request (RFC 8288 resolves it against the request URL) or under MEDIAPLANE_PUBLIC_URL.
-      if (page.next)
-        reply.header(
-          'link',
-          `<${deps.publicUrl?.replace(/\/+$/, '') ?? ''}${req.routeOptions.url}?limit=${limit}&cursor=${page.next}>; rel="next"`,
-        );
+      linkNext(reply, { publicUrl: deps.publicUrl, path: req.routeOptions.url ?? '', limit, next: page.next });
       return page.tasks.map(toWireTask);
     },
   );

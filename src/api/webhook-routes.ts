@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ValidationError } from '../lib/errors.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { DeliveryLogRow, WebhookInput, WebhookRow } from '../webhooks/index.ts';
@@ -12,7 +12,7 @@ import {
   type WebhookRequestBody,
 } from './contract/webhook.ts';
 import { IdempotencyConflictBody, IdempotencyHeaders, type IdempotencyKeys } from './idempotency.ts';
-import { principal } from './routes.ts';
+import { linkNext, principal } from './routes.ts';
 import { checkHttpUrl, type TranscodeRules } from './validate-transcode.ts';
 
 // Livepeer's webhook routes (issue #18, spec/API.md section A "Webhooks"), so the `livepeer`
@@ -80,17 +80,6 @@ async function checkWebhookRequest(
   };
 }
 
-/** `Link: <...>; rel="next"` as GET /api/task sends it: never built from the Host header (issue #15). */
-function linkNext(req: FastifyRequest, reply: FastifyReply, opts: { publicUrl?: string | undefined; limit: number }) {
-  return (next: string | null): void => {
-    if (next)
-      reply.header(
-        'link',
-        `<${opts.publicUrl?.replace(/\/+$/, '') ?? ''}${req.url.split('?')[0]}?limit=${opts.limit}&cursor=${next}>; rel="next"`,
-      );
-  };
-}
-
 export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDeps): Promise<void> {
   const input = (req: FastifyRequest<{ Body: WebhookRequestBody }>) =>
     checkWebhookRequest(req.body, { projectId: principal(req).projectId, rules: deps.rules });
@@ -127,7 +116,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.webhooks.list(principal(req).owner, { limit, cursor: req.query.cursor });
-      linkNext(req, reply, { publicUrl: deps.publicUrl, limit })(page.next);
+      linkNext(reply, { publicUrl: deps.publicUrl, path: req.url.split('?')[0] ?? '', limit, next: page.next });
       return page.webhooks.map(toWireWebhook);
     },
   );
@@ -181,7 +170,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.webhooks.logs(principal(req).owner, req.params.id, { limit, cursor: req.query.cursor });
-      linkNext(req, reply, { publicUrl: deps.publicUrl, limit })(page.next);
+      linkNext(reply, { publicUrl: deps.publicUrl, path: req.url.split('?')[0] ?? '', limit, next: page.next });
       return page.logs.map(toWireWebhookLog);
     },
   );

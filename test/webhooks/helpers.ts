@@ -7,14 +7,13 @@ import type { LookupAddress } from 'node:dns';
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
-import { Writable } from 'node:stream';
 import { Accounts } from '../../src/accounts/index.ts';
 import { type Db, openDb } from '../../src/db/index.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import type { Resolve } from '../../src/lib/net-guard.ts';
 import { Queue, TaskStore, type TaskEventRow } from '../../src/tasks/index.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions, WebhookStore } from '../../src/webhooks/index.ts';
-import { type DatabaseKind, databaseFor } from '../helpers/server.ts';
+import { type DatabaseKind, databaseFor, LogCapture } from '../helpers/server.ts';
 
 // What the webhook tests share: a receiver (a real HTTP server on port 0), the signature
 // check of docs/webhooks.md, and a database with the stores a test drives.
@@ -112,18 +111,6 @@ export async function startReceiver(answer: Answer = () => 204, port = 0): Promi
   return r;
 }
 
-/** Every log line written, to look for secrets in. */
-export class LogLines extends Writable {
-  readonly lines: string[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-    cb();
-  }
-  get text(): string {
-    return this.lines.join('\n');
-  }
-}
-
 /** A resolver that answers `answers` in turn (the last one again once they run out), recording each name asked. */
 export function rebinding(...answers: string[]): Resolve & { asked: string[] } {
   const asked: string[] = [];
@@ -144,7 +131,7 @@ export interface Bench {
   tasks: TaskStore;
   queue: Queue;
   accounts: Accounts;
-  logs: LogLines;
+  logs: LogCapture;
   log: Logger;
   /** A new owner (tests do not see each other's webhooks) and its project id. */
   owner(): Promise<{ owner: string; projectId: string }>;
@@ -158,7 +145,7 @@ export interface Bench {
 
 export async function openBench(kind: DatabaseKind): Promise<Bench> {
   const db = await openDb({ databaseUrl: await databaseFor(kind) });
-  const logs = new LogLines();
+  const logs = new LogCapture();
   const log = createLogger({ level: 'debug', destination: logs });
   const dispatchers: WebhookDispatcher[] = [];
   const tasks = new TaskStore(db);
