@@ -1,5 +1,6 @@
 import type { Rendition } from './ladder.ts';
 import { value, type ProbeResult } from './probe.ts';
+import { segmentTiming, videoCodecArgs } from './encoders.ts';
 
 export interface OutputKinds {
   hls: boolean;
@@ -26,19 +27,6 @@ export const layout = {
   fmp4Dir: (r: string): string => `fmp4/${r}`,
   fmp4Playlist: (r: string): string => `fmp4/${r}/index.m3u8`,
 } as const;
-
-/**
- * Segment timing for one rendition. Segments are a whole number of frames no longer than
- * the requested duration (at 29.97 fps, 179 frames = 5.973 s, not 180 = 6.006 s), so every
- * #EXTINF stays within targetSegmentSizeSecs. Keyframes are forced at those frames and the
- * HLS muxer cuts half a frame before them, so float rounding cannot move a cut.
- */
-export function segmentTiming(segmentSecs: number, r: Rendition): { segment: number; cutAt: number; frames: number } {
-  const fps = value(r.fps);
-  const frames = Math.max(1, Math.floor(segmentSecs * fps + 1e-6));
-  const segment = frames / fps;
-  return { segment, cutAt: segment - 0.5 / fps, frames };
-}
 
 /**
  * The single ffmpeg command: one decode, then split into one scaled branch per rendition,
@@ -93,44 +81,11 @@ function outputArgs(plan: CommandPlan, r: Rendition, i: number): string[] {
   if (plan.probe.audio) args.push('-map', '0:a:0');
   // GPS and other phone metadata stay behind: outputs carry no global or stream tags.
   args.push('-map_metadata', '-1', '-map_chapters', '-1', '-threads', String(plan.threads));
-  args.push(...videoCodecArgs(plan, r, t.frames));
+  args.push(...videoCodecArgs(r, { preset: plan.preset, frames: t.frames, hdrSource: plan.probe.video.hdr }));
   args.push('-force_key_frames', `expr:gte(t,n_forced*${t.segment.toFixed(6)}-${(0.5 / value(r.fps)).toFixed(6)})`);
   if (plan.probe.audio) args.push('-c:a', 'aac', '-b:a', '128k', '-ac', '2', '-ar', '48000');
   // The tee muxer feeds MP4 (needs codec headers up front) and TS alike; TS repeats them itself.
   args.push('-flags', '+global_header', '-f', 'tee', teeTargets(plan, r, t.cutAt));
-  return args;
-}
-
-function videoCodecArgs(plan: CommandPlan, r: Rendition, segmentFrames: number): string[] {
-  const gop = Math.min(r.gopFrames ?? segmentFrames, segmentFrames);
-  const rate = r.crf !== undefined ? ['-crf', String(r.crf)] : ['-b:v', String(r.bitrate)];
-  const common = [
-    ...rate,
-    '-maxrate',
-    String(Math.round(r.bitrate * 1.5)),
-    '-bufsize',
-    String(r.bitrate * 2),
-    '-g',
-    String(gop),
-    '-preset',
-    plan.preset,
-  ];
-  if (r.codec === 'hevc') {
-    // hvc1 is the sample entry Apple players require for HEVC in MP4.
-    return [
-      '-c:v',
-      'libx265',
-      ...common,
-      '-tag:v',
-      'hvc1',
-      '-x265-params',
-      `log-level=error${r.noBFrames ? ':bframes=0' : ''}`,
-    ];
-  }
-  const args = ['-c:v', 'libx264', ...common];
-  if (r.profile) args.push('-profile:v', r.profile);
-  if (r.noBFrames) args.push('-bf', '0');
-  if (plan.probe.video.hdr) args.push('-color_primaries', 'bt709', '-color_trc', 'bt709', '-colorspace', 'bt709');
   return args;
 }
 

@@ -27,7 +27,7 @@ export interface ProfileSpec {
   /** Keyframe interval in seconds as a decimal string, or "intra" (every frame a keyframe). */
   gop?: string;
   profile?: 'H264Baseline' | 'H264Main' | 'H264High' | 'H264ConstrainedHigh';
-  encoder?: 'H.264' | 'HEVC' | 'VP8' | 'VP9';
+  encoder?: 'H.264' | 'HEVC' | 'AV1' | 'VP8' | 'VP9';
   /** CRF, 0 to 51. */
   quality?: number;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UnsupportedMediaError } from '../../src/lib/errors.ts';
-import { segmentTiming } from '../../src/transcode/command.ts';
+import { segmentTiming } from '../../src/transcode/encoders.ts';
 import { codecString } from '../../src/transcode/codecs.ts';
 import { planLadder } from '../../src/transcode/ladder.ts';
 import { finalPlaylist, parseMediaPlaylist } from '../../src/transcode/playlist.ts';
