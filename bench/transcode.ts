@@ -55,7 +55,7 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 async function ladderBench(): Promise<void> {
-  const { makeClip, startS3, startHttp, serveFile, probe, planLadder, buildFfmpegArgs } = await parentOnly();
+  const { makeClip, startS3, startHttp, serveFile, probe, requireVideo, planLadder, buildFfmpegArgs } = await parentOnly();
   const [w, h] = (process.env.BENCH_SIZE ?? '1920x1080').split('x').map(Number);
   const clip = await makeClip({
     width: w ?? 1920,
@@ -70,7 +70,7 @@ async function ladderBench(): Promise<void> {
   const web = await startHttp({ '/in.mp4': serveFile(clip), '/warm.mp4': serveFile(warm) });
   let service: Service | undefined;
   try {
-    const info = await probe(clip, { ffprobePath: 'ffprobe', signal: new AbortController().signal });
+    const info = requireVideo(await probe(clip, { ffprobePath: 'ffprobe', signal: new AbortController().signal }));
     const renditions = planLadder(info, { maxFps: config.maxOutputFps });
     const kinds = { hls: true, mp4: true, fmp4: false };
     const common = {

@@ -5,6 +5,8 @@ import { runProcess } from './run.ts';
 export interface ToolOptions {
   ffmpegPath: string;
   signal: AbortSignal;
+  /** Read the first video stream; false for an audio-only input (its first audio stream). */
+  video: boolean;
 }
 
 /**
@@ -22,19 +24,18 @@ export async function checkDecodes(file: string, opts: ToolOptions): Promise<voi
     'pipe:1',
     '-i',
     file,
-    '-map',
-    '0:v:0',
-    '-frames:v',
-    '3',
+    ...(opts.video ? ['-map', '0:v:0', '-frames:v', '3'] : ['-map', '0:a:0', '-t', '0.5']),
     '-f',
     'null',
     '-',
   ];
   const res = await runProcess(opts.ffmpegPath, args, { signal: opts.signal, timeoutMs: 120_000, collectStdout: true });
   const frames = Math.max(0, ...[...res.stdout.matchAll(/^frame=(\d+)/gm)].map((m) => Number(m[1])));
-  if (frames === 0) {
+  // Audio has no frame count in -progress: decoded audio shows as output time.
+  const outUs = Math.max(0, ...[...res.stdout.matchAll(/^out_time_us=(\d+)/gm)].map((m) => Number(m[1])));
+  if (opts.video ? frames === 0 : res.code !== 0 || outUs === 0) {
     throw new UnsupportedMediaError(
-      `the video could not be decoded: the file is damaged or its codec is not supported${detail(res.stderrTail)}`,
+      `the ${opts.video ? 'video' : 'audio'} could not be decoded: the file is damaged or its codec is not supported${detail(res.stderrTail)}`,
     );
   }
 }
@@ -56,7 +57,7 @@ export async function measureDuration(file: string, opts: ToolOptions): Promise<
     '-i',
     file,
     '-map',
-    '0:v:0',
+    opts.video ? '0:v:0' : '0:a:0',
     '-c',
     'copy',
     '-f',

@@ -9,6 +9,6 @@ export type {
 export { loadC2paSigner, type C2paSigner } from './c2pa.ts';
 export { createTranscodeHandler, type TranscodeHandlerDeps } from './handler.ts';
 export { runPipeline, type PipelineJob, type PipelineSettings } from './pipeline.ts';
-export { probe, type ProbeResult } from './probe.ts';
+export { probe, requireVideo, type MediaInfo, type ProbeResult } from './probe.ts';
 export { planLadder, type Rendition } from './ladder.ts';
 export { buildFfmpegArgs } from './command.ts';

@@ -1,15 +1,18 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
 import { CancelledError, InternalError, UnsupportedMediaError, type MediaplaneError } from '../lib/errors.ts';
 import type { InputSource, ObjectStore } from '../storage/index.ts';
-import { buildFfmpegArgs, layout, type OutputKinds } from './command.ts';
+import { settledAll } from '../lib/settled.ts';
+import { audioLayout, buildFfmpegArgs, layout, type OutputKinds, type SideBranch } from './command.ts';
 import { checkDecodes, detail, measureDuration } from './decode-check.ts';
 import { planLadder, type Rendition } from './ladder.ts';
-import type { OutputFolders, ProfileSpec, RenditionOutput, TranscodeFileOutput } from './types.ts';
-import { finalPlaylist, masterPlaylist, parseMediaPlaylist, type Variant } from './playlist.ts';
-import { probe, value, type ProbeResult } from './probe.ts';
+import type { AudioOutput, OutputFolders, ProfileSpec, RenditionOutput, TranscodeFileOutput } from './types.ts';
+import { withTimestampMap } from './playlist.ts';
+import { hasVideo, probe, type MediaInfo } from './probe.ts';
+import { AUDIO_BITRATE } from './command.ts';
+import { publishHls, renditionOutput, type EncodedMedia } from './publish.ts';
 import { ProgressParser, throttledProgress } from './progress.ts';
 import { runProcess } from './run.ts';
 import { CodecsProbes } from './codecs.ts';
@@ -90,28 +93,36 @@ async function transcode(
   });
   job.log?.info({ input: job.source.description, size: input.size }, 'input fetched');
   const tools = { ffmpegPath: settings.ffmpegPath, signal: job.signal };
-  const info = await probeAndCheck(settings, input.path, tools);
-  const duration = info.duration > 0 ? info.duration : await measureDuration(input.path, tools);
-  const renditions = planLadder(info, { profiles: job.profiles, maxFps: settings.maxOutputFps });
+  const media = await probeAndCheck(settings, input.path, tools);
+  const duration =
+    media.duration > 0 ? media.duration : await measureDuration(input.path, { ...tools, video: hasVideo(media) });
+  const renditions = hasVideo(media)
+    ? planLadder(media, { profiles: job.profiles, maxFps: settings.maxOutputFps })
+    : [];
   job.log?.info(
-    { duration, renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${r.bitrate}`) },
+    {
+      duration,
+      renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${r.bitrate}`),
+      audioTracks: media.audioTracks.length,
+      subtitles: media.subtitles.length,
+    },
     'ladder planned',
   );
 
   const outDir = path.join(job.scratchDir, 'out');
   const kinds: OutputKinds = { hls: !!job.outputs.hls, mp4: !!job.outputs.mp4, fmp4: !!job.outputs.fmp4 };
-  await makeDirs(outDir, renditions, kinds);
-  const codecs = new CodecsProbes({ ffprobePath: settings.ffprobePath, signal });
-  const encode = {
+  const encode: Encode = {
     outDir,
     kinds,
     renditions,
-    info,
+    media,
     duration,
     input: input.path,
-    codecs,
+    codecs: new CodecsProbes({ ffprobePath: settings.ffprobePath, signal }),
     mp4Streams: streamedMp4s(job, { outDir, renditions, queue, signal }),
+    sideBranches: [],
   };
+  await makeDirs(encode);
   await encodeAndUpload(settings, job, encode, {
     queue,
     signal,
@@ -132,8 +143,10 @@ async function probeAndCheck(
   settings: PipelineSettings,
   file: string,
   tools: { ffmpegPath: string; signal: AbortSignal },
-): Promise<ProbeResult> {
-  const checked = checkDecodes(file, tools).then(
+): Promise<MediaInfo> {
+  // Which stream the decode check reads is not known before the probe: it tries the video,
+  // and an input without one is checked again on its audio.
+  const checked = checkDecodes(file, { ...tools, video: true }).then(
     () => undefined,
     (err: unknown) => err,
   );
@@ -144,29 +157,37 @@ async function probeAndCheck(
     },
   );
   const failed = await checked;
-  if (failed) throw failed;
+  if (failed && hasVideo(info)) throw failed;
+  if (!hasVideo(info)) await checkDecodes(file, { ...tools, video: false });
   return info;
 }
 
-interface Encode {
-  outDir: string;
+interface Encode extends EncodedMedia {
   kinds: OutputKinds;
   renditions: Rendition[];
-  info: ProbeResult;
-  duration: number;
   input: string;
-  codecs: CodecsProbes;
   /** MP4s that go up while ffmpeg writes them, by rendition name (S3 outputs, no C2PA). */
   mp4Streams: Map<string, StreamedMp4>;
+  /** The storyboard's and the poster's branches of the split. */
+  sideBranches: SideBranch[];
 }
 
-async function makeDirs(outDir: string, renditions: Rendition[], kinds: OutputKinds): Promise<void> {
-  const dirs = renditions.flatMap((r) => [
-    kinds.hls ? layout.hlsDir(r.name) : '',
-    kinds.fmp4 ? layout.fmp4Dir(r.name) : '',
+async function makeDirs(enc: Encode): Promise<void> {
+  const { kinds } = enc;
+  const groups = audioLayout({ probe: enc.media, renditions: enc.renditions, kinds });
+  const audioDirs = (tree: string) => enc.media.audioTracks.map((a) => `${tree}/${layout.audioDir(a.index)}`);
+  const dirs = [
+    ...enc.renditions.flatMap((r) => [
+      kinds.hls ? layout.hlsDir(r.name) : '',
+      kinds.fmp4 ? layout.fmp4Dir(r.name) : '',
+    ]),
     kinds.mp4 ? 'mp4' : '',
-  ]);
-  for (const d of new Set(dirs.filter(Boolean))) await mkdir(path.join(outDir, d), { recursive: true });
+    ...(groups.tsGroup ? audioDirs('hls') : []),
+    ...(groups.fmp4Group ? audioDirs('fmp4') : []),
+    enc.media.subtitles.length > 0 ? 'subtitles' : '',
+    enc.sideBranches.length > 0 ? layout.thumbnailsDir : '',
+  ];
+  for (const d of new Set(dirs.filter(Boolean))) await mkdir(path.join(enc.outDir, d), { recursive: true });
 }
 
 /** Runs ffmpeg while a watcher uploads finished segments; a failed upload stops ffmpeg. */
@@ -188,12 +209,13 @@ async function encodeAndUpload(
   const parser = new ProgressParser((s) => enc.duration > 0 && onFraction(Math.min(1, s / enc.duration)));
   const args = buildFfmpegArgs({
     input: enc.input,
-    probe: enc.info,
+    probe: enc.media,
     renditions: enc.renditions,
     kinds: enc.kinds,
     segmentSecs: job.segmentSecs ?? settings.defaultSegmentSecs,
     preset: settings.x264Preset,
     threads: settings.ffmpegThreads,
+    sideBranches: enc.sideBranches,
   });
   job.log?.debug({ args }, 'ffmpeg');
   try {
@@ -251,20 +273,18 @@ function streamedMp4s(
   return out;
 }
 
+/** Every media playlist ffmpeg writes (video renditions, audio group tracks) and where its segments go. */
 function watchedPlaylists(job: PipelineJob, enc: Encode): { local: string; keyDir: string }[] {
-  return enc.renditions.flatMap((r) => [
-    ...(job.outputs.hls
-      ? [{ local: path.join(enc.outDir, layout.hlsPlaylist(r.name)), keyDir: storageKey(job.outputs.hls.path, r.name) }]
-      : []),
-    ...(job.outputs.fmp4
-      ? [
-          {
-            local: path.join(enc.outDir, layout.fmp4Playlist(r.name)),
-            keyDir: storageKey(job.outputs.fmp4.path, r.name),
-          },
-        ]
-      : []),
-  ]);
+  const groups = audioLayout({ probe: enc.media, renditions: enc.renditions, kinds: enc.kinds });
+  const tree = (dir: 'hls' | 'fmp4', prefix: string, audioGroup: boolean) =>
+    [
+      ...enc.renditions.map((r) => r.name),
+      ...(audioGroup ? enc.media.audioTracks.map((a) => layout.audioDir(a.index)) : []),
+    ].map((rel) => ({ local: path.join(enc.outDir, dir, rel, 'index.m3u8'), keyDir: storageKey(prefix, rel) }));
+  return [
+    ...(job.outputs.hls ? tree('hls', job.outputs.hls.path, groups.tsGroup) : []),
+    ...(job.outputs.fmp4 ? tree('fmp4', job.outputs.fmp4.path, groups.fmp4Group) : []),
+  ];
 }
 
 /**
@@ -278,143 +298,71 @@ async function finish(
   queue: UploadQueue,
 ): Promise<Omit<TranscodeFileOutput, 'input_video'>> {
   const { mp4, hls, fmp4 } = job.outputs;
+  const groups = audioLayout({ probe: enc.media, renditions: enc.renditions, kinds: enc.kinds });
+  await prepareSubtitles(enc);
   const [mp4Out, hlsOut, fmp4Out] = await settledAll([
     mp4 ? uploadMp4s(job, enc, queue, mp4.path) : undefined,
-    hls ? publishHls(enc, queue, { prefix: hls.path, dir: 'hls' }) : undefined,
-    fmp4 ? publishHls(enc, queue, { prefix: fmp4.path, dir: 'fmp4' }) : undefined,
+    hls ? publishHls(enc, queue, { prefix: hls.path, dir: 'hls', audioGroup: groups.tsGroup }) : undefined,
+    fmp4 ? publishHls(enc, queue, { prefix: fmp4.path, dir: 'fmp4', audioGroup: groups.fmp4Group }) : undefined,
   ] as const);
   return {
     ...(mp4Out ? { mp4: mp4Out } : {}),
-    ...(hlsOut ? { hls: hlsOut } : {}),
-    ...(fmp4Out ? { fmp4: fmp4Out } : {}),
+    ...(hlsOut ? { hls: hlsOut.output } : {}),
+    ...(fmp4Out ? { fmp4: fmp4Out.output } : {}),
   };
 }
 
-/**
- * Promise.all that waits for every branch before it throws the first failure: a branch
- * still running must not touch the scratch directory after the job has cleaned it up.
- */
-async function settledAll<T extends readonly unknown[]>(
-  items: T,
-): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
-  const results = await Promise.allSettled(items);
-  const failed = results.find((r) => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as {
-    -readonly [K in keyof T]: Awaited<T[K]>;
-  };
+/** The WebVTT files ffmpeg converted, readied for HLS players (both trees share them). */
+async function prepareSubtitles(enc: Encode): Promise<void> {
+  for (const s of enc.media.subtitles) {
+    const file = path.join(enc.outDir, layout.subtitleFile(s.index));
+    await writeFile(file, withTimestampMap(await readFile(file, 'utf8')));
+  }
 }
 
+/** The MP4 outputs: one per rendition, or an audio-only input's `audio.m4a`. */
 async function uploadMp4s(
   job: PipelineJob,
   enc: Encode,
   queue: UploadQueue,
   prefix: string,
-): Promise<RenditionOutput[]> {
+): Promise<(RenditionOutput | AudioOutput)[]> {
+  const files = enc.renditions.length > 0 ? enc.renditions.map((r) => layout.mp4File(r.name)) : [layout.audioMp4];
   // Issue 5 hook: C2PA-sign each MP4 in place before upload; a signing failure fails the task.
   if (job.c2pa) {
-    for (const r of enc.renditions) {
-      const file = path.join(enc.outDir, layout.mp4File(r.name));
+    for (const [i, rel] of files.entries()) {
+      const file = path.join(enc.outDir, rel);
       const parent = { path: enc.input, ...(job.c2pa.inputTitle ? { title: job.c2pa.inputTitle } : {}) };
-      await signMp4({ input: file, output: file, title: r.name, parent, signer: job.c2pa.signer, signal: job.signal });
+      const title = enc.renditions[i]?.name ?? 'audio';
+      await signMp4({ input: file, output: file, title, parent, signer: job.c2pa.signer, signal: job.signal });
     }
   }
-  const key = (r: Rendition): string => storageKey(prefix, `${r.name}.mp4`);
+  const key = (rel: string): string => storageKey(prefix, path.basename(rel));
   const streamed = new Map<string, number>();
   await settledAll(
-    enc.renditions.map(async (r) => {
-      const stream = enc.mp4Streams.get(r.name);
+    files.map(async (rel, i) => {
+      const stream = enc.mp4Streams.get(enc.renditions[i]?.name ?? '');
       const size = await stream?.finish();
-      if (size === undefined) return queue.add(key(r), path.join(enc.outDir, layout.mp4File(r.name)));
-      streamed.set(key(r), size);
-      job.log?.debug({ rendition: r.name, size, partsDuringEncode: stream?.earlyParts }, 'mp4 uploaded while encoding');
+      if (size === undefined) return queue.add(key(rel), path.join(enc.outDir, rel));
+      streamed.set(key(rel), size);
+      job.log?.debug({ file: rel, size, partsDuringEncode: stream?.earlyParts }, 'mp4 uploaded while encoding');
     }),
   );
   await queue.drain();
+  const size = (rel: string): number => streamed.get(key(rel)) ?? queue.sizes.get(key(rel)) ?? 0;
+  const signed = job.c2pa ? { signed: true } : {};
+  if (enc.renditions.length === 0)
+    return [
+      {
+        name: 'audio',
+        path: `/${key(layout.audioMp4)}`,
+        bitrate: AUDIO_BITRATE,
+        size: size(layout.audioMp4),
+        ...signed,
+      },
+    ];
   return enc.renditions.map((r) => ({
-    ...rendition(r, `/${key(r)}`, streamed.get(key(r)) ?? queue.sizes.get(key(r)) ?? 0),
-    ...(job.c2pa ? { signed: true } : {}),
+    ...renditionOutput(r, `/${key(layout.mp4File(r.name))}`, size(layout.mp4File(r.name))),
+    ...signed,
   }));
-}
-
-function rendition(r: Rendition, key: string, size: number): RenditionOutput {
-  return { name: r.name, path: key, width: r.width, height: r.height, bitrate: r.bitrate, size };
-}
-
-/** Uploads one HLS tree's playlists (with an honest target duration) and its master. */
-async function publishHls(
-  enc: Encode,
-  queue: UploadQueue,
-  where: { prefix: string; dir: 'hls' | 'fmp4' },
-): Promise<{ path: string; renditions: RenditionOutput[] }> {
-  const done = await settledAll(
-    enc.renditions.map((r) =>
-      publishRendition(enc.codecs, queue, r, { ...where, localDir: path.join(enc.outDir, where.dir, r.name) }),
-    ),
-  );
-  await queue.drain();
-  const master = path.join(enc.outDir, where.dir, 'index.m3u8');
-  await writeFile(
-    master,
-    masterPlaylist(
-      done.map((d) => d.variant),
-      true,
-    ),
-  );
-  queue.add(storageKey(where.prefix, 'index.m3u8'), master);
-  await queue.drain();
-  return { path: `/${storageKey(where.prefix, 'index.m3u8')}`, renditions: done.map((d) => d.output) };
-}
-
-/** One rendition's media playlist (and fMP4 init segment) queued; its variant line for the master. */
-async function publishRendition(
-  codecs: CodecsProbes,
-  queue: UploadQueue,
-  r: Rendition,
-  where: { prefix: string; localDir: string },
-): Promise<{ variant: Variant; output: RenditionOutput }> {
-  const { localDir, prefix } = where;
-  const playlistFile = path.join(localDir, 'index.m3u8');
-  const text = await readFile(playlistFile, 'utf8');
-  const playlist = parseMediaPlaylist(text);
-  if (playlist.segments.length === 0)
-    throw new UnsupportedMediaError('the video could not be decoded: no frames came out of it');
-  await writeFile(
-    playlistFile,
-    finalPlaylist(
-      text,
-      playlist.segments.map((s) => s.duration),
-    ),
-  );
-  if (playlist.map) queue.add(storageKey(prefix, `${r.name}/${playlist.map}`), path.join(localDir, playlist.map));
-  queue.add(storageKey(prefix, `${r.name}/index.m3u8`), playlistFile);
-  const stats = await segmentStats(localDir, playlist.segments);
-  const sample = path.join(localDir, playlist.map ?? playlist.segments[0]?.uri ?? '');
-  const variant: Variant = {
-    uri: `${r.name}/index.m3u8`,
-    bandwidth: stats.peak,
-    averageBandwidth: stats.average,
-    width: r.width,
-    height: r.height,
-    codecs: await codecs.of(localDir, sample),
-    frameRate: value(r.fps),
-  };
-  return { variant, output: rendition(r, `/${storageKey(prefix, `${r.name}/index.m3u8`)}`, stats.bytes) };
-}
-
-async function segmentStats(
-  dir: string,
-  segments: { uri: string; duration: number }[],
-): Promise<{ peak: number; average: number; bytes: number }> {
-  let bytes = 0;
-  let seconds = 0;
-  let peak = 0;
-  for (const s of segments) {
-    const { size } = await stat(path.join(dir, s.uri));
-    bytes += size;
-    seconds += s.duration;
-    // A last segment of a few frames says little about the peak; it still counts in the average.
-    if (s.duration >= 0.5 || segments.length === 1) peak = Math.max(peak, (size * 8) / Math.max(s.duration, 0.001));
-  }
-  return { peak: Math.round(peak), average: Math.round((bytes * 8) / Math.max(seconds, 0.001)), bytes };
 }

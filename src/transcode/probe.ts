@@ -33,15 +33,48 @@ export interface AudioInfo {
   bitrate: number | undefined;
 }
 
-export interface ProbeResult {
+/** One audio track of the input, kept as an alternate audio rendition. */
+export interface AudioTrack extends AudioInfo {
+  /** Its place among the input's audio streams (ffmpeg's `0:a:N`). */
+  index: number;
+  /** ISO 639 code as tagged, or undefined when untagged or `und`. */
+  language: string | undefined;
+  title: string | undefined;
+  default: boolean;
+}
+
+/** One text subtitle track of the input (bitmap subtitles cannot become WebVTT and are left out). */
+export interface SubtitleTrack {
+  /** Its place among the input's subtitle streams (ffmpeg's `0:s:N`). */
+  index: number;
+  codec: string;
+  language: string | undefined;
+  title: string | undefined;
+  default: boolean;
+  forced: boolean;
+}
+
+/** What ffprobe says of an input: a video, or audio alone. */
+export interface MediaInfo {
   /** Seconds; 0 when the container does not say (some browser-made MKV/WebM). */
   duration: number;
   size: number;
   formatName: string;
   bitrate: number | undefined;
-  video: VideoInfo;
+  video: VideoInfo | undefined;
+  /** The first audio track (what the ladder's bitrate budget leaves room for). */
   audio: AudioInfo | undefined;
+  audioTracks: AudioTrack[];
+  subtitles: SubtitleTrack[];
 }
+
+/** An input with a video stream: what the ladder is planned against. */
+export interface ProbeResult extends MediaInfo {
+  video: VideoInfo;
+}
+
+/** Subtitle codecs ffmpeg can turn into WebVTT (text, not pictures). */
+const TEXT_SUBTITLES = new Set(['subrip', 'srt', 'ass', 'ssa', 'mov_text', 'webvtt', 'text']);
 
 interface FfStream {
   index?: number;
@@ -60,7 +93,7 @@ interface FfStream {
   sample_rate?: string;
   tags?: Record<string, string>;
   side_data_list?: { rotation?: number }[];
-  disposition?: { attached_pic?: number };
+  disposition?: { attached_pic?: number; default?: number; forced?: number };
 }
 
 interface FfProbeJson {
@@ -74,8 +107,8 @@ export interface ProbeOptions {
   timeoutMs?: number;
 }
 
-/** Runs ffprobe; a file it cannot read, or one with no video, is an UnsupportedMediaError. */
-export async function probe(file: string, opts: ProbeOptions): Promise<ProbeResult> {
+/** Runs ffprobe; a file it cannot read, or one with neither video nor audio, is an UnsupportedMediaError. */
+export async function probe(file: string, opts: ProbeOptions): Promise<MediaInfo> {
   const args = ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file];
   const res = await runProcess(opts.ffprobePath, args, {
     signal: opts.signal,
@@ -91,41 +124,90 @@ export async function probe(file: string, opts: ProbeOptions): Promise<ProbeResu
   if (res.code !== 0 || !json.format) {
     throw new UnsupportedMediaError('the input is not a video file: ffmpeg cannot read its format');
   }
-  return parseProbe(json);
+  return parseMedia(json);
 }
 
-/** Turns ffprobe's JSON into what the planner needs. Exported for tests. */
+/** A video input's probe; audio alone is an UnsupportedMediaError. Exported for tests. */
 export function parseProbe(json: FfProbeJson): ProbeResult {
+  return requireVideo(parseMedia(json));
+}
+
+/** The probe of an input that must have video (the ladder planner's input). */
+export function requireVideo(media: MediaInfo): ProbeResult {
+  if (!hasVideo(media)) throw new UnsupportedMediaError('the input has no video stream (it is audio only)');
+  return media;
+}
+
+export function hasVideo(media: MediaInfo): media is ProbeResult {
+  return media.video !== undefined;
+}
+
+/** Turns ffprobe's JSON into what the planner needs: the video, every audio and text subtitle track. */
+export function parseMedia(json: FfProbeJson): MediaInfo {
   const streams = json.streams ?? [];
   // Cover art in an audio file shows up as a one-frame "video" stream.
   const v = streams.find((s) => s.codec_type === 'video' && s.disposition?.attached_pic !== 1);
-  const a = streams.find((s) => s.codec_type === 'audio');
-  if (!v) {
-    throw new UnsupportedMediaError(
-      a ? 'the input has no video stream (it is audio only)' : 'the input has no video stream',
-    );
-  }
-  if (!v.codec_name || v.codec_name === 'none' || !v.width || !v.height) {
+  const audioTracks = streams
+    .filter((s) => s.codec_type === 'audio')
+    .map(audioTrack)
+    .filter((a) => a.codec !== 'none');
+  if (!v && audioTracks.length === 0) throw new UnsupportedMediaError('the input has no video or audio stream');
+  if (v && (!v.codec_name || v.codec_name === 'none' || !v.width || !v.height)) {
     throw new UnsupportedMediaError(
       `the input's video codec${v.codec_name ? ` (${v.codec_name})` : ''} is not supported`,
     );
   }
   const format = json.format ?? {};
+  const first = audioTracks[0];
   return {
-    duration: num(format.duration) ?? num(v.duration) ?? 0,
+    duration: num(format.duration) ?? num(v?.duration) ?? num(streams.find((s) => s.duration)?.duration) ?? 0,
     size: num(format.size) ?? 0,
     formatName: format.format_name ?? 'unknown',
     bitrate: num(format.bit_rate),
-    video: videoInfo(v),
-    audio: a?.codec_name
-      ? {
-          codec: a.codec_name,
-          channels: a.channels ?? 2,
-          sampleRate: num(a.sample_rate) ?? 48000,
-          bitrate: num(a.bit_rate),
-        }
+    video: v ? videoInfo(v) : undefined,
+    audio: first
+      ? { codec: first.codec, channels: first.channels, sampleRate: first.sampleRate, bitrate: first.bitrate }
       : undefined,
+    audioTracks: withOneDefault(audioTracks),
+    subtitles: subtitleTracks(streams),
   };
+}
+
+function audioTrack(s: FfStream, index: number): AudioTrack {
+  return {
+    index,
+    codec: s.codec_name ?? 'none',
+    channels: s.channels ?? 2,
+    sampleRate: num(s.sample_rate) ?? 48000,
+    bitrate: num(s.bit_rate),
+    ...labels(s),
+  };
+}
+
+function subtitleTracks(streams: FfStream[]): SubtitleTrack[] {
+  return streams
+    .filter((s) => s.codec_type === 'subtitle')
+    .map((s, index) => ({ index, codec: s.codec_name ?? 'none', ...labels(s), forced: s.disposition?.forced === 1 }))
+    .filter((s) => TEXT_SUBTITLES.has(s.codec))
+    .map((s, i, all) => ({ ...s, default: s.default && all.findIndex((t) => t.default) === i }));
+}
+
+function labels(s: FfStream): { language: string | undefined; title: string | undefined; default: boolean } {
+  const lang = s.tags?.language?.trim();
+  return {
+    language: lang && lang !== 'und' && /^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/.test(lang) ? lang : undefined,
+    title: s.tags?.title?.trim() || undefined,
+    default: s.disposition?.default === 1,
+  };
+}
+
+/** Players want exactly one default audio track: the first flagged one, else the first. */
+function withOneDefault<T extends { default: boolean }>(tracks: T[]): T[] {
+  const chosen = Math.max(
+    0,
+    tracks.findIndex((t) => t.default),
+  );
+  return tracks.map((t, i) => ({ ...t, default: i === chosen }));
 }
 
 function videoInfo(v: FfStream): VideoInfo {

@@ -57,12 +57,42 @@ export interface RenditionOutput {
   signed?: boolean;
 }
 
+/** An audio-only file or rendition: an audio-only input's `audio.m4a`, an alternate audio track. */
+export interface AudioOutput {
+  name: string;
+  path: string;
+  bitrate: number;
+  size: number;
+  language?: string;
+  default?: boolean;
+  signed?: boolean;
+}
+
+/** A subtitle track as a rendition of an HLS tree: its media playlist and its WebVTT file. */
+export interface SubtitleOutput {
+  path: string;
+  file: string;
+  language?: string;
+  default: boolean;
+}
+
+/** One HLS tree (TS or fMP4 segments): its master playlist and what the master lists. */
+export interface HlsOutput {
+  path: string;
+  renditions?: RenditionOutput[];
+  audio?: AudioOutput[];
+  subtitles?: SubtitleOutput[];
+}
+
 /** What a job produced: the Task's `output.transcodeFile` (spec/API.md). */
 export interface TranscodeFileOutput {
   baseUrl?: string;
-  hls?: { path: string; renditions?: RenditionOutput[] };
-  mp4?: RenditionOutput[];
-  fmp4?: { path: string; renditions?: RenditionOutput[] };
+  hls?: HlsOutput;
+  mp4?: (RenditionOutput | AudioOutput)[];
+  /** The fMP4 (CMAF) tree, with its DASH manifest over the same segments. */
+  fmp4?: HlsOutput & { dash?: string };
+  /** The WebVTT storyboard (`#xywh=` cues into JPEG sprite sheets) and the poster image. */
+  thumbnails?: { path: string; poster: string };
   input_video: { duration: number; size: number };
   [extra: string]: unknown;
 }

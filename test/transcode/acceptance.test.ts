@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, it } from 'node:test';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/index.ts';
-import { createTranscodeHandler } from '../../src/transcode/index.ts';
+import { createTranscodeHandler, type RenditionOutput } from '../../src/transcode/index.ts';
 import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { decodeErrors, ffprobe, makeClip, moovBeforeMdat } from '../helpers/media.ts';
@@ -67,7 +67,7 @@ it('a 30 s 1080p clip with audio becomes playable HLS and MP4 renditions in the 
       `hls/${r}/0.ts uploaded during the encode; at its end the bucket held: ${early.join(' ')}`,
     );
   assert.deepEqual(
-    out.mp4?.map((m) => `${m.name} ${m.width}x${m.height}`),
+    (out.mp4 as RenditionOutput[] | undefined)?.map((m) => `${m.name} ${m.width}x${m.height}`),
     ['360p0 640x360', '720p0 1280x720', '1080p0 1920x1080'],
   );
   // An MP4 of more than a few parts goes up while ffmpeg writes it (streamed-mp4.ts).

@@ -7,7 +7,12 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config/index.ts';
 import { CancelledError, StorageDeniedError, UnsupportedMediaError, isRetryable } from '../../src/lib/errors.ts';
 import type { JobContext } from '../../src/tasks/types.ts';
-import { createTranscodeHandler, type OutputFolders, type TranscodeJob } from '../../src/transcode/index.ts';
+import {
+  createTranscodeHandler,
+  type OutputFolders,
+  type RenditionOutput,
+  type TranscodeJob,
+} from '../../src/transcode/index.ts';
 import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
 import { decodeErrors, ffprobe, makeClip, moovBeforeMdat } from '../helpers/media.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
@@ -100,8 +105,9 @@ describe('transcode handler (HTTP input, S3 output)', () => {
     );
     assert.ok(Math.abs(out.input_video.duration - 10) < 0.1);
     assert.ok(out.input_video.size > 0);
-    assert.equal(out.mp4?.[0]?.width, 640);
-    assert.equal(out.mp4?.[0]?.height, 360);
+    const first = out.mp4?.[0] as RenditionOutput | undefined;
+    assert.equal(first?.width, 640);
+    assert.equal(first?.height, 360);
 
     const master = (await s3.get(bucket, 'out/hls/index.m3u8')).body.toString();
     assert.match(

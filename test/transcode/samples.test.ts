@@ -112,10 +112,26 @@ describe('real-world samples', () => {
     });
   }
 
-  const failing: [string, RegExp][] = [
-    ['11_audio_only_aac_lc_mono_8khz_fdkaac.m4a', /no video stream \(it is audio only\)/],
-    ['12_BROKEN_vp9_invalid_bitstream.webm', /could not be decoded/],
-  ];
+  it('11_audio_only_aac_lc_mono_8khz_fdkaac.m4a completes with an AAC rendition and audio.m4a', async () => {
+    const { out, dir } = await transcode('11_audio_only_aac_lc_mono_8khz_fdkaac.m4a');
+    assert.deepEqual(
+      out.mp4?.map((m) => m.path),
+      ['/mp4/audio.m4a'],
+    );
+    const m4a = path.join(dir, 'mp4/audio.m4a');
+    assert.equal(await decodeErrors(m4a), '');
+    assert.equal(await decodeErrors(path.join(dir, 'hls/index.m3u8')), '');
+    const probed = await ffprobe(m4a);
+    assert.deepEqual(
+      probed.streams.map((s) => s.codec_name),
+      ['aac'],
+    );
+    // The container says 3.328 s; ffmpeg's decoder drops the fdkaac encoder's priming (two
+    // 1024-sample frames at 8 kHz), so 3.072 s of sound come out.
+    assert.ok(Math.abs(Number(probed.format.duration) - out.input_video.duration) <= 0.3);
+  });
+
+  const failing: [string, RegExp][] = [['12_BROKEN_vp9_invalid_bitstream.webm', /could not be decoded/]];
   for (const [name, message] of failing) {
     it(`${name} fails, not retried, with "${message.source}"`, async () => {
       const err = await transcode(name).then(
