@@ -17,6 +17,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >&2
 fi
 
+# Headless Chromium for the browser playback tests (test/helpers/browser.ts: playwright-core
+# drives the system browser and never downloads one). Without it those tests skip, so a
+# failed install (Ubuntu has it only as a snap) warns instead of stopping the set-up.
+if ! command -v chromium >/dev/null 2>&1 && [ -z "${MEDIAPLANE_CHROMIUM:-}" ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing chromium with apt" >&2
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium; } >&2 ||
+    echo "setup: chromium could not be installed; the browser playback tests will skip" >&2
+fi
+
 # Node >= 22.18 is required, as bin/mediaplane.js checks (the first to strip TypeScript types
 # without a flag); Node 24 LTS is the target.
 node_ok() { node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 18) ? 0 : 1)' 2>/dev/null; }

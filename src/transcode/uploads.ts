@@ -5,13 +5,19 @@ import type { ObjectStore } from '../storage/index.ts';
 import { parseMediaPlaylist } from './playlist.ts';
 
 /** Content types by extension (RFC 8216 section 4; video/iso.segment is IANA's for .m4s). */
+const CONTENT_TYPES: Record<string, string> = {
+  '.m3u8': 'application/vnd.apple.mpegurl',
+  '.ts': 'video/mp2t',
+  '.m4s': 'video/iso.segment',
+  '.mp4': 'video/mp4',
+  '.m4a': 'audio/mp4',
+  '.mpd': 'application/dash+xml',
+  '.vtt': 'text/vtt',
+  '.jpg': 'image/jpeg',
+};
+
 export function contentType(file: string): string {
-  const ext = path.extname(file).toLowerCase();
-  if (ext === '.m3u8') return 'application/vnd.apple.mpegurl';
-  if (ext === '.ts') return 'video/mp2t';
-  if (ext === '.m4s') return 'video/iso.segment';
-  if (ext === '.mp4') return 'video/mp4';
-  return 'application/octet-stream';
+  return CONTENT_TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
 }
 
 /** Joins an output path ("/out/hls") and a relative name into a storage key ("out/hls/x"). */
