@@ -12,7 +12,7 @@ import type { AudioOutput, OutputFolders, ProfileSpec, RenditionOutput, Transcod
 import { withTimestampMap } from './playlist.ts';
 import { hasVideo, probe, type MediaInfo } from './probe.ts';
 import { AUDIO_BITRATE } from './command.ts';
-import { publishHls, renditionOutput, type EncodedMedia } from './publish.ts';
+import { publishDash, publishHls, renditionOutput, type EncodedMedia, type HlsTree } from './publish.ts';
 import { ProgressParser, throttledProgress } from './progress.ts';
 import { runProcess } from './run.ts';
 import { CodecsProbes } from './codecs.ts';
@@ -303,13 +303,24 @@ async function finish(
   const [mp4Out, hlsOut, fmp4Out] = await settledAll([
     mp4 ? uploadMp4s(job, enc, queue, mp4.path) : undefined,
     hls ? publishHls(enc, queue, { prefix: hls.path, dir: 'hls', audioGroup: groups.tsGroup }) : undefined,
-    fmp4 ? publishHls(enc, queue, { prefix: fmp4.path, dir: 'fmp4', audioGroup: groups.fmp4Group }) : undefined,
+    fmp4 ? publishCmaf(enc, queue, { prefix: fmp4.path, dir: 'fmp4', audioGroup: groups.fmp4Group }) : undefined,
   ] as const);
   return {
     ...(mp4Out ? { mp4: mp4Out } : {}),
     ...(hlsOut ? { hls: hlsOut.output } : {}),
-    ...(fmp4Out ? { fmp4: fmp4Out.output } : {}),
+    ...(fmp4Out ? { fmp4: fmp4Out } : {}),
   };
+}
+
+/** The fMP4 tree: its HLS master, then DASH over the same segments. */
+async function publishCmaf(
+  enc: Encode,
+  queue: UploadQueue,
+  tree: HlsTree,
+): Promise<NonNullable<TranscodeFileOutput['fmp4']>> {
+  const hls = await publishHls(enc, queue, tree);
+  const dash = await publishDash(enc, queue, tree, hls);
+  return { ...hls.output, dash };
 }
 
 /** The WebVTT files ffmpeg converted, readied for HLS players (both trees share them). */

@@ -6,6 +6,7 @@ import { UnsupportedMediaError } from '../lib/errors.ts';
 import { settledAll } from '../lib/settled.ts';
 import { AUDIO_BITRATE, layout } from './command.ts';
 import type { CodecsProbes } from './codecs.ts';
+import { dashManifest, timelineOf, type DashInput } from './dash.ts';
 import type { Rendition } from './ladder.ts';
 import {
   finalPlaylist,
@@ -40,7 +41,7 @@ export interface HlsTree {
 }
 
 /** A published media playlist: what its master entry needs. */
-interface Published {
+export interface Published {
   /** Relative to the tree, e.g. `360p0` or `audio/0`. */
   rel: string;
   keyDir: string;
@@ -103,6 +104,48 @@ function variants(enc: EncodedMedia, video: Published[], audio: Published[]): Va
       codecs: main ? `${v.codecs},${AAC_CODECS}` : v.codecs,
     };
   });
+}
+
+/**
+ * The DASH manifest of the fMP4 tree, over the same init segments and fragments as its HLS
+ * master: the timelines are read from the fragments themselves. Uploaded last, like a master.
+ */
+export async function publishDash(
+  enc: EncodedMedia,
+  queue: UploadQueue,
+  tree: HlsTree,
+  published: { video: Published[]; audio: Published[] },
+): Promise<string> {
+  const local = (rel: string): string => path.join(enc.outDir, tree.dir, rel);
+  const input: DashInput = {
+    video: await Promise.all(
+      enc.renditions.map(async (r, i) => {
+        const p = published.video[i] as Published;
+        const { width, height, fps } = r;
+        const timeline = await timelineOf(local(p.rel));
+        return { name: r.name, dir: p.rel, bandwidth: p.peak, width, height, fps, codecs: p.codecs, timeline };
+      }),
+    ),
+    audio: await Promise.all(
+      enc.media.audioTracks.map(async (a, i) => {
+        const p = published.audio[i] as Published;
+        const timeline = await timelineOf(local(p.rel));
+        const labels = { lang: a.language, label: a.title, default: a.default };
+        return { dir: p.rel, ...labels, channels: 2, sampleRate: 48000, bandwidth: p.peak, codecs: p.codecs, timeline };
+      }),
+    ),
+    subtitles: enc.media.subtitles.map((s) => ({
+      uri: `subtitles/${s.index}/0.vtt`,
+      lang: s.language,
+      label: s.title,
+      default: s.default,
+    })),
+  };
+  const file = local('index.mpd');
+  await writeFile(file, dashManifest(input));
+  queue.add(storageKey(tree.prefix, 'index.mpd'), file);
+  await queue.drain();
+  return `/${storageKey(tree.prefix, 'index.mpd')}`;
 }
 
 function bandwidths(p: Published): { bandwidth: number; averageBandwidth: number } {
