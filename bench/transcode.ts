@@ -14,6 +14,13 @@
 // Options: BENCH_SECONDS (default 30), BENCH_SIZE (default 1920x1080), BENCH_GB (default 2),
 // BENCH_ROUNDS (runs of (a), default 3: the median of three rounds is not moved by one slow minute), BENCH_SKIP_LADDER=1 / BENCH_SKIP_RSS=1 to run one half, BENCH_SKIP_C=1 to leave out (c),
 // BENCH_SERVICE_NODE_OPTIONS for the service process (e.g. --cpu-prof --cpu-prof-dir=DIR).
+//
+// The AV1 leg (issue #19): one AV1 rendition at 720p30 (SVT-AV1 at the preset the x264 one
+// maps to), (p) through the pipeline (runPipeline: probe, the one ffmpeg run writing fMP4 and
+// MP4, CODECS, playlists, a local store) against (s) bare ffmpeg with the same libsvtav1
+// arguments writing one MP4, alternating s0 p1 s1 p2 s2; prints each one's real-time factor
+// (seconds per second of media) and p/s. BENCH_AV1_SECONDS (default 20), BENCH_AV1_ROUNDS
+// (default 2), BENCH_SKIP_AV1=1 to leave it out.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 
 import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
@@ -55,7 +62,8 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 async function ladderBench(): Promise<void> {
-  const { makeClip, startS3, startHttp, serveFile, probe, requireVideo, planLadder, buildFfmpegArgs } = await parentOnly();
+  const { makeClip, startS3, startHttp, serveFile, probe, requireVideo, planLadder, buildFfmpegArgs } =
+    await parentOnly();
   const [w, h] = (process.env.BENCH_SIZE ?? '1920x1080').split('x').map(Number);
   const clip = await makeClip({
     width: w ?? 1920,
@@ -162,6 +170,74 @@ async function ladderBench(): Promise<void> {
   } finally {
     await service?.stop();
     await Promise.all([s3.close(), web.close()]);
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function av1Bench(): Promise<void> {
+  const { makeClip, probe, requireVideo, planLadder, runPipeline } = await parentOnly();
+  const { FileInput, LocalDirStore } = await import('../src/storage/index.ts');
+  const { segmentTiming, videoCodecArgs } = await import('../src/transcode/encoders.ts');
+  const seconds = Number(process.env.BENCH_AV1_SECONDS ?? 20);
+  const rounds = Number(process.env.BENCH_AV1_ROUNDS ?? 2);
+  const clip = await makeClip({ width: 1280, height: 720, seconds, audio: false });
+  const work = await mkdtemp(path.join(os.tmpdir(), 'mp-bench-av1-'));
+  try {
+    const info = requireVideo(await probe(clip, { ffprobePath: 'ffprobe', signal: new AbortController().signal }));
+    const profiles = [{ name: '720p0', width: 1280, height: 720, bitrate: 2_000_000, encoder: 'AV1' as const }];
+    const [r] = planLadder(info, { profiles, maxFps: config.maxOutputFps });
+    if (!r) throw new Error('no AV1 rendition planned');
+    const segmentSecs = config.defaultSegmentSecs;
+    const encoder = videoCodecArgs(r, {
+      preset: config.x264Preset,
+      frames: segmentTiming(segmentSecs, r).frames,
+      hdrSource: false,
+    });
+    const bare = (i: number) =>
+      timed(() =>
+        run('ffmpeg', [
+          '-hide_banner',
+          '-nostdin',
+          '-y',
+          '-v',
+          'error',
+          '-i',
+          clip,
+          ...encoder,
+          path.join(work, `s${i}.mp4`),
+        ]),
+      );
+    const pipeline = (i: number) =>
+      timed(async () => {
+        const dir = path.join(work, `p${i}`);
+        await mkdir(dir, { recursive: true });
+        await runPipeline(config, {
+          source: new FileInput(clip),
+          store: new LocalDirStore(path.join(dir, 'out')),
+          outputs: { fmp4: { path: '/fmp4' }, mp4: { path: '/mp4' } },
+          profiles,
+          segmentSecs,
+          scratchDir: dir,
+          signal: new AbortController().signal,
+          progress: () => undefined,
+        });
+      });
+    const ss = [await bare(0)];
+    const ps: number[] = [];
+    for (let i = 1; i <= rounds; i++) {
+      ps.push(await pipeline(i));
+      ss.push(await bare(i));
+    }
+    const ratios = ps.map((p, i) => p / (((ss[i] ?? NaN) + (ss[i + 1] ?? NaN)) / 2));
+    const rtf = (xs: number[]) =>
+      `${(median(xs) / info.duration).toFixed(2)} (${xs.map((x) => x.toFixed(2)).join(', ')} s)`;
+    console.log(
+      `AV1: ${r.width}x${r.height} at ${(r.fps.num / r.fps.den).toFixed(2)} fps, ${info.duration.toFixed(1)} s, ${r.bitrate} b/s; ${encoder.join(' ')} (x264 preset ${config.x264Preset}); ${os.cpus().length} CPUs`,
+    );
+    console.log(`(p) pipeline, fMP4 + MP4, real-time factor (encode s / media s): ${rtf(ps)}`);
+    console.log(`(s) bare ffmpeg, same libsvtav1 arguments, one MP4, real-time factor: ${rtf(ss)}`);
+    console.log(`p/s = ${median(ratios).toFixed(3)} (median of ${ratios.map((x) => x.toFixed(3)).join(', ')})`);
+  } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
@@ -412,5 +488,6 @@ if (process.argv[2] === '--child') {
   await child(process.argv[3] ?? '', process.argv[4] ?? '');
 } else {
   if (process.env.BENCH_SKIP_LADDER !== '1') await ladderBench();
+  if (process.env.BENCH_SKIP_AV1 !== '1') await av1Bench();
   if (process.env.BENCH_SKIP_RSS !== '1') await rssBench();
 }

@@ -1,6 +1,6 @@
 import type { Rendition } from './ladder.ts';
-import { value, type AudioTrack, type MediaInfo, type SubtitleTrack } from './probe.ts';
-import { segmentTiming, videoCodecArgs } from './encoders.ts';
+import type { AudioTrack, MediaInfo, SubtitleTrack } from './probe.ts';
+import { keyframeArgs, segmentTiming, videoCodecArgs } from './encoders.ts';
 
 export interface OutputKinds {
   hls: boolean;
@@ -139,7 +139,7 @@ function renditionArgs(plan: CommandPlan, r: Rendition, i: number): string[] {
   // GPS and other phone metadata stay behind: outputs carry no global or stream tags.
   args.push('-map_metadata', '-1', '-map_chapters', '-1', '-threads', String(plan.threads));
   args.push(...videoCodecArgs(r, { preset: plan.preset, frames: t.frames, hdrSource: plan.probe.video?.hdr ?? false }));
-  args.push('-force_key_frames', `expr:gte(t,n_forced*${t.segment.toFixed(6)}-${(0.5 / value(r.fps)).toFixed(6)})`);
+  args.push(...keyframeArgs(r, t));
   if (tracks.length > 0) args.push(...AAC, ...trackLabels(tracks));
   // The tee muxer feeds MP4 (needs codec headers up front) and TS alike; TS repeats them itself.
   args.push('-flags', '+global_header', '-f', 'tee', renditionTargets(plan, r, { cutAt: t.cutAt, tsMuxed }));

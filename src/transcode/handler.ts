@@ -27,6 +27,8 @@ export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<T
     // Issue 5: the API refuses this before queueing; checked again for tasks queued elsewhere.
     if (params.c2pa && !deps.c2paSigner)
       throw new ValidationError('c2pa: C2PA signing is not configured on this server');
+    if (params.c2pa && !params.outputs.mp4)
+      throw new ValidationError('c2pa: signing applies to MP4 outputs; add outputs.mp4');
     const store = createObjectStore(params.storage, deps.config, deps.objectStores);
     const output = await runPipeline(deps.config, {
       source: createInputSource(params.input, deps.config),

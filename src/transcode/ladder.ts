@@ -10,7 +10,7 @@ export interface Rendition {
   /** Video bits per second (the audio's 128 kb/s comes on top). */
   bitrate: number;
   fps: Rational;
-  codec: 'h264' | 'hevc';
+  codec: 'h264' | 'hevc' | 'av1' | 'vp9';
   /** x264 profile; ConstrainedHigh is High without B-frames. */
   profile: 'baseline' | 'main' | 'high' | undefined;
   noBFrames: boolean;
@@ -22,7 +22,20 @@ export interface Rendition {
 export interface LadderOptions {
   profiles?: readonly ProfileSpec[] | undefined;
   maxFps: number;
+  /** An HLS output with TS segments is written: AV1 and VP9 have no TS mapping players take. */
+  tsSegments?: boolean;
 }
+
+/** Folders of the HLS trees that hold the audio groups, subtitles and thumbnails beside the renditions. */
+export const RESERVED_RENDITION_NAMES = ['audio', 'subtitles', 'thumbnails'] as const;
+
+/** Whether a rendition name is, or lies under, a reserved folder (any case: some disks fold it). */
+export function isReservedName(name: string): boolean {
+  const head = name.split('/')[0]?.toLowerCase() ?? '';
+  return (RESERVED_RENDITION_NAMES as readonly string[]).includes(head);
+}
+
+const CODECS = { 'H.264': 'h264', HEVC: 'hevc', AV1: 'av1', VP9: 'vp9' } as const;
 
 // spec/API.md "Default ladder": 360p0 (640x360, 1 Mbps) and 720p0 (1280x720, 4 Mbps) where
 // they are below the source, plus one at the source's own resolution.
@@ -35,7 +48,7 @@ const DEFAULT_RUNGS = [
 export function planLadder(probe: ProbeResult, opts: LadderOptions): Rendition[] {
   const cap = sourceVideoBitrate(probe);
   const planned = opts.profiles?.length
-    ? opts.profiles.map((p) => fromProfile(p, probe))
+    ? opts.profiles.map((p) => fromProfile(p, probe, opts.tsSegments ?? false))
     : defaultLadder(probe, opts.maxFps);
   return planned.map((r) => ({ ...r, bitrate: cap ? Math.min(r.bitrate, cap) : r.bitrate }));
 }
@@ -53,12 +66,33 @@ function defaultLadder(probe: ProbeResult, maxFps: number): Rendition[] {
   return rungs;
 }
 
-function fromProfile(p: ProfileSpec, probe: ProbeResult): Rendition {
-  if (p.encoder === 'VP8' || p.encoder === 'VP9') {
+/**
+ * The profile's encoder, or why it cannot be had. The API refuses these with a 422 before
+ * queueing (api/validate-transcode.ts); checked again for tasks queued elsewhere.
+ */
+function codecOf(p: ProfileSpec, tsSegments: boolean): Rendition['codec'] {
+  if (isReservedName(p.name))
     throw new UnsupportedMediaError(
-      `profile ${p.name}: the ${p.encoder} encoder is not supported for HLS and MP4 outputs; use H.264 or HEVC`,
+      `profile ${p.name}: the name is reserved for the ${RESERVED_RENDITION_NAMES.join(', ')} folders; choose another`,
     );
-  }
+  const encoder = p.encoder ?? 'H.264';
+  if (encoder === 'VP8')
+    throw new UnsupportedMediaError(`profile ${p.name}: the VP8 encoder is not supported; use H.264, HEVC, AV1 or VP9`);
+  const codec = CODECS[encoder];
+  if ((codec === 'av1' || codec === 'vp9') && tsSegments)
+    throw new UnsupportedMediaError(
+      `profile ${p.name}: ${encoder} is only available in fMP4 (HLS and DASH) and MP4 outputs, not in HLS with TS segments`,
+    );
+  // SVT-AV1 1.4 has no all-keyframe mode: an intra period of 0 means "none after the first".
+  if (codec === 'av1' && p.gop === 'intra')
+    throw new UnsupportedMediaError(
+      `profile ${p.name}: gop "intra" (every frame a keyframe) is not available with AV1`,
+    );
+  return codec;
+}
+
+function fromProfile(p: ProfileSpec, probe: ProbeResult, tsSegments: boolean): Rendition {
+  const codec = codecOf(p, tsSegments);
   const src = probe.video;
   // A landscape profile applied to a portrait video means the same size turned (phones).
   const turn = p.width > p.height !== src.width > src.height && p.width !== p.height && src.width !== src.height;
@@ -71,18 +105,24 @@ function fromProfile(p: ProfileSpec, probe: ProbeResult): Rendition {
   const gopSecs = p.gop !== undefined ? Number(p.gop) : NaN;
   return {
     ...base(p.name, dims, p.bitrate, fps),
-    codec: p.encoder === 'HEVC' ? 'hevc' : 'h264',
-    profile:
-      p.profile === 'H264Baseline' ? 'baseline' : p.profile === 'H264Main' ? 'main' : p.profile ? 'high' : undefined,
-    noBFrames: p.profile === 'H264ConstrainedHigh' || p.profile === 'H264Baseline',
+    codec,
+    ...h264Profile(codec === 'h264' || codec === 'hevc' ? p.profile : undefined),
     // "intra" is Livepeer's every-frame-a-keyframe GOP (go-livepeer's GOPIntraOnly).
     gopFrames:
       p.gop === 'intra'
         ? 1
         : Number.isFinite(gopSecs) && gopSecs > 0
-          ? Math.max(1, Math.round(gopSecs * value(fps)))
+          ? Math.max(codec === 'av1' ? 2 : 1, Math.round(gopSecs * value(fps)))
           : undefined,
     crf: p.quality,
+  };
+}
+
+/** The x264 profile asked; its B-frame rule also holds for HEVC. AV1 and VP9 take neither. */
+function h264Profile(p: ProfileSpec['profile']): Pick<Rendition, 'profile' | 'noBFrames'> {
+  return {
+    profile: p === 'H264Baseline' ? 'baseline' : p === 'H264Main' ? 'main' : p ? 'high' : undefined,
+    noBFrames: p === 'H264ConstrainedHigh' || p === 'H264Baseline',
   };
 }
 
@@ -112,7 +152,7 @@ function fitInBox(w: number, h: number, box: { width: number; height: number }):
   return { width: even(w * k), height: even(h * k) };
 }
 
-/** H.264 4:2:0 needs even sides; 161x121 becomes 160x120 (rounded down never upscales). */
+/** 4:2:0 chroma needs even sides; 161x121 becomes 160x120 (rounded down never upscales). */
 function even(x: number): number {
   return Math.max(2, Math.floor(x / 2) * 2);
 }

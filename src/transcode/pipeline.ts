@@ -97,7 +97,7 @@ async function transcode(
   const duration =
     media.duration > 0 ? media.duration : await measureDuration(input.path, { ...tools, video: hasVideo(media) });
   const renditions = hasVideo(media)
-    ? planLadder(media, { profiles: job.profiles, maxFps: settings.maxOutputFps })
+    ? planLadder(media, { profiles: job.profiles, maxFps: settings.maxOutputFps, tsSegments: !!job.outputs.hls })
     : [];
   job.log?.info(
     {

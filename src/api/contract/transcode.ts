@@ -76,7 +76,12 @@ export const Outputs = Type.Object(
 
 export const Profile = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[A-Za-z0-9_.-]+$',
+      description: 'The rendition folder under each output; audio, subtitles and thumbnails are reserved (422).',
+    }),
     width: Type.Integer({
       minimum: 128,
       maximum: 7680,
@@ -109,7 +114,16 @@ export const Profile = Type.Object(
         (['H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh'] as const).map((v) => Type.Literal(v)),
       ),
     ),
-    encoder: Type.Optional(Type.Union((['H.264', 'HEVC', 'VP8', 'VP9'] as const).map((v) => Type.Literal(v)))),
+    // AV1 appended: the enum's 422 message ("must be one of ...") keeps the prefix it had.
+    encoder: Type.Optional(
+      Type.Union(
+        (['H.264', 'HEVC', 'VP8', 'VP9', 'AV1'] as const).map((v) => Type.Literal(v)),
+        {
+          description:
+            'H.264 (libx264, the default) or HEVC (libx265) in every output; AV1 (SVT-AV1) and VP9 (libvpx) in fMP4 (HLS and DASH) and MP4 outputs only, a 422 with outputs.hls (TS segments); VP8 is refused with 422.',
+        },
+      ),
+    ),
     quality: Type.Optional(Type.Integer({ minimum: 0, maximum: 51 })),
   },
   { additionalProperties: false },
