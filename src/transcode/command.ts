@@ -1,22 +1,12 @@
 import type { Rendition } from './ladder.ts';
 import type { AudioTrack, MediaInfo, SubtitleTrack } from './probe.ts';
 import { keyframeArgs, segmentTiming, videoCodecArgs } from './encoders.ts';
+import { thumbnailBranches, type StoryboardPlan } from './storyboard.ts';
 
 export interface OutputKinds {
   hls: boolean;
   mp4: boolean;
   fmp4: boolean;
-}
-
-/**
- * One more branch of the decoded video beside the renditions (the storyboard's sprite
- * sheets, the poster): a filter chain on its own copy of the split and the output it feeds.
- */
-export interface SideBranch {
-  /** Filters after the split, e.g. `fps=1/5,scale=160:90,tile=10x2`. */
-  chain: string;
-  /** Output options and file, without `-map` (added here). */
-  output: string[];
 }
 
 export interface CommandPlan {
@@ -29,7 +19,8 @@ export interface CommandPlan {
   segmentSecs: number;
   preset: string;
   threads: number;
-  sideBranches?: readonly SideBranch[];
+  /** The storyboard and poster, one more branch of the split (none for audio-only inputs). */
+  thumbnails?: StoryboardPlan | undefined;
 }
 
 /** Where ffmpeg writes, relative to its working directory (the job's output folder). */
@@ -90,9 +81,12 @@ export function buildFfmpegArgs(plan: CommandPlan): string[] {
     '-i',
     plan.input,
   ];
-  if (plan.renditions.length > 0) args.push('-filter_complex', filterGraph(plan));
+  const thumbs = plan.thumbnails
+    ? thumbnailBranches(plan.thumbnails, { inputLabel: `s${plan.renditions.length}`, dir: layout.thumbnailsDir })
+    : undefined;
+  if (plan.renditions.length > 0) args.push('-filter_complex', filterGraph(plan, thumbs?.filters ?? []));
   for (const [i, r] of plan.renditions.entries()) args.push(...renditionArgs(plan, r, i));
-  for (const [i, b] of (plan.sideBranches ?? []).entries()) args.push('-map', `[side${i}]`, ...b.output);
+  if (thumbs) args.push(...thumbs.outputArgs);
   for (const track of plan.probe.audioTracks) args.push(...audioGroupArgs(plan, track));
   if (plan.renditions.length === 0 && plan.kinds.mp4) args.push(...audioOnlyMp4Args(plan.probe.audioTracks));
   // Subtitles are renditions of the HLS trees (and DASH); an MP4-only job has none to list them in.
@@ -109,9 +103,9 @@ function keepsHighDepth(plan: CommandPlan): boolean {
   return (plan.probe.video?.bitDepth ?? 8) > 8 && plan.renditions.every((r) => r.codec === 'hevc');
 }
 
-function filterGraph(plan: CommandPlan): string {
-  const sides = plan.sideBranches ?? [];
-  const n = plan.renditions.length + sides.length;
+/** The split into the renditions' branches, and one more for `extra` chains (the thumbnails) when given. */
+function filterGraph(plan: CommandPlan, extra: readonly string[]): string {
+  const n = plan.renditions.length + (extra.length > 0 ? 1 : 0);
   // Rotation needs no filter here: ffmpeg's autorotate turns the decoded pictures before
   // they enter the graph, so sizes below are the upright (display) sizes.
   const pre = plan.probe.video?.hdr && !keepsHighDepth(plan) ? `${TONEMAP},` : '';
@@ -121,8 +115,7 @@ function filterGraph(plan: CommandPlan): string {
     (r, i) =>
       `[s${i}]fps=${r.fps.num}/${r.fps.den},scale=${r.width}:${r.height}:flags=bicubic,setsar=1,format=${pixFmt}[v${i}]`,
   );
-  const sideChains = sides.map((b, i) => `[s${plan.renditions.length + i}]${b.chain}[side${i}]`);
-  return [`[0:v:0]${pre}split=${n}${heads}`, ...branches, ...sideChains].join(';');
+  return [`[0:v:0]${pre}split=${n}${heads}`, ...branches, ...extra].join(';');
 }
 
 /**

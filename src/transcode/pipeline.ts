@@ -5,14 +5,22 @@ import type { Config } from '../config/index.ts';
 import { CancelledError, InternalError, UnsupportedMediaError, type MediaplaneError } from '../lib/errors.ts';
 import type { InputSource, ObjectStore } from '../storage/index.ts';
 import { settledAll } from '../lib/settled.ts';
-import { audioLayout, buildFfmpegArgs, layout, type OutputKinds, type SideBranch } from './command.ts';
+import { audioLayout, buildFfmpegArgs, layout, type OutputKinds } from './command.ts';
+import { planStoryboard, type StoryboardPlan } from './storyboard.ts';
 import { checkDecodes, detail, measureDuration } from './decode-check.ts';
 import { planLadder, type Rendition } from './ladder.ts';
 import type { AudioOutput, OutputFolders, ProfileSpec, RenditionOutput, TranscodeFileOutput } from './types.ts';
 import { withTimestampMap } from './playlist.ts';
 import { hasVideo, probe, type MediaInfo } from './probe.ts';
 import { AUDIO_BITRATE } from './command.ts';
-import { publishDash, publishHls, renditionOutput, type EncodedMedia, type HlsTree } from './publish.ts';
+import {
+  publishDash,
+  publishHls,
+  publishThumbnails,
+  renditionOutput,
+  type EncodedMedia,
+  type HlsTree,
+} from './publish.ts';
 import { ProgressParser, throttledProgress } from './progress.ts';
 import { runProcess } from './run.ts';
 import { CodecsProbes } from './codecs.ts';
@@ -42,6 +50,8 @@ export interface PipelineJob {
   signal: AbortSignal;
   progress(fraction: number): void;
   log?: Logger | undefined;
+  /** The storyboard and poster beside the HLS (or fMP4) output; on unless false (the bench compares). */
+  thumbnails?: boolean | undefined;
   /** Issue 5 hook: sign every MP4 with C2PA before it is uploaded (`params.c2pa`). */
   c2pa?: { signer: C2paSigner; inputTitle?: string } | undefined;
 }
@@ -120,7 +130,7 @@ async function transcode(
     input: input.path,
     codecs: new CodecsProbes({ ffprobePath: settings.ffprobePath, signal }),
     mp4Streams: streamedMp4s(job, { outDir, renditions, queue, signal }),
-    sideBranches: [],
+    thumbnails: thumbnailsPlan(job, media, duration),
   };
   await makeDirs(encode);
   await encodeAndUpload(settings, job, encode, {
@@ -168,8 +178,15 @@ interface Encode extends EncodedMedia {
   input: string;
   /** MP4s that go up while ffmpeg writes them, by rendition name (S3 outputs, no C2PA). */
   mp4Streams: Map<string, StreamedMp4>;
-  /** The storyboard's and the poster's branches of the split. */
-  sideBranches: SideBranch[];
+  /** The storyboard and the poster, made by one more branch of the split. */
+  thumbnails: StoryboardPlan | undefined;
+}
+
+/** Thumbnails go under the HLS output, or the fMP4 one; MP4-only jobs and audio have none. */
+function thumbnailsPlan(job: PipelineJob, media: MediaInfo, duration: number): StoryboardPlan | undefined {
+  const under = job.outputs.hls ?? job.outputs.fmp4;
+  if (!under || !media.video || job.thumbnails === false) return undefined;
+  return planStoryboard(duration, media.video.width, media.video.height);
 }
 
 async function makeDirs(enc: Encode): Promise<void> {
@@ -185,7 +202,7 @@ async function makeDirs(enc: Encode): Promise<void> {
     ...(groups.tsGroup ? audioDirs('hls') : []),
     ...(groups.fmp4Group ? audioDirs('fmp4') : []),
     enc.media.subtitles.length > 0 ? 'subtitles' : '',
-    enc.sideBranches.length > 0 ? layout.thumbnailsDir : '',
+    enc.thumbnails ? layout.thumbnailsDir : '',
   ];
   for (const d of new Set(dirs.filter(Boolean))) await mkdir(path.join(enc.outDir, d), { recursive: true });
 }
@@ -215,7 +232,7 @@ async function encodeAndUpload(
     segmentSecs: job.segmentSecs ?? settings.defaultSegmentSecs,
     preset: settings.x264Preset,
     threads: settings.ffmpegThreads,
-    sideBranches: enc.sideBranches,
+    thumbnails: enc.thumbnails,
   });
   job.log?.debug({ args }, 'ffmpeg');
   try {
@@ -300,7 +317,9 @@ async function finish(
   const { mp4, hls, fmp4 } = job.outputs;
   const groups = audioLayout({ probe: enc.media, renditions: enc.renditions, kinds: enc.kinds });
   await prepareSubtitles(enc);
-  const [mp4Out, hlsOut, fmp4Out] = await settledAll([
+  const thumbsUnder = (hls ?? fmp4)?.path;
+  const [thumbnails, mp4Out, hlsOut, fmp4Out] = await settledAll([
+    enc.thumbnails && thumbsUnder ? publishThumbnails(enc, queue, enc.thumbnails, thumbsUnder) : undefined,
     mp4 ? uploadMp4s(job, enc, queue, mp4.path) : undefined,
     hls ? publishHls(enc, queue, { prefix: hls.path, dir: 'hls', audioGroup: groups.tsGroup }) : undefined,
     fmp4 ? publishCmaf(enc, queue, { prefix: fmp4.path, dir: 'fmp4', audioGroup: groups.fmp4Group }) : undefined,
@@ -309,6 +328,7 @@ async function finish(
     ...(mp4Out ? { mp4: mp4Out } : {}),
     ...(hlsOut ? { hls: hlsOut.output } : {}),
     ...(fmp4Out ? { fmp4: fmp4Out } : {}),
+    ...(thumbnails ? { thumbnails } : {}),
   };
 }
 

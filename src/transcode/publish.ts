@@ -7,6 +7,7 @@ import { settledAll } from '../lib/settled.ts';
 import { AUDIO_BITRATE, layout } from './command.ts';
 import type { CodecsProbes } from './codecs.ts';
 import { dashManifest, timelineOf, type DashInput } from './dash.ts';
+import { POSTER_FILE, STORYBOARD_VTT, sheetFileName, storyboardVtt, type StoryboardPlan } from './storyboard.ts';
 import type { Rendition } from './ladder.ts';
 import {
   finalPlaylist,
@@ -250,6 +251,26 @@ async function publishSubtitles(enc: EncodedMedia, queue: UploadQueue, tree: Hls
     });
   }
   return out;
+}
+
+/**
+ * The storyboard's sprite sheets, its WebVTT file (cues name the sheets relative to it) and
+ * the poster, under `<prefix>/thumbnails/`.
+ */
+export async function publishThumbnails(
+  enc: EncodedMedia,
+  queue: UploadQueue,
+  plan: StoryboardPlan,
+  prefix: string,
+): Promise<{ path: string; poster: string }> {
+  const local = path.join(enc.outDir, layout.thumbnailsDir);
+  const keyDir = storageKey(prefix, layout.thumbnailsDir);
+  await writeFile(path.join(local, STORYBOARD_VTT), storyboardVtt(plan));
+  for (let i = 0; i < plan.sheets; i++) queue.add(`${keyDir}/${sheetFileName(i)}`, path.join(local, sheetFileName(i)));
+  queue.add(`${keyDir}/${POSTER_FILE}`, path.join(local, POSTER_FILE));
+  queue.add(`${keyDir}/${STORYBOARD_VTT}`, path.join(local, STORYBOARD_VTT));
+  await queue.drain();
+  return { path: `/${keyDir}/${STORYBOARD_VTT}`, poster: `/${keyDir}/${POSTER_FILE}` };
 }
 
 export function renditionOutput(r: Rendition, key: string, size: number): RenditionOutput {

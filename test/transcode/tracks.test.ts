@@ -13,9 +13,9 @@ import { ffprobe, makeClip, sample } from '../helpers/media.ts';
 import { makeTracksClip } from '../helpers/media-tracks.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 
-// Issue #19 items 3 and 4: audio in its own rendition group (fMP4 always, TS with several
-// tracks), every audio track kept with its language, text subtitles as WebVTT renditions,
-// audio-only inputs.
+// Issue #19 items 1, 3 and 4: the storyboard and poster; audio in its own rendition group
+// (fMP4 always, TS with several tracks), every audio track kept with its language, text
+// subtitles as WebVTT renditions, audio-only inputs.
 
 const config = loadConfig({ env: {}, overrides: { allowPrivateUrls: true, x264Preset: 'ultrafast' } });
 const handler = createTranscodeHandler({ config });
@@ -157,5 +157,49 @@ describe('audio tracks and subtitles', () => {
     );
     assert.deepEqual(out.hls?.renditions, []);
     assert.ok(out.input_video.duration > 0);
+  });
+});
+
+/** WebVTT cue times in seconds, [start, end] per cue, and each cue's text. */
+function cues(vtt: string): { start: number; end: number; text: string }[] {
+  const secs = (t: string): number => t.split(':').reduce((a, p) => a * 60 + Number(p), 0);
+  return [...vtt.matchAll(/([\d:.]+) --> ([\d:.]+)\n(.+)/g)].map((m) => ({
+    start: secs(m[1] ?? ''),
+    end: secs(m[2] ?? ''),
+    text: m[3] ?? '',
+  }));
+}
+
+describe('thumbnails', () => {
+  for (const [what, outputs, under] of [
+    ['under the HLS output', { hls: { path: '/hls' }, fmp4: { path: '/cmaf' } }, 'hls'],
+    ['under the fMP4 output when there is no HLS', { fmp4: { path: '/cmaf' } }, 'cmaf'],
+  ] as const) {
+    it(`writes a storyboard whose cues cover the duration and a poster, ${what}`, async () => {
+      const { bucket, out } = await transcode('/tracks.mkv', outputs);
+      assert.deepEqual(out.thumbnails, {
+        path: `/${under}/thumbnails/thumbnails.vtt`,
+        poster: `/${under}/thumbnails/poster.jpg`,
+      });
+      const list = cues(await text(bucket, `${under}/thumbnails/thumbnails.vtt`));
+      assert.ok(list.length >= 2, `${list.length} cues`);
+      assert.equal(list[0]?.start, 0);
+      for (const [i, c] of list.entries()) if (i > 0) assert.equal(c.start, list[i - 1]?.end, 'contiguous');
+      assert.ok(Math.abs((list.at(-1)?.end ?? 0) - out.input_video.duration) < 0.05, 'the last cue ends at the end');
+      const sheets = new Set(list.map((c) => c.text.split('#')[0] ?? ''));
+      for (const sheet of sheets) {
+        const [[kind]] = (await streamsOf(bucket, `${under}/thumbnails/${sheet}`)) as [[string]];
+        assert.equal(kind, 'video', `${sheet} decodes as an image`);
+      }
+      for (const c of list) assert.match(c.text, /^sprite-\d+\.jpg#xywh=\d+,\d+,\d+,\d+$/);
+      assert.equal((await streamsOf(bucket, `${under}/thumbnails/poster.jpg`))[0]?.[0], 'video');
+    });
+  }
+
+  it('an MP4-only job and an audio-only input have none', async () => {
+    const { out } = await transcode('/single.mp4', { mp4: { path: '/mp4' } });
+    assert.equal(out.thumbnails, undefined);
+    const audio = await transcode('/audio.m4a', { hls: { path: '/hls' } });
+    assert.equal(audio.out.thumbnails, undefined);
   });
 });
