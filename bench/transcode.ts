@@ -21,6 +21,12 @@
 // arguments writing one MP4, alternating s0 p1 s1 p2 s2; prints each one's real-time factor
 // (seconds per second of media) and p/s. BENCH_AV1_SECONDS (default 20), BENCH_AV1_ROUNDS
 // (default 2), BENCH_SKIP_AV1=1 to leave it out.
+//
+// The thumbnails leg (issue #19): the default ladder of a 1080p30 clip with HLS + MP4 outputs
+// through the pipeline (runPipeline, local store) with the storyboard and poster branch (t)
+// and without it (w), alternating w0 t1 w1 t2 w2 ...; prints t/w per round against the mean
+// of its neighbours and their median (target <= 1.05). BENCH_THUMBS_SECONDS (default 20),
+// BENCH_THUMBS_ROUNDS (default 3), BENCH_SKIP_THUMBS=1 to leave it out.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 
 import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
@@ -33,6 +39,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/index.ts';
 import { HttpInput, S3ObjectStore } from '../src/storage/index.ts';
+import type { PipelineJob } from '../src/transcode/index.ts';
 
 // The measuring child loads what a worker loads for a transfer (config, storage); the test
 // servers (s3rver) and the encoder side are loaded by the parent only, so the child's peak
@@ -175,8 +182,7 @@ async function ladderBench(): Promise<void> {
 }
 
 async function av1Bench(): Promise<void> {
-  const { makeClip, probe, requireVideo, planLadder, runPipeline } = await parentOnly();
-  const { FileInput, LocalDirStore } = await import('../src/storage/index.ts');
+  const { makeClip, probe, requireVideo, planLadder } = await parentOnly();
   const { segmentTiming, videoCodecArgs } = await import('../src/transcode/encoders.ts');
   const seconds = Number(process.env.BENCH_AV1_SECONDS ?? 20);
   const rounds = Number(process.env.BENCH_AV1_ROUNDS ?? 2);
@@ -208,20 +214,13 @@ async function av1Bench(): Promise<void> {
         ]),
       );
     const pipeline = (i: number) =>
-      timed(async () => {
-        const dir = path.join(work, `p${i}`);
-        await mkdir(dir, { recursive: true });
-        await runPipeline(config, {
-          source: new FileInput(clip),
-          store: new LocalDirStore(path.join(dir, 'out')),
+      timed(() =>
+        pipelineRun(clip, path.join(work, `p${i}`), {
           outputs: { fmp4: { path: '/fmp4' }, mp4: { path: '/mp4' } },
           profiles,
           segmentSecs,
-          scratchDir: dir,
-          signal: new AbortController().signal,
-          progress: () => undefined,
-        });
-      });
+        }),
+      );
     const ss = [await bare(0)];
     const ps: number[] = [];
     for (let i = 1; i <= rounds; i++) {
@@ -237,6 +236,60 @@ async function av1Bench(): Promise<void> {
     console.log(`(p) pipeline, fMP4 + MP4, real-time factor (encode s / media s): ${rtf(ps)}`);
     console.log(`(s) bare ffmpeg, same libsvtav1 arguments, one MP4, real-time factor: ${rtf(ss)}`);
     console.log(`p/s = ${median(ratios).toFixed(3)} (median of ${ratios.map((x) => x.toFixed(3)).join(', ')})`);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** One job through runPipeline from a local file into a local store under `dir`. */
+async function pipelineRun(
+  clip: string,
+  dir: string,
+  job: Pick<PipelineJob, 'outputs' | 'profiles' | 'segmentSecs' | 'thumbnails'>,
+): Promise<void> {
+  const { runPipeline } = await parentOnly();
+  const { FileInput, LocalDirStore } = await import('../src/storage/index.ts');
+  await mkdir(dir, { recursive: true });
+  try {
+    await runPipeline(config, {
+      source: new FileInput(clip),
+      store: new LocalDirStore(path.join(dir, 'out')),
+      scratchDir: dir,
+      signal: new AbortController().signal,
+      progress: () => undefined,
+      ...job,
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The default ladder with the thumbnails branch against without it, alternating. */
+async function thumbnailsBench(): Promise<void> {
+  const { makeClip } = await parentOnly();
+  const seconds = Number(process.env.BENCH_THUMBS_SECONDS ?? 20);
+  const rounds = Number(process.env.BENCH_THUMBS_ROUNDS ?? 3);
+  const clip = await makeClip({ width: 1920, height: 1080, seconds });
+  const work = await mkdtemp(path.join(os.tmpdir(), 'mp-bench-thumbs-'));
+  const outputs = { hls: { path: '/hls' }, mp4: { path: '/mp4' } };
+  const once = (name: string, thumbnails: boolean) =>
+    timed(() => pipelineRun(clip, path.join(work, name), { outputs, thumbnails }));
+  try {
+    const ws = [await once('w0', false)];
+    const ts: number[] = [];
+    for (let i = 1; i <= rounds; i++) {
+      ts.push(await once(`t${i}`, true));
+      ws.push(await once(`w${i}`, false));
+    }
+    const ratios = ts.map((t, i) => t / (((ws[i] ?? NaN) + (ws[i + 1] ?? NaN)) / 2));
+    const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(', ');
+    console.log(
+      `thumbnails: 1920x1080 ${seconds} s clip, default ladder, HLS + MP4, preset ${config.x264Preset}; ${os.cpus().length} CPUs`,
+    );
+    console.log(`(w) without thumbnails: ${list(ws)} s; (t) with: ${list(ts)} s`);
+    console.log(
+      `t/w = ${median(ratios).toFixed(3)} (median of ${ratios.map((x) => x.toFixed(3)).join(', ')}; target <= 1.05)`,
+    );
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -489,5 +542,6 @@ if (process.argv[2] === '--child') {
 } else {
   if (process.env.BENCH_SKIP_LADDER !== '1') await ladderBench();
   if (process.env.BENCH_SKIP_AV1 !== '1') await av1Bench();
+  if (process.env.BENCH_SKIP_THUMBS !== '1') await thumbnailsBench();
   if (process.env.BENCH_SKIP_RSS !== '1') await rssBench();
 }
