@@ -41,7 +41,8 @@ const segmentName = (n: number): string => `${n}.m4s`;
  */
 export async function timelineOf(dir: string): Promise<SegmentTimeline> {
   const playlist = parseMediaPlaylist(await readFile(path.join(dir, 'index.m3u8'), 'utf8'));
-  if (playlist.map !== INIT_NAME) throw new InternalError(`dash: ${dir} has init segment ${playlist.map}, not init.mp4`);
+  if (playlist.map !== INIT_NAME)
+    throw new InternalError(`dash: ${dir} has init segment ${playlist.map}, not init.mp4`);
   playlist.segments.forEach((s, n) => {
     if (s.uri !== segmentName(n)) throw new InternalError(`dash: ${dir} lists ${s.uri} as segment ${n}`);
   });
@@ -65,19 +66,20 @@ export interface Span {
 }
 
 /**
- * Segments placed at their earliest presentation time, as the `sidx` ffmpeg writes does,
- * each one lasting until the next starts (the last: its sample durations), so the timeline
- * has no gaps. A start below 0 (an edit list cutting more than the first segment's
- * composition delay) is clamped: @t is unsigned.
+ * Segments placed at their earliest presentation time (where Chromium's MSE buffers them),
+ * each lasting until the next starts (the last: its sample durations), so the timeline has
+ * no gaps.
  */
 export function buildTimeline(spans: readonly Span[], timescale: number): SegmentTimeline {
   const starts: number[] = [];
-  for (const [k, s] of spans.entries()) {
-    const previous = starts[k - 1];
-    const prevSpan = spans[k - 1];
-    // Starts never go backwards; one that would is placed after the previous segment's samples.
-    const start = previous === undefined ? Math.max(0, s.start) : s.start > previous ? s.start : previous + (prevSpan?.duration ?? 0);
+  let previousEnd = 0;
+  for (const s of spans) {
+    const previous = starts.at(-1);
+    // @t is unsigned: a first start below 0 is clamped. Starts never go backwards: one that
+    // would is placed after the previous segment's samples.
+    const start = previous === undefined ? Math.max(0, s.start) : s.start > previous ? s.start : previousEnd;
     starts.push(start);
+    previousEnd = start + s.duration;
   }
   const durations = spans.map((s, k) => (starts[k + 1] ?? (starts[k] ?? 0) + s.duration) - (starts[k] ?? 0));
   const entries: TimelineEntry[] = [];
@@ -153,7 +155,7 @@ export function dashManifest(input: DashInput): string {
   const sets: string[][] = [];
   for (const group of byCodecFamily(input.video)) sets.push(videoSet(group, sets.length));
   for (const a of input.audio) sets.push(audioSet(a, sets.length));
-  input.subtitles.forEach((s, i) => sets.push(textSet(s, i, sets.length)));
+  for (const s of input.subtitles) sets.push(textSet(s, sets.length));
   const mpd = element(
     'MPD',
     {
@@ -193,7 +195,7 @@ function videoSet(group: readonly DashVideo[], id: number): string[] {
       id,
       contentType: 'video',
       mimeType: 'video/mp4',
-      segmentAlignment: 'true',
+      segmentAlignment: aligned(sorted.map((v) => v.timeline)) ? 'true' : undefined,
       startWithSAP: 1,
       maxWidth: Math.max(...sorted.map((v) => v.width)),
       maxHeight: Math.max(...sorted.map((v) => v.height)),
@@ -217,16 +219,41 @@ function videoSet(group: readonly DashVideo[], id: number): string[] {
   );
 }
 
+/**
+ * Whether the timelines start their segments at the same times (23009-1, 5.3.3.2:
+ * segmentAlignment promises that segment k of one Representation never overlaps segment
+ * m != k of another). A rung without B-frames starts two frames before one with them.
+ */
+function aligned(timelines: readonly SegmentTimeline[]): boolean {
+  const starts = timelines.map((tl) =>
+    tl.entries.flatMap((e) => Array.from({ length: e.r + 1 }, (_, k) => (e.t + k * e.d) / tl.timescale)),
+  );
+  const [first, ...rest] = starts;
+  return rest.every((s) => s.length === first?.length && s.every((t, k) => Math.abs(t - (first[k] ?? 0)) < 1e-4));
+}
+
 function audioSet(a: DashAudio, id: number): string[] {
   return element(
     'AdaptationSet',
-    { id, contentType: 'audio', mimeType: 'audio/mp4', lang: languageTag(a.lang), segmentAlignment: 'true', startWithSAP: 1 },
+    {
+      id,
+      contentType: 'audio',
+      mimeType: 'audio/mp4',
+      lang: languageTag(a.lang),
+      segmentAlignment: 'true',
+      startWithSAP: 1,
+    },
     ...(a.label ? [textElement('Label', a.label)] : []),
     // DASH-IF IOP: the track a player starts with is marked main; the others are alternates.
     element('Role', { schemeIdUri: ROLE_SCHEME, value: a.default ? 'main' : 'alternate' }),
     element(
       'Representation',
-      { id: representationId(a.dir), bandwidth: Math.round(a.bandwidth), audioSamplingRate: a.sampleRate, codecs: a.codecs },
+      {
+        id: representationId(a.dir),
+        bandwidth: Math.round(a.bandwidth),
+        audioSamplingRate: a.sampleRate,
+        codecs: a.codecs,
+      },
       element('AudioChannelConfiguration', {
         schemeIdUri: 'urn:mpeg:dash:23003:3:audio_channel_configuration:2011',
         value: a.channels,
@@ -237,7 +264,7 @@ function audioSet(a: DashAudio, id: number): string[] {
 }
 
 /** A whole-file WebVTT track: one Representation whose BaseURL is the file (no segments). */
-function textSet(s: DashSubtitle, i: number, id: number): string[] {
+function textSet(s: DashSubtitle, id: number): string[] {
   const roles = [element('Role', { schemeIdUri: ROLE_SCHEME, value: 'subtitle' })];
   if (s.default) roles.push(element('Role', { schemeIdUri: ROLE_SCHEME, value: 'main' }));
   return element(
@@ -247,8 +274,9 @@ function textSet(s: DashSubtitle, i: number, id: number): string[] {
     ...roles,
     element(
       'Representation',
-      // @bandwidth is required by the schema; a text file's is nominal.
-      { id: `subtitles/${i}`, bandwidth: 256 },
+      // Named by its folder (`subtitles/2`), as audio is (`audio/0`). @bandwidth is required
+      // by the schema; a text file's is nominal.
+      { id: representationId(path.posix.dirname(s.uri)), bandwidth: 256 },
       textElement('BaseURL', relativeUrl(s.uri)),
     ),
   );
@@ -267,7 +295,12 @@ function segmentTemplate(dir: string, timeline: SegmentTimeline): string[] {
   });
   return element(
     'SegmentTemplate',
-    { timescale: timeline.timescale, initialization: `${base}/${INIT_NAME}`, media: `${base}/$Number$.m4s`, startNumber: 0 },
+    {
+      timescale: timeline.timescale,
+      initialization: `${base}/${INIT_NAME}`,
+      media: `${base}/$Number$.m4s`,
+      startNumber: 0,
+    },
     element('SegmentTimeline', {}, ...segments),
   );
 }

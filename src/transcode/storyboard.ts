@@ -89,15 +89,18 @@ function framesPerSecond(intervalMs: number): string {
 }
 
 /**
- * The storyboard branch: one frame per interval (the frame nearest each multiple of the
- * interval), padded with the last frame and cut at exactly `count`, so the sheets hold as
- * many tiles as the VTT has cues even where the video ends early or runs late. The tile
- * filter flushes a last, partly filled sheet at the end of the stream (ffmpeg 5.1, tested).
+ * The storyboard branch: one frame per interval, each the frame shown at its cue's start,
+ * padded with the last frame and cut at exactly `count`, so the sheets hold as many tiles
+ * as the VTT has cues even where the video ends early or runs late (on its own, fps emits
+ * ceil(duration / interval) frames: tested from 0.5 s to 63 s). The tile filter flushes a
+ * last, partly filled sheet at the end of the stream (ffmpeg 5.1, tested).
  */
 export function storyboardFilter(plan: StoryboardPlan): string {
   return [
-    // start_time=0: slot 0 is at 0 even where the video starts late (the first frame fills in).
-    `fps=${framesPerSecond(plan.intervalMs)}:start_time=0`,
+    // round=up: tick k takes the last frame at or before k x interval (the default, near,
+    // takes the one just before the next half interval). start_time=0: tick 0 is at 0 even
+    // where the video starts late (its first frame fills in).
+    `fps=${framesPerSecond(plan.intervalMs)}:start_time=0:round=up`,
     'tpad=stop=-1:stop_mode=clone',
     `trim=end_frame=${plan.count}`,
     `scale=${plan.tileWidth}:${plan.tileHeight}:flags=bicubic`,
