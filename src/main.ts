@@ -60,6 +60,7 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     queue: new Queue(db, {
       leaseMs: config.leaseMs,
       maxRetries: config.maxRetries,
+      maxCrashRetries: config.maxCrashRetries,
       progressEventMs: config.taskProgressEventMs,
     }),
     webhooks: new WebhookStore(db),
@@ -104,6 +105,7 @@ export function createWorker(core: Core): Worker {
     pollMs: core.config.pollMs,
     heartbeatMs: core.config.heartbeatMs,
     retryBackoffMs: core.config.retryBackoffMs,
+    retryBackoffMaxMs: core.config.retryBackoffMaxMs,
   });
 }
 

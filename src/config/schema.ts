@@ -137,10 +137,21 @@ const coreSettings = defineSettings({
     env: 'MEDIAPLANE_MAX_RETRIES',
     type: 'int',
     group: 'tasks',
-    default: 2,
+    default: 3,
     min: 0,
     max: 100,
-    description: 'Automatic retries of a job after a retryable failure.',
+    description:
+      'Automatic retries of a job after a retryable failure (storage or input unreachable, a timeout); runs lost to a crashed worker count apart (MEDIAPLANE_MAX_CRASH_RETRIES).',
+  },
+  maxCrashRetries: {
+    env: 'MEDIAPLANE_MAX_CRASH_RETRIES',
+    type: 'int',
+    group: 'tasks',
+    default: 5,
+    min: 0,
+    max: 100,
+    description:
+      'Times a task is taken back from a worker that stopped heartbeating (killed, crashed, cut off) before it fails. A task taken back runs first, so a burst of worker deaths falls on the same few tasks; a task that brings down every worker that runs it stops here.',
   },
   leaseMs: {
     env: 'MEDIAPLANE_LEASE_MS',
@@ -148,7 +159,8 @@ const coreSettings = defineSettings({
     group: 'tasks',
     default: 60_000,
     min: 200,
-    description: 'How long a claimed job stays with its worker without a heartbeat.',
+    description:
+      'How long a claimed job stays with its worker without a heartbeat; a worker that cannot renew it stops the job before it runs out, so a reclaimed task never runs twice at once.',
   },
   heartbeatMs: {
     env: 'MEDIAPLANE_HEARTBEAT_MS',
@@ -170,9 +182,18 @@ const coreSettings = defineSettings({
     env: 'MEDIAPLANE_RETRY_BACKOFF_MS',
     type: 'int',
     group: 'tasks',
-    default: 5000,
+    default: 15_000,
     min: 0,
-    description: 'Delay before the first retry; doubles with each further retry.',
+    description:
+      'Delay before the first retry after a failure; doubles with each further retry, +-25% jitter. With the defaults a 30 s storage outage costs at most 2 retries, a 60 s one at most 3.',
+  },
+  retryBackoffMaxMs: {
+    env: 'MEDIAPLANE_RETRY_BACKOFF_MAX_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 300_000,
+    min: 0,
+    description: 'Longest delay before a retry (before jitter), however many retries came before.',
   },
   taskProgressEventMs: {
     env: 'MEDIAPLANE_TASK_PROGRESS_EVENT_MS',

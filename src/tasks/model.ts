@@ -14,14 +14,17 @@ export interface TaskRow {
   updated_at: Date;
   progress: number | null;
   error_message: string | null;
+  /** Every automatic rerun so far: failures retried and crashes (lease expiries) taken back. */
   retries: number;
+  /** The reruns that a lease expiry caused (a worker killed or cut off); `retries - crashes` were failures. */
+  crashes: number;
   output: Record<string, unknown> | null;
   attempts: number;
 }
 
 /** Columns of TaskRow, for SELECT and RETURNING lists. */
 export const TASK_COLUMNS =
-  'id, owner, project_id, type, phase, params, requester_id, created_at, scheduled_at, updated_at, progress, error_message, retries, output, attempts';
+  'id, owner, project_id, type, phase, params, requester_id, created_at, scheduled_at, updated_at, progress, error_message, retries, crashes, output, attempts';
 
 /**
  * `params` without what is secret in them, for a task that can no longer run (issue #15).

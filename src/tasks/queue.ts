@@ -1,3 +1,4 @@
+import { settings } from '../config/index.ts';
 import type { Db } from '../db/index.ts';
 import {
   CHANNEL_PROGRESS,
@@ -8,22 +9,34 @@ import {
   withEvent,
 } from './events.ts';
 import { PARAMS_WITHOUT_SECRETS, type TaskRow } from './model.ts';
+import { CHANNEL_WORK } from './store.ts';
 
 // All SQL a worker needs, in one place (after pg-boss's plans.ts). A claim is a lease: the
 // row stays with its worker until `lease_until`, which heartbeats push forward. A worker that
 // dies stops heartbeating; once the lease runs out the task is taken back (reap) and counts
-// as one retry. Every write checks `lease_owner`, so a worker that lost its lease cannot
-// overwrite what the next one does. Every change a client can see writes its event in the
-// same statement (events.ts withEvent): the outbox of issue #18.
+// as one crash, apart from job failures (issue #20). Every write checks `lease_owner`, so a
+// worker that lost its lease cannot overwrite what the next one does. Every change a client
+// can see writes its event in the same statement (events.ts withEvent): the outbox of issue #18.
+//
+// Queue order is `run_at, created_at`. A task taken back from a dead worker or handed back at
+// shutdown keeps its `run_at`, so it runs before the tasks queued after it (issue #20); only a
+// failure moves it, to when its retry is due.
 
 export interface QueueOptions {
   leaseMs: number;
+  /** Retries after job failures (MEDIAPLANE_MAX_RETRIES). */
   maxRetries: number;
+  /** How often a task is taken back after a lease expiry (MEDIAPLANE_MAX_CRASH_RETRIES; default: its default). */
+  maxCrashRetries?: number;
   /** Progress becomes a `task.updated` event at most this often per task (default 3000 ms). */
   progressEventMs?: number;
 }
 
 const DEFAULT_PROGRESS_EVENT_MS = 3000;
+
+/** A run of a task: the task's id and its attempt number, as scratch directories are named. */
+export type RunKey = `${string}-${number}`;
+export const runKey = (id: string, attempt: number): RunKey => `${id}-${attempt}`;
 
 export class Queue {
   readonly #db: Db;
@@ -34,28 +47,48 @@ export class Queue {
     this.#opts = opts;
   }
 
+  /** How long a claim or a heartbeat holds a task. */
+  get leaseMs(): number {
+    return this.#opts.leaseMs;
+  }
+
   /**
-   * Gives tasks whose lease ran out back to `waiting` (or `failed` past the retry limit).
-   * Returns how many were taken back.
+   * Gives tasks whose lease ran out back to `waiting` in their old place in the queue (or
+   * `failed` past the crash limit). Returns how many were taken back.
    */
   async reapExpired(): Promise<number> {
     const rows = await this.#db.query<{ id: string }>(
       withEvent(
         `UPDATE tasks SET
-         phase = CASE WHEN retries >= $1 THEN 'failed' ELSE 'waiting' END,
-         error_message = CASE WHEN retries >= $1
-           THEN 'the worker running this task stopped responding, and the retry limit was reached'
+         phase = CASE WHEN crashes >= $1 THEN 'failed' ELSE 'waiting' END,
+         error_message = CASE WHEN crashes >= $1
+           THEN 'the worker running this task stopped responding ' || (crashes + 1) || ' times; it is not retried again'
            ELSE error_message END,
-         retries = CASE WHEN retries >= $1 THEN retries ELSE retries + 1 END,
-         run_at = now(), lease_owner = NULL, lease_until = NULL, updated_at = now()
+         retries = CASE WHEN crashes >= $1 THEN retries ELSE retries + 1 END,
+         crashes = CASE WHEN crashes >= $1 THEN crashes ELSE crashes + 1 END,
+         lease_owner = NULL, lease_until = NULL, updated_at = now()
        WHERE id IN (SELECT id FROM tasks WHERE phase = 'running' AND lease_until < now() FOR UPDATE SKIP LOCKED)
        ${returningEvent(FAILED_OR_UPDATED)}`,
         'id',
       ),
-      [this.#opts.maxRetries],
+      [this.#opts.maxCrashRetries ?? settings.maxCrashRetries.default],
     );
-    await this.#notify(rows);
+    await this.#notify(rows, [CHANNEL_WORK]);
     return rows.length;
+  }
+
+  /**
+   * Which of these runs a live lease still holds (the task is running that attempt and its
+   * lease has not run out): the scratch directories of all others may go (worker.ts).
+   */
+  async liveRuns(runs: readonly { id: string; attempt: number }[]): Promise<Set<RunKey>> {
+    if (runs.length === 0) return new Set();
+    const rows = await this.#db.query<{ id: string; attempts: number }>(
+      `SELECT id::text AS id, attempts FROM tasks
+       WHERE id = ANY($1::uuid[]) AND phase = 'running' AND lease_until >= now()`,
+      [[...new Set(runs.map((r) => r.id))]],
+    );
+    return new Set(rows.map((r) => runKey(r.id, r.attempts)));
   }
 
   /** Claims up to `limit` waiting tasks for `workerId`; two workers never get the same one. */
@@ -129,20 +162,22 @@ export class Queue {
   }
 
   /**
-   * Records a failure. A retryable one under the retry limit goes back to `waiting` after
-   * `backoffMs * 2^retries`; anything else is final. Returns the phase the task ended in.
+   * Records a failure. A retryable one with failure retries left (`retries - crashes` under
+   * MEDIAPLANE_MAX_RETRIES) goes back to `waiting`, due in `backoffMs` (retry-policy.ts);
+   * anything else is final. Returns the phase the task ended in.
    */
   async fail(
     id: string,
     workerId: string,
     f: { message: string; retryable: boolean; backoffMs: number },
   ): Promise<'waiting' | 'failed' | null> {
+    const again = '$4 AND retries - crashes < $5';
     const rows = await this.#db.query<{ id: string; phase: 'waiting' | 'failed' }>(
       withEvent(
         `UPDATE tasks SET
-           phase = CASE WHEN $4 AND retries < $5 THEN 'waiting' ELSE 'failed' END,
-           run_at = CASE WHEN $4 AND retries < $5 THEN now() + ($6 * power(2, retries)) * interval '1 millisecond' ELSE run_at END,
-           retries = CASE WHEN $4 AND retries < $5 THEN retries + 1 ELSE retries END,
+           phase = CASE WHEN ${again} THEN 'waiting' ELSE 'failed' END,
+           run_at = CASE WHEN ${again} THEN now() + $6 * interval '1 millisecond' ELSE run_at END,
+           retries = CASE WHEN ${again} THEN retries + 1 ELSE retries END,
            error_message = $3, lease_owner = NULL, lease_until = NULL, updated_at = now()
          WHERE id = $1 AND lease_owner = $2 AND phase = 'running' ${returningEvent(FAILED_OR_UPDATED)}`,
         'id, phase',
@@ -153,24 +188,27 @@ export class Queue {
     return rows[0]?.phase ?? null;
   }
 
-  /** Hands a task back untouched (graceful shutdown): another worker takes it at once. */
+  /** Hands a task back untouched (shutdown): another worker takes it at once, in its old place. */
   async release(id: string, workerId: string): Promise<void> {
     const rows = await this.#db.query<{ id: string }>(
       withEvent(
-        `UPDATE tasks SET phase = 'waiting', run_at = now(), progress = NULL, lease_owner = NULL, lease_until = NULL, updated_at = now()
+        `UPDATE tasks SET phase = 'waiting', progress = NULL, lease_owner = NULL, lease_until = NULL, updated_at = now()
          WHERE id = $1 AND lease_owner = $2 AND phase = 'running' ${returningEvent(`'task.updated'`)}`,
         'id',
       ),
       [id, workerId],
     );
-    await this.#notify(rows);
+    await this.#notify(rows, [CHANNEL_WORK]);
   }
 
-  /** Wakes the listeners of task events (SSE streams, webhook dispatchers) for these tasks. */
-  async #notify(rows: readonly { id: string }[]): Promise<void> {
+  /**
+   * Wakes the listeners of task events (SSE streams, webhook dispatchers) for these tasks;
+   * `more` channels too (CHANNEL_WORK where a task became claimable at once).
+   */
+  async #notify(rows: readonly { id: string }[], more: readonly string[] = []): Promise<void> {
     await notifyTasks(
       this.#db,
-      [TASK_EVENTS_CHANNEL],
+      [TASK_EVENTS_CHANNEL, ...more],
       rows.map((r) => r.id),
     );
   }

@@ -97,11 +97,11 @@ export class TaskStore {
     return row;
   }
 
-  /** A failed or cancelled task goes back to `waiting`, with its automatic retries renewed. */
+  /** A failed or cancelled task goes back to `waiting`, with its automatic retries (failures and crashes) renewed. */
   async retry(owner: string, id: string): Promise<TaskRow> {
     const rows = await this.#db.query<TaskRow>(
       withEvent(`UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
-         error_message = NULL, progress = NULL, output = NULL, retries = 0
+         error_message = NULL, progress = NULL, output = NULL, retries = 0, crashes = 0
        WHERE id = $1 AND owner = $2 AND phase = ANY($3) ${returningEvent(`'task.updated'`)}`),
       [id, owner, RETRYABLE],
     );

@@ -2,10 +2,13 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { settings } from '../config/index.ts';
 import type { Db } from '../db/index.ts';
 import { isMediaplaneError } from '../lib/errors.ts';
 import type { TaskRow } from './model.ts';
-import type { Queue } from './queue.ts';
+import { type Queue, type RunKey, runKey } from './queue.ts';
+import { retryDelayMs } from './retry-policy.ts';
+import { sweepScratch } from './scratch.ts';
 import { CHANNEL_CANCEL, CHANNEL_WORK } from './store.ts';
 import type { JobHandler } from './types.ts';
 
@@ -18,14 +21,21 @@ export interface WorkerOptions {
   concurrency: number;
   pollMs: number;
   heartbeatMs: number;
+  /** Delay before the first retry after a failure (retry-policy.ts). */
   retryBackoffMs: number;
+  /** Longest delay before a retry (default: MEDIAPLANE_RETRY_BACKOFF_MAX_MS's default). */
+  retryBackoffMaxMs?: number;
   /** How often progress may be written, at most (default 1000 ms). */
   progressEveryMs?: number;
   workerId?: string;
 }
 
-/** Why a running job was stopped from outside; decides what is written afterwards. */
-type StopReason = 'cancelled' | 'lease-lost' | 'shutdown';
+/**
+ * Why a running job was stopped from outside; decides what is written afterwards.
+ * `lease-expiring`: heartbeats have failed for so long that the lease may run out; the job
+ * stops before it does, so that the worker that takes the task back never runs beside it.
+ */
+type StopReason = 'cancelled' | 'lease-lost' | 'lease-expiring' | 'shutdown';
 
 class StopSignal extends Error {
   readonly reason: StopReason;
@@ -36,6 +46,7 @@ class StopSignal extends Error {
 }
 
 interface RunningJob {
+  run: RunKey;
   controller: AbortController;
   done: Promise<void>;
 }
@@ -54,6 +65,7 @@ export class Worker {
   #sleeper: (() => void) | undefined;
   #wakeRequested = false;
   #unlisten: Array<() => Promise<void>> = [];
+  #lastSweep = 0;
 
   constructor(opts: WorkerOptions) {
     this.#o = opts;
@@ -66,6 +78,8 @@ export class Worker {
 
   async start(): Promise<void> {
     await mkdir(this.#o.scratchRoot, { recursive: true });
+    // What earlier workers on this scratch root left behind, before this one adds to it.
+    await this.#sweep();
     this.#unlisten.push(await this.#o.db.listen(CHANNEL_WORK, () => this.#wake()));
     this.#unlisten.push(
       await this.#o.db.listen(CHANNEL_CANCEL, (id) =>
@@ -119,24 +133,45 @@ export class Worker {
   }
 
   async #fill(): Promise<void> {
+    // Once a lease period: a dead worker's runs are unheld by then.
+    if (Date.now() - this.#lastSweep >= this.#o.queue.leaseMs) await this.#sweep();
     const free = this.#o.concurrency - this.#running.size;
     if (free <= 0 || this.#stopping) return;
     const reaped = await this.#o.queue.reapExpired();
     if (reaped > 0) this.#o.log.warn({ reaped }, 'took back tasks whose worker stopped heartbeating');
-    for (const task of await this.#o.queue.claim(this.id, free)) {
+    const claimedAt = Date.now();
+    const tasks = await this.#o.queue.claim(this.id, free);
+    // A task that ran before may have left an encoder on this host: it goes before this run starts.
+    if (tasks.some((t) => t.attempts > 1)) await this.#sweep();
+    for (const task of tasks) {
       const controller = new AbortController();
-      const done = this.#execute(task, controller).finally(() => {
+      const done = this.#execute(task, controller, claimedAt).finally(() => {
         this.#running.delete(task.id);
         this.#wake();
       });
-      this.#running.set(task.id, { controller, done });
+      this.#running.set(task.id, { run: runKey(task.id, task.attempts), controller, done });
     }
   }
 
-  async #execute(task: TaskRow, controller: AbortController): Promise<void> {
+  /** Removes the scratch of runs no live lease holds (scratch.ts); a failure is logged, never thrown. */
+  async #sweep(): Promise<void> {
+    this.#lastSweep = Date.now();
+    try {
+      const swept = await sweepScratch({
+        root: this.#o.scratchRoot,
+        liveRuns: (runs) => this.#o.queue.liveRuns(runs),
+        ownRuns: new Set([...this.#running.values()].map((r) => r.run)),
+      });
+      if (swept.removed.length > 0) this.#o.log.warn(swept, 'removed the scratch of runs whose worker is gone');
+    } catch (err) {
+      this.#o.log.error({ err }, 'could not sweep the scratch directory');
+    }
+  }
+
+  async #execute(task: TaskRow, controller: AbortController, claimedAt: number): Promise<void> {
     const log = this.#o.log.child({ taskId: task.id, attempt: task.attempts });
-    const scratchDir = join(this.#o.scratchRoot, `${task.id}-${task.attempts}`);
-    const heartbeat = setInterval(() => void this.#beat(task.id, controller, log), this.#o.heartbeatMs);
+    const scratchDir = join(this.#o.scratchRoot, runKey(task.id, task.attempts));
+    const stopLease = this.#keepLease(task.id, controller, { log, since: claimedAt });
     const progress = this.#progressWriter(task.id, log);
     log.info({ type: task.type }, 'task started');
     try {
@@ -152,7 +187,7 @@ export class Worker {
         log.error({ err: e }, 'could not record the task outcome; its lease will expire'),
       );
     } finally {
-      clearInterval(heartbeat);
+      stopLease();
       progress.stop();
     }
   }
@@ -182,27 +217,64 @@ export class Worker {
     const stop = controller.signal.reason;
     if (controller.signal.aborted && stop instanceof StopSignal) {
       // Cancelled or reaped: the row already says so. Shutdown: hand it back untouched.
-      if (stop.reason === 'shutdown') await this.#o.queue.release(task.id, this.id);
-      log.info({ reason: stop.reason }, 'task stopped');
+      // Lease expiring: the database was out of reach; if it is back, the task goes back now
+      // rather than when the lease runs out, and costs no crash retry.
+      if (stop.reason === 'shutdown' || stop.reason === 'lease-expiring') await this.#o.queue.release(task.id, this.id);
+      log[stop.reason === 'lease-expiring' ? 'warn' : 'info']({ reason: stop.reason }, 'task stopped');
       return;
     }
     const known = isMediaplaneError(err);
     const message = known ? err.message : 'internal error while running the task';
+    const backoff = {
+      baseMs: this.#o.retryBackoffMs,
+      maxMs: this.#o.retryBackoffMaxMs ?? settings.retryBackoffMaxMs.default,
+    };
     const phase = await this.#o.queue.fail(task.id, this.id, {
       message,
       retryable: known && err.retryable,
-      backoffMs: this.#o.retryBackoffMs,
+      backoffMs: retryDelayMs(task.retries - task.crashes, backoff),
     });
     log[known ? 'warn' : 'error']({ err, phase }, 'task failed');
   }
 
-  async #beat(id: string, controller: AbortController, log: Logger): Promise<void> {
-    try {
-      if (!(await this.#o.queue.heartbeat(id, this.id))) controller.abort(new StopSignal('lease-lost'));
-    } catch (err) {
-      // A database blip: the lease has slack (heartbeat < lease), so the next beat may make it.
-      log.warn({ err }, 'heartbeat failed');
-    }
+  /**
+   * Renews the lease every heartbeatMs. A database blip is ridden out (the lease has slack:
+   * heartbeat < lease), but once no renewal has gone through for nearly a lease, the job is
+   * stopped: the lease counts from when the last renewal that went through was sent (`since`
+   * at first: the claim), so it stops before any other worker may take the task back (issue
+   * #20: a reclaimed task never runs two encoders at once). Returns the function that stops it.
+   */
+  #keepLease(id: string, controller: AbortController, o: { log: Logger; since: number }): () => void {
+    const leaseMs = this.#o.queue.leaseMs;
+    const stopAfter = leaseMs - Math.min(this.#o.heartbeatMs, leaseMs / 4);
+    let renewedAt = o.since;
+    let fence: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      clearTimeout(fence);
+      fence = setTimeout(
+        () => controller.abort(new StopSignal('lease-expiring')),
+        Math.max(0, renewedAt + stopAfter - Date.now()),
+      );
+    };
+    const beat = async (): Promise<void> => {
+      const sentAt = Date.now();
+      try {
+        if (!(await this.#o.queue.heartbeat(id, this.id))) return controller.abort(new StopSignal('lease-lost'));
+        // A slow answer to an older beat must not move the fence back.
+        if (sentAt > renewedAt && !controller.signal.aborted) {
+          renewedAt = sentAt;
+          arm();
+        }
+      } catch (err) {
+        o.log.warn({ err, sinceRenewalMs: Date.now() - renewedAt }, 'heartbeat failed');
+      }
+    };
+    arm();
+    const timer = setInterval(() => void beat(), this.#o.heartbeatMs);
+    return () => {
+      clearInterval(timer);
+      clearTimeout(fence);
+    };
   }
 
   /** Progress reports are frequent; only the latest is written, at most once per interval. */

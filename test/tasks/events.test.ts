@@ -34,6 +34,7 @@ for (const { kind, skip } of await databaseKinds()) {
       queue = new Queue(server.running.core.db, {
         leaseMs: 60_000,
         maxRetries: MAX_RETRIES,
+        maxCrashRetries: MAX_RETRIES,
         progressEventMs: 3_600_000,
       });
     });
@@ -173,7 +174,7 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.deepEqual(await written(row.id, () => queue.fail(row.id, 'w1', bad)), [['task.failed', 'failed']]);
     });
 
-    it('reaping an expired lease is an update, past the retry limit task.failed', async () => {
+    it('reaping an expired lease is an update, past the crash retry limit task.failed', async () => {
       const row = await create();
       await claimed(row.id);
       await expireLease(row.id);

@@ -36,5 +36,5 @@ it('mediaplane transcode writes HLS and fMP4 to a local folder, and refuses bad 
   }
   assert.ok(!existsSync(path.join(out, 'mp4')), 'no MP4 unless asked');
   assert.equal(await runTranscodeCommand(['--out', out]), 2);
-  assert.equal(await runTranscodeCommand([sample('11_audio_only_aac_lc_mono_8khz_fdkaac.m4a'), '--out', out]), 1);
+  assert.equal(await runTranscodeCommand([sample('12_BROKEN_vp9_invalid_bitstream.webm'), '--out', out]), 1);
 });
