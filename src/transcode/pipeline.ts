@@ -376,7 +376,10 @@ async function uploadMp4s(
       const size = await stream?.finish();
       if (size === undefined) return queue.add(key(rel), path.join(enc.outDir, rel));
       streamed.set(key(rel), size);
-      job.log?.debug({ file: rel, size, partsDuringEncode: stream?.earlyParts }, 'mp4 uploaded while encoding');
+      job.log?.debug(
+        { rendition: enc.renditions[i]?.name, size, partsDuringEncode: stream?.earlyParts },
+        'mp4 uploaded while encoding',
+      );
     }),
   );
   await queue.drain();
