@@ -12,7 +12,8 @@ import { startTestServer, waitFor, type TestServer } from '../helpers/server.ts'
 // GET /api/task/{id} until the task settles. No timed assertions: the waits only bound how
 // long a broken build may hang.
 
-const SECONDS = 8;
+// Long enough that ffmpeg reports progress a few times before the end, thumbnails branch included.
+const SECONDS = 12;
 let server: TestServer;
 let s3: TestS3;
 let web: TestHttp;
