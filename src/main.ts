@@ -180,6 +180,7 @@ export async function startRoles(
           validateDwebProof: async (proof) => void (await validateDwebProof(proof, { agentDid: core.agent.did() })),
         },
         bodyLimitBytes: config.bodyLimitBytes,
+        bodyMaxDepth: config.bodyMaxDepth,
         timeouts: config,
         publicUrl: config.publicUrl,
         maxQueuedPerOwner: config.maxQueuedPerOwner,

@@ -6,7 +6,7 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../accounts/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
-import { BadRequestError } from '../lib/errors.ts';
+import { jsonBodyParser } from '../lib/json-body.ts';
 import { schemaValidatorCompiler } from '../lib/schema-validator.ts';
 import {
   sharedErrorHandler,
@@ -39,6 +39,8 @@ export interface ApiDeps {
   log: Logger;
   rules: TranscodeRules;
   bodyLimitBytes: number;
+  /** MEDIAPLANE_BODY_MAX_DEPTH: the deepest nesting of a JSON body (400 past it). */
+  bodyMaxDepth: number;
   timeouts: ServerTimeouts;
   /** The base URL clients reach the API at (MEDIAPLANE_PUBLIC_URL); links are relative without it. */
   publicUrl?: string | undefined;
@@ -77,17 +79,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // the API its path belongs to.
   app.setErrorHandler(sharedErrorHandler(deps.log));
   app.setNotFoundHandler(sharedNotFound);
-  // An empty body with a JSON content type is what several clients send to POST routes
-  // without a body (cancel, retry); treat it as no body rather than malformed JSON.
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new BadRequestError('request body is not valid JSON'), undefined);
-    }
-  });
+  // Every JSON body of every API on this app (and of a local orchestrator mounted on it): an
+  // empty one is no body, one nested past bodyMaxDepth a 400 before it is built (issue #25).
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser({ maxDepth: deps.bodyMaxDepth }));
 
   const openapi = collectOpenApi(app, { title: 'Mediaplane API', version: deps.version });
   const metrics = createMetrics({ tasks: deps.tasks, queue: deps.queue, registry: deps.metrics });

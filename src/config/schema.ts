@@ -50,6 +50,20 @@ const coreSettings = defineSettings({
     min: 1024,
     description: 'Largest request body accepted (413 above it).',
   },
+  // Issue #25: a body nested 100,000 deep was a 500. 128 is above every legitimate body: a
+  // structured-output schema as deep as the llama.cpp grammar accepts (64 levels of schema,
+  // engines/json-schema.ts) plus the few levels of the chat body around it, where OpenAI's
+  // structured outputs allow 10 levels of nesting; and far below what overflows a recursive walk.
+  bodyMaxDepth: {
+    env: 'MEDIAPLANE_BODY_MAX_DEPTH',
+    type: 'int',
+    group: 'server',
+    default: 128,
+    min: 16,
+    max: 1000,
+    description:
+      'Deepest nesting of objects and arrays in a JSON request body, checked before it is parsed (400 above it).',
+  },
   requestTimeoutMs: {
     env: 'MEDIAPLANE_REQUEST_TIMEOUT_MS',
     type: 'int',

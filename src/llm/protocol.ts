@@ -322,6 +322,9 @@ const LogitBiasBody = Type.Unsafe<Record<string, number> | null>({
   },
 });
 
+/** The longest stop string, in characters (so at most 4 × 256 of them per request). */
+const STOP_MAX_LENGTH = 256;
+
 /**
  * The fields the LLM request bodies share (the chat body here, POST /v1/completions and
  * /v1/embeddings in gateway/): one schema each, so a field has the same rules, wording and
@@ -348,11 +351,20 @@ export const sharedFields = {
       [ERROR_MESSAGE]: numberWording(0, 1_000_000),
     }),
   ),
+  // OpenAI's count; the length bounds what an engine builds from them for every request (a trie
+  // node per character in node-llama-cpp): 800 KB of stop strings stalled the loop for 1.6 s (issue #25).
   stop: Type.Optional(
-    Type.Union([Type.String(), Type.Array(Type.String({ minLength: 1 }), { maxItems: 4 }), Type.Null()], {
-      description: 'Where generation stops',
-      [ERROR_MESSAGE]: 'must be a string or an array of at most 4 non-empty strings',
-    }),
+    Type.Union(
+      [
+        Type.String({ maxLength: STOP_MAX_LENGTH }),
+        Type.Array(Type.String({ minLength: 1, maxLength: STOP_MAX_LENGTH }), { maxItems: 4 }),
+        Type.Null(),
+      ],
+      {
+        description: `Where generation stops: at most 4 strings of at most ${STOP_MAX_LENGTH} characters each`,
+        [ERROR_MESSAGE]: `must be a string or an array of at most 4 non-empty strings, each at most ${STOP_MAX_LENGTH} characters`,
+      },
+    ),
   ),
   seed: bounded(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, {
     integer: true,

@@ -25,6 +25,8 @@ const BIN = fileURLToPath(new URL('../../bin/mediaplane.js', import.meta.url));
 const START_ROLES: RoleSet = { api: true, worker: false, gateway: true, orchestrator: true };
 const BODY_LIMIT = 4096;
 const SECRET_FILE = 'orchestrator-secret';
+/** The longest stop string (issue #25: 800 KB of them stalled the event loop for 1.6 s). */
+const STOP_MAX_LENGTH = 256;
 
 const dirs: string[] = [];
 const tempDir = (): string => {
@@ -246,6 +248,41 @@ describe('mediaplane start: the local orchestrator serves its gateway only', () 
     assert.match(past.json.error.message, /^max_tokens: must be between 1 and/);
   });
 
+  test('stop: at most 4 strings of at most 256 characters each, on every route that takes it (issue #25)', async () => {
+    const rule = 'stop: must be a string or an array of at most 4 non-empty strings, each at most 256 characters';
+    const tooLong = 'x'.repeat(STOP_MAX_LENGTH + 1);
+    const routes = [
+      { path: '/v1/chat/completions', body: (stop: unknown) => chat({ stop }), auth: key },
+      {
+        path: '/v1/completions',
+        body: (stop: unknown) => ({ model: TINY, prompt: 'hi', max_tokens: 4, stop }),
+        auth: key,
+      },
+      { path: '/orchestrator/v1/chat/completions', body: (stop: unknown) => chat({ stop }), auth: secret },
+    ];
+    for (const route of routes)
+      for (const stop of [tooLong, ['a', tooLong], ['a', 'b', 'c', 'd', 'e']]) {
+        const r = await send(`${server.url}${route.path}`, {
+          headers: jsonHeaders(route.auth),
+          body: JSON.stringify(route.body(stop)),
+        });
+        assert.equal(r.status, 400, `${route.path}: ${r.text.slice(0, 300)}`);
+        assert.deepEqual(r.json.error, {
+          message: rule,
+          type: 'invalid_request_error',
+          param: 'stop',
+          code: 'invalid_request',
+        });
+      }
+    // The bound itself is answered: four stop strings of the longest length.
+    const atBound = Array.from({ length: 4 }, (_, i) => String(i).repeat(STOP_MAX_LENGTH));
+    const ok = await send(`${server.url}/v1/chat/completions`, {
+      headers: jsonHeaders(key),
+      body: JSON.stringify(chat({ stop: atBound })),
+    });
+    assert.equal(ok.status, 200, ok.text.slice(0, 300));
+  });
+
   test('the secret appears in no log line and no response', async () => {
     const metrics = await send(`${server.url}/metrics`);
     assert.equal(metrics.status, 200);
@@ -256,6 +293,27 @@ describe('mediaplane start: the local orchestrator serves its gateway only', () 
       answered.every((text) => !text.includes(secret)),
       'the secret is in a response',
     );
+  });
+});
+
+describe('800 KB of stop strings (issue #25)', () => {
+  test('are refused before any engine sees them, naming stop', async () => {
+    // A gateway alone, with the default body limit: the request is refused by its schema.
+    const server = await startTestServer({ roles: { api: false, worker: false, gateway: true } });
+    try {
+      const key = await server.key('alice');
+      for (const stop of ['ab'.repeat(400_000), Array.from({ length: 4 }, (_, i) => String(i).repeat(200_000))]) {
+        const r = await send(`${server.url}/v1/chat/completions`, {
+          headers: jsonHeaders(key),
+          body: JSON.stringify(chat({ stop })),
+        });
+        assert.equal(r.status, 400, r.text.slice(0, 300));
+        assert.equal(r.json.error.param, 'stop');
+        assert.match(r.json.error.message, /^stop: .*each at most 256 characters$/);
+      }
+    } finally {
+      await server.stop();
+    }
   });
 });
 

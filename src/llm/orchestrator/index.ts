@@ -11,6 +11,7 @@ import type { Config } from '../../config/index.ts';
 import { ConfigError, settingsHelp } from '../../config/index.ts';
 import { processMetrics, serveMetrics } from '../../lib/metrics.ts';
 import { clientErrorHandler, serverTimeoutOptions } from '../../lib/http-server.ts';
+import { jsonBodyParser } from '../../lib/json-body.ts';
 import { openAiWireError } from '../../lib/wire-errors.ts';
 import { createEngine } from './engines/index.ts';
 import { orchestratorMetrics } from './metrics.ts';
@@ -117,6 +118,13 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
         }),
       });
       own = app;
+      // The JSON rules of the shared app, its depth limit included (issue #25): the gateway's
+      // forwarded bodies nest no deeper than those its clients sent.
+      app.addContentTypeParser(
+        'application/json',
+        { parseAs: 'string' },
+        jsonBodyParser({ maxDepth: config.bodyMaxDepth }),
+      );
       const metrics = deps.metrics ?? processMetrics();
       orchestratorMetrics(metrics, state);
       // Outside the routes' scope, so the secret is not asked for it.
