@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { readOrCreate } from './lib/state-file.ts';
+import { ensurePrivateDir } from './lib/private-dir.ts';
 import { anyHandler, Queue, TaskStore, taskOfEvent, Worker } from './tasks/index.ts';
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
@@ -39,7 +40,8 @@ export interface Core {
 }
 
 export async function openCore(config: Config, log: Logger): Promise<Core> {
-  await mkdir(config.dataDir, { recursive: true });
+  // Before anything is written in it: the database's WAL holds secrets (issue #25).
+  await ensurePrivateDir(config.dataDir, (msg) => log.warn({ dataDir: config.dataDir }, msg));
   // Checked before the database opens: a bad certificate stops start-up with its message.
   const c2paSigner = await loadC2paSigner(config);
   if (c2paSigner) log.info({ subject: c2paSigner.subject, alg: c2paSigner.alg }, 'C2PA signing enabled');

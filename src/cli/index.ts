@@ -2,6 +2,7 @@ import type { Config } from '../config/index.ts';
 import { ConfigError, loadConfig, settingsHelp } from '../config/index.ts';
 import { connectDbSocket, dbSocketPath, EmbeddedDbLockedError, openDb, type Queryable } from '../db/index.ts';
 import { MediaplaneError } from '../lib/errors.ts';
+import { DirNotPrivateError, ensurePrivateDir } from '../lib/private-dir.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import { parseCommandLine, UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 import { keysCommand, KEYS_FLAGS, KEYS_HELP } from './keys.ts';
@@ -52,6 +53,7 @@ export async function withAdminDb<T>(cfg: Config, fn: (db: Queryable) => Promise
   if (!cfg.databaseUrl) {
     const remote = await connectDbSocket(dbSocketPath(cfg.dataDir));
     if (remote) return fn(remote);
+    await privateDataDir(cfg);
   }
   const db = await openDb({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, poolSize: 2 });
   try {
@@ -59,6 +61,14 @@ export async function withAdminDb<T>(cfg: Config, fn: (db: Queryable) => Promise
   } finally {
     await db.close();
   }
+}
+
+/**
+ * Creates the data dir 0700, or makes it so, for a command that writes in it without a
+ * server (issue #25: the embedded database's files are 0666; the folder is their guard).
+ */
+function privateDataDir(cfg: Config): Promise<void> {
+  return ensurePrivateDir(cfg.dataDir, (msg) => process.stderr.write(`mediaplane: ${msg}\n`));
 }
 
 function serve(roles: RoleFlags): ParsedCommand['run'] {
@@ -122,7 +132,12 @@ const commands: Record<string, Command> = {
   agent: {
     summary: "print the service's DID to delegate a Storacha space to",
     help: 'Usage: mediaplane agent did\n\nPrints the did:key users delegate their Storacha space to (storage type dweb.storage).',
-    run: (args) => runAgentCommand(args.positionals, { config: config(args) }),
+    run: async (args) => {
+      const cfg = config(args);
+      // `agent did` keeps the service's identity key in the data dir.
+      if (args.positionals[0] === 'did') await privateDataDir(cfg);
+      return runAgentCommand(args.positionals, { config: cfg });
+    },
   },
   transcode: {
     summary: 'transcode one file or URL to a local folder, no server',
@@ -178,7 +193,12 @@ export async function runCli(argv: string[], roles: Roles): Promise<number> {
   } catch (err) {
     // 2: the command could not run as given; 1: it ran and was refused (a bad owner name, an
     // unknown key). Anything else is a bug and keeps its stack trace.
-    if (err instanceof UsageError || err instanceof ConfigError || err instanceof EmbeddedDbLockedError) {
+    if (
+      err instanceof UsageError ||
+      err instanceof ConfigError ||
+      err instanceof EmbeddedDbLockedError ||
+      err instanceof DirNotPrivateError
+    ) {
       process.stderr.write(`mediaplane ${name}: ${err.message}\n`);
       return 2;
     }

@@ -1,7 +1,8 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { MediaplaneError } from '../lib/errors.ts';
+import { ensurePrivateDir } from '../lib/private-dir.ts';
 import type { Db, Queryable } from './types.ts';
 
 /** Another live process holds the embedded database (PGlite is single-process). */
@@ -40,7 +41,9 @@ async function takeLock(dir: string): Promise<() => Promise<void>> {
 export async function openEmbedded(opts: { dir?: string }): Promise<Db> {
   let unlock = async () => {};
   if (opts.dir) {
-    await mkdir(opts.dir, { recursive: true });
+    // PGlite writes its files 0666 whatever the umask, and the WAL holds secrets: the folder
+    // is their only guard (issue #25). The data dir above is made private too (main.ts, cli/).
+    await ensurePrivateDir(opts.dir);
     unlock = await takeLock(opts.dir);
   }
   // PostgreSQL's default 128 MB of shared buffers stays resident in the wasm heap; the

@@ -128,13 +128,14 @@ function isLocalhostName(name: string): boolean {
   return name === 'localhost' || name.endsWith('.localhost');
 }
 
-/** Why `host` may not be reached given the addresses it resolved to; null when all are public. */
+/**
+ * Why `host` may not be reached given the addresses it resolved to; null when all are public.
+ * It says the rule, not the address or its kind (issue #25): the message reaches the client (a
+ * 422, a task's error, a webhook's log), and where internal names point is a map of the network.
+ */
 function resolvedProblem(host: string, addresses: readonly LookupAddress[]): string | null {
-  for (const { address } of addresses) {
-    const problem = addressProblem(address);
-    if (problem) return `${host} resolves to ${address}, ${problem}`;
-  }
-  return null;
+  const refused = addresses.some(({ address }) => addressProblem(address) !== null);
+  return refused ? `${host} resolves to a private or reserved address` : null;
 }
 
 /** Every address of a host name. A seam for tests (issue #15): DNS rebinding needs a resolver that changes its answer. */
@@ -189,7 +190,7 @@ export async function assertHostAllowed(url: URL, opts: HostGuardOptions): Promi
  */
 export class PrivateAddressError extends Error {
   readonly code = 'EPRIVATEADDRESS';
-  /** Why, without the URL: "example.com resolves to 127.0.0.1, a loopback address". */
+  /** Why, without the URL: "example.com resolves to a private or reserved address". */
   readonly problem: string;
   constructor(problem: string) {
     super(`refused to connect: ${problem}`);

@@ -7,35 +7,74 @@ import { sep } from 'node:path';
 // processes work inside its scratch directory (their working directory, or their arguments
 // name files there), which is what identifies them here: a pid file could name a pid that
 // has since been reused by an unrelated process. Linux only (/proc); elsewhere nothing is found.
+//
+// Issue #25: what is found is SIGKILLed, so only processes of the service's own user count
+// (another user's that names the path is none of ours), and an argument must name a path in
+// the directory, not merely contain its text (`/x/run-1` is not in `/x/run-10` nor in `/y/x/run-1`).
 
 const PROC = '/proc';
 
-/** Pids of the processes whose working directory or command line lies inside one of `dirs`. */
+/**
+ * Where a path may start inside one argument besides its first character: after `=` (`-i=/p`,
+ * a filter's `filename=/p`), `:` (ffmpeg's `file:/p`, `concat:/a|/b`), `|` (concat's list),
+ * `,` (lists) and a quote (a filtergraph's `movie='/p'`).
+ */
+const PATH_STARTS_AFTER = new Set(['=', ':', '|', ',', "'", '"']);
+
+/**
+ * Pids of this user's processes whose working directory lies inside one of `dirs`, or one of
+ * whose arguments names a path inside one.
+ */
 export async function processesInside(dirs: readonly string[]): Promise<number[]> {
-  if (dirs.length === 0) return [];
+  const uid = process.getuid?.();
+  if (dirs.length === 0 || uid === undefined) return [];
   let entries: string[];
   try {
     entries = await readdir(PROC);
   } catch {
     return [];
   }
-  const prefixes = dirs.map((d) => (d.endsWith(sep) ? d : d + sep));
-  const inside = (s: string): boolean => prefixes.some((p) => s.includes(p) || `${s}${sep}` === p);
+  const roots = dirs.map((d) => (d.length > 1 && d.endsWith(sep) ? d.slice(0, -1) : d));
   const found: number[] = [];
   for (const name of entries) {
     const pid = Number(name);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
-    if (await processInside(pid, inside)) found.push(pid);
+    if ((await ownedBy(pid, uid)) && (await processInside(pid, roots))) found.push(pid);
   }
   return found;
 }
 
-async function processInside(pid: number, inside: (s: string) => boolean): Promise<boolean> {
-  // Either read fails for a process that is gone or belongs to another user: not ours.
+/** Whether every uid of the process (real, effective, saved, filesystem) is `uid`. */
+async function ownedBy(pid: number, uid: number): Promise<boolean> {
+  const status = await readFile(`${PROC}/${pid}/status`, 'utf8').catch(() => '');
+  const uids = /^Uid:\s+(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+  return uids !== undefined && uids.length > 0 && uids.every((u) => Number(u) === uid);
+}
+
+async function processInside(pid: number, roots: readonly string[]): Promise<boolean> {
+  // Either read fails for a process that is gone: not ours.
   const cwd = await readlink(`${PROC}/${pid}/cwd`).catch(() => '');
-  if (cwd && inside(cwd)) return true;
+  if (cwd && roots.some((root) => isInside(cwd, root))) return true;
   const cmdline = await readFile(`${PROC}/${pid}/cmdline`, 'utf8').catch(() => '');
-  return cmdline.split('\0').some((arg) => arg !== '' && inside(arg));
+  return cmdline.split('\0').some((arg) => arg !== '' && roots.some((root) => namesPathInside(arg, root)));
+}
+
+/** Whether `path` is `root` or lies under it. */
+function isInside(path: string, root: string): boolean {
+  return path === root || path.startsWith(root + sep);
+}
+
+/**
+ * Whether `arg` holds a path inside `root`: at its start or after one of PATH_STARTS_AFTER,
+ * the whole of `root` followed by the end or a separator.
+ */
+function namesPathInside(arg: string, root: string): boolean {
+  for (let at = arg.indexOf(root); at !== -1; at = arg.indexOf(root, at + 1)) {
+    const before = at === 0 || PATH_STARTS_AFTER.has(arg.charAt(at - 1));
+    const next = arg.charAt(at + root.length);
+    if (before && (next === '' || next === sep)) return true;
+  }
+  return false;
 }
 
 /** Whether a process is gone; a zombie (exited, not yet reaped by its new parent) is gone. */

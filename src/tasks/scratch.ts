@@ -7,8 +7,9 @@ import { type RunKey, runKey } from './queue.ts';
 // (`<scratchRoot>/<taskId>-<attempt>`, worker.ts) holds its whole downloaded input and its
 // partial outputs; its worker removes it when the run ends, but a worker that is killed
 // cannot. The next worker with the same scratch root removes the directories that no live
-// lease holds, after stopping whatever process still works in them, so crashes cannot fill
-// the disk and a reclaimed task never runs beside a leftover encoder of its last run.
+// lease holds, after stopping whatever process of this user still works in them (never
+// another user's, issue #25), so crashes cannot fill the disk and a reclaimed task never
+// runs beside a leftover encoder of its last run.
 
 const RUN_DIR = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)$/i;
 
@@ -25,7 +26,7 @@ export interface SweepResult {
   removed: string[];
   /** Processes found working in them and killed. */
   killed: number[];
-  /** Those of them still there after SIGKILL and a wait (stuck in the kernel, or not ours to kill). */
+  /** Those of them still there after SIGKILL and a wait (stuck in the kernel). */
   survivors: number[];
 }
 

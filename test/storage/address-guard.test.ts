@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
+import { lookup } from 'node:dns/promises';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net, { type AddressInfo } from 'node:net';
+import net, { isIP, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -116,19 +117,18 @@ describe('host names', () => {
 
   it('resolves a fully qualified name without its root dot and checks every address', async () => {
     const resolve = rebinding('127.0.0.1');
-    assert.match(
-      (await hostProblem(new URL('http://media.example.com./a.mp4'), { allowPrivate: false, resolve })) ?? '',
-      /media\.example\.com\. resolves to 127\.0\.0\.1, a loopback address/,
-    );
+    const problem =
+      (await hostProblem(new URL('http://media.example.com./a.mp4'), { allowPrivate: false, resolve })) ?? '';
+    assert.equal(problem, 'media.example.com. resolves to a private or reserved address');
     assert.deepEqual(resolve.asked, ['media.example.com']);
     const mixed: Resolve = async () => [
       { address: '93.184.216.34', family: 4 },
       { address: 'fd00::1', family: 6 },
     ];
-    assert.match(
-      (await hostProblem(new URL('http://mixed.example.com/'), { allowPrivate: false, resolve: mixed })) ?? '',
-      /resolves to fd00::1, a unique-local/,
-    );
+    const mixedProblem =
+      (await hostProblem(new URL('http://mixed.example.com/'), { allowPrivate: false, resolve: mixed })) ?? '';
+    assert.equal(mixedProblem, 'mixed.example.com resolves to a private or reserved address');
+    assert.ok(!mixedProblem.includes('fd00'), 'where the name points is not said');
     assert.equal(
       await hostProblem(new URL('http://media.example.com/'), {
         allowPrivate: false,
@@ -246,7 +246,36 @@ describe('POST /api/transcode refuses special-purpose addresses (MEDIAPLANE_ALLO
       /for this URL: https:\/\/dweb\.link\/ipfs\/<CID>\/f\.mp4, with the CIDv0 written in its original letter case/,
     );
   });
+
+  // Issue #25, hole 11: `vm resolves to 127.0.0.1` in a 422 mapped internal DNS for anyone
+  // with a key. The answer says the rule, not where the name points.
+  it('a name that resolves to a private address: the 422 says the rule, not the address (task input and webhook)', async (t) => {
+    const internal = await internalName();
+    if (!internal) return t.skip(`this host's name (${os.hostname()}) does not resolve to a private address here`);
+    const { name, addresses } = internal;
+    const task = await errors({ input: { url: `http://${name}/a.mp4` }, storage: publicStorage });
+    assert.equal(task.status, 422);
+    assert.deepEqual(task.errors, [
+      `input.url: address not allowed: ${name} resolves to a private or reserved address`,
+    ]);
+    const hook = await server.call('POST', '/api/webhook', {
+      key,
+      body: { name: 'internal', url: `http://${name}:8080/hook`, events: ['task.completed'] },
+    });
+    assert.equal(hook.status, 422);
+    assert.deepEqual(hook.body.errors, [`url: address not allowed: ${name} resolves to a private or reserved address`]);
+    for (const answer of [JSON.stringify(task), JSON.stringify(hook.body)])
+      for (const address of addresses) assert.ok(!answer.includes(address), `${address} is not said: ${answer}`);
+  });
 });
+
+/** This host's own name when the system resolver points it at addresses that are not public (an /etc/hosts line). */
+async function internalName(): Promise<{ name: string; addresses: string[] } | undefined> {
+  const name = os.hostname();
+  const all = await lookup(name, { all: true }).catch(() => []);
+  const addresses = all.map((a) => a.address).filter((a) => addressProblem(a) !== null);
+  return addresses.length > 0 && !isIP(name) ? { name, addresses } : undefined;
+}
 
 /** A TCP relay to `port` on 127.0.0.1 that counts the connections it was asked for. */
 async function countingRelay(
@@ -327,8 +356,9 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
     assert.ok(!isRetryable(err));
     assert.match(
       err.message,
-      /input S3 endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+      /input S3 endpoint is not allowed: media\.rebind\.test resolves to a private or reserved address/,
     );
+    assert.ok(!err.message.includes('127.0.0.1'), 'where the name points is not said');
     assert.deepEqual(
       resolve.asked,
       ['media.rebind.test', 'media.rebind.test'],
@@ -355,8 +385,9 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
       assert.ok(!isRetryable(err));
       assert.match(
         err.message,
-        /storage endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+        /storage endpoint is not allowed: media\.rebind\.test resolves to a private or reserved address/,
       );
+      assert.ok(!err.message.includes('127.0.0.1'), 'where the name points is not said');
       assert.equal(resolve.asked.length, 2);
       assert.equal(relay.connections(), before);
     } finally {
@@ -382,7 +413,8 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
           (e: unknown) => e,
         );
         assert.ok(err instanceof StorageDeniedError, String(err));
-        assert.match(err.message, /resolves to 127\.0\.0\.1, a loopback address/);
+        assert.match(err.message, /resolves to a private or reserved address/);
+        assert.ok(!err.message.includes('127.0.0.1'), 'where the name points is not said');
       }
       const multipart = await store.parts.open('out/parts.bin', opts).then(
         () => assert.fail('a multipart upload was opened'),
@@ -443,7 +475,7 @@ describe('a transcode task whose storage endpoint rebinds', () => {
     await s3?.close();
   });
 
-  it('fails at once (not retryable, retries not spent), naming the address, and the S3 server gets no connection', async () => {
+  it('fails at once (not retryable, retries not spent), naming the rule, and the S3 server gets no connection', async () => {
     const bucket = await s3.createBucket();
     const { accessKeyId, secretAccessKey } = s3.credentials;
     const storage = {
@@ -468,8 +500,9 @@ describe('a transcode task whose storage endpoint rebinds', () => {
     );
     assert.match(
       failed.status.errorMessage,
-      /storage endpoint is not allowed: media\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/,
+      /storage endpoint is not allowed: media\.rebind\.test resolves to a private or reserved address/,
     );
+    assert.ok(!JSON.stringify(failed).includes('127.0.0.1'), 'the task does not say where the name points');
     assert.equal(failed.status.retries, undefined, 'no retry was spent');
     assert.deepEqual(resolve.asked, ['media.rebind.test', 'media.rebind.test'], 'one run: the check, then the socket');
     assert.equal(relay.connections(), 0);

@@ -266,6 +266,57 @@ describe('child processes and scratch of a dead worker', () => {
     assert.deepEqual(swept.removed.sort(), [`${id(1)}-1`, `${id(2)}-1`]);
     assert.deepEqual(readdirSync(root).sort(), [`${id(1)}-2`, `${id(3)}-4`, 'not-a-run']);
   });
+
+  // Issue #25, hole 9: the sweep matched the stale directory as a substring of any argument
+  // of any process, and SIGKILLed a process of `nobody` that named it.
+  it("a sweep kills only this user's processes that work in the run directory as a path: not another user's, not a sibling's", {
+    skip: process.getuid?.() !== 0 && 'starts a process as `nobody`, which needs root',
+  }, async () => {
+    const root = mkdtempSync(join(tmpdir(), 'mp-scratch-'));
+    roots.push(root);
+    const run = '00000001-0000-4000-8000-000000000000-1';
+    const dir = join(root, run);
+    mkdirSync(dir);
+    // A shell that names `arg` in its command line and outlives the sweep (`; exit` keeps
+    // the shell itself from exec-ing sleep).
+    const holding = (arg: string, as: string[] = []) => {
+      const [file = 'sh', ...args] = [...as, 'sh', '-c', 'sleep 60; exit 0', 'sh', arg];
+      const p = spawn(file, args, { stdio: 'ignore', detached: true });
+      p.unref();
+      return p.pid ?? -1;
+    };
+    const nobody = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', '--'];
+    const theirs = holding(`${dir}/input.mp4`, nobody);
+    const sibling = holding(`${root}/00000001-0000-4000-8000-000000000000-10/input.mp4`);
+    const copy = holding(`${tmpdir()}/backup${dir}/input.mp4`);
+    const ours = [
+      holding(dir),
+      holding(`${dir}/input.mp4`),
+      holding(`-i=${dir}/input.mp4`),
+      holding(`file:${dir}/out/%03d.ts`),
+    ];
+    const all = [theirs, sibling, copy, ...ours];
+    try {
+      await sleep(200);
+      const swept = await sweepScratch({ root, liveRuns: async () => new Set(), ownRuns: new Set() });
+      assert.deepEqual(swept.removed, [run]);
+      assert.deepEqual(
+        swept.killed.sort((a, b) => a - b),
+        [...ours].sort((a, b) => a - b),
+        'only our processes that name the directory as a path',
+      );
+      for (const pid of ours) assert.ok(await processGone(pid), `${pid} killed`);
+      assert.equal(await processGone(theirs), false, "nobody's process lives");
+      assert.equal(await processGone(sibling), false, 'the one in the sibling run-10 lives');
+      assert.equal(await processGone(copy), false, 'the one in a copy of the path elsewhere lives');
+    } finally {
+      for (const pid of all) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {}
+      }
+    }
+  });
 });
 
 describe('a storage outage, scaled down 10x with the backoff', () => {
