@@ -112,6 +112,40 @@ export class Ledger {
     );
   }
 
+  /**
+   * Settles the reservation of a request of several parts (the prompts of a text completion,
+   * issue #25) once, at the sum of each part's tokens x its orchestrator's price (never more
+   * than reserved; the rest goes back to the balance). The entry keeps the price and the
+   * orchestrator when every part had the same, so that amount = tokens x price can be checked;
+   * it shows none where they differed.
+   */
+  async settleJoint(
+    id: string,
+    o: { completionTokens: number; parts: Array<{ tokens: number; pricePerToken: number; orchestrator: string }> },
+  ): Promise<void> {
+    await this.#db.query(
+      `WITH p AS (
+         SELECT COALESCE(sum(u.tokens * u.price), 0)::numeric(30, 12) AS usd,
+           CASE WHEN count(DISTINCT u.price) = 1 THEN min(u.price) END AS price,
+           CASE WHEN count(DISTINCT u.orchestrator) = 1 THEN min(u.orchestrator) END AS orchestrator
+         FROM unnest($3::integer[], $4::numeric[], $5::text[]) AS u (tokens, price, orchestrator)),
+       s AS (
+         UPDATE llm_ledger l SET status = 'settled', completion_tokens = $2, amount_usd = LEAST(old.amount_usd, p.usd),
+           price_per_token = p.price, orchestrator = p.orchestrator
+         FROM llm_ledger old, p WHERE l.id = $1 AND old.id = l.id AND l.status = 'reserved'
+         RETURNING l.owner, old.amount_usd - l.amount_usd AS refund)
+       UPDATE llm_balances b SET balance_usd = b.balance_usd + s.refund, updated_at = now()
+       FROM s WHERE b.owner = s.owner AND s.refund > 0`,
+      [
+        id,
+        o.completionTokens,
+        o.parts.map((p) => p.tokens),
+        o.parts.map((p) => dec(p.pricePerToken)),
+        o.parts.map((p) => p.orchestrator),
+      ],
+    );
+  }
+
   /** Adds credit; null when the owner does not exist. */
   async credit(o: { owner: string; usd: number; note?: string }): Promise<{ balanceUsd: string } | null> {
     const rows = await this.#db.query<{ balance_usd: string | null }>(

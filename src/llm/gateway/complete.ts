@@ -3,7 +3,8 @@
 // release when an orchestrator fails before the first token, nothing reserved for a free one),
 // and the outcome is recorded once, here (outcome.ts). This file picks the candidates, builds
 // the body they are sent, and delivers the answer: the JSON, or the stream (relay.ts), as a
-// chat completion or, for POST /v1/completions, a text completion.
+// chat completion or, for POST /v1/completions, a text completion. The prompts of one text
+// completion are answered together under one joint charge (completeJointly, issue #25).
 
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -11,13 +12,14 @@ import type { Logger } from 'pino';
 import {
   BadRequestError,
   ContextLengthExceededError,
+  MediaplaneError,
   ModelNotFoundError,
   PayloadTooLargeError,
 } from '../../lib/errors.ts';
 import { type ChatRequest, type Feature, maxTokensProblem, requiredFeatures } from '../protocol.ts';
 import { type AnswerMeta, chatCompletion, textCompletion, textCompletionRewriter } from './assemble.ts';
 import type { Billing, ChargeFor } from './billing.ts';
-import { type Answer, failover, type Whole } from './failover.ts';
+import { type Answer, type FailoverRequest, failover, type Whole } from './failover.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { type Ended, recordOutcome } from './outcome.ts';
 import type { Candidate, OrchestratorPool } from './pool.ts';
@@ -55,25 +57,114 @@ export async function complete(deps: CompleteDeps, opts: CompleteOptions): Promi
   const arrived = performance.now();
   const { body } = opts;
   const candidates = await candidatesFor(deps, body);
-  const prefix = opts.shape === 'text_completion' ? 'cmpl' : 'chatcmpl';
-  const requestId = `${prefix}-${randomBytes(12).toString('hex')}`;
+  const requestId = newRequestId(opts.shape);
   const forward = forwardBody(body, deps.maxForwardBytes);
   // Refusals above are not outcomes: the model label only takes models some orchestrator offers.
-  const ended = await failover(
+  const ended = await answer(deps, opts, {
+    candidates,
+    requestId,
+    arrived,
+    forward,
+    charge: (c) => deps.billing.open(chargeFor(opts.owner, body, c, requestId)),
+  });
+  return recordOutcome(deps.metrics, body.model, ended);
+}
+
+/**
+ * Answers several non-streaming chat requests that are one client's request (the prompts of
+ * POST /v1/completions) at once, under one id: their JSON answers in order, or undefined when
+ * the client went away. One charge covers all of them, reserved before any is forwarded (402
+ * with nothing reserved when the balance cannot cover it) and settled once every one answered.
+ * When one is refused or fails, the others are stopped and nothing is charged: none of their
+ * answers reaches the client (issue #25). Throws what the client is to be answered instead.
+ */
+export async function completeJointly(
+  deps: CompleteDeps,
+  opts: Omit<CompleteOptions, 'body'> & { bodies: readonly ChatRequest[] },
+): Promise<unknown[] | undefined> {
+  const arrived = performance.now();
+  const { bodies, ...shared } = opts;
+  const [first] = bodies;
+  if (!first) return [];
+  // The requests differ only in their prompt: the same orchestrators can answer each.
+  const candidates = await candidatesFor(deps, first);
+  const requestId = newRequestId(opts.shape);
+  const parts = bodies.map((body) => ({ body, forward: forwardBody(body, deps.maxForwardBytes) }));
+  const joint = await deps.billing.openJoint(
+    jointChargeFor({ owner: opts.owner, first, bodies, candidates, requestId }),
+  );
+  if (joint instanceof MediaplaneError) {
+    recordOutcome(deps.metrics, first.model, { outcome: 'refused', error: joint });
+    throw joint;
+  }
+  const stop = new AbortController();
+  const gone = AbortSignal.any([opts.clientGone, stop.signal]);
+  const ended = await Promise.allSettled(
+    parts.map(async ({ body, forward }) => {
+      const part = { ...shared, body, clientGone: gone };
+      const charge = async (c: Candidate) => joint.part(chargeFor(opts.owner, body, c, requestId));
+      const e = await answer(deps, part, { candidates, requestId, arrived, forward, charge }).catch((err: unknown) => {
+        stop.abort();
+        throw err;
+      });
+      if (e.outcome !== 'completed') stop.abort();
+      return e;
+    }),
+  );
+  const completed = ended.every((e) => e.status === 'fulfilled' && e.value.outcome === 'completed');
+  await (completed ? joint.settle() : joint.release());
+  return jointAnswers(deps.metrics, first.model, ended);
+}
+
+/** Records each part's outcome; the answers, or the first part's refusal or failure thrown. */
+function jointAnswers(
+  metrics: GatewayMetrics,
+  model: string,
+  ended: ReadonlyArray<PromiseSettledResult<Ended>>,
+): unknown[] | undefined {
+  const answers: unknown[] = [];
+  let problem: { error: unknown } | undefined;
+  for (const e of ended) {
+    if (e.status === 'rejected') {
+      problem ??= { error: e.reason };
+      continue;
+    }
+    try {
+      answers.push(recordOutcome(metrics, model, e.value).json);
+    } catch (err) {
+      problem ??= { error: err };
+    }
+  }
+  if (problem) throw problem.error;
+  return answers.every((a) => a !== undefined) ? answers : undefined;
+}
+
+/** Runs the failover loop for one request and delivers its answer. */
+function answer(
+  deps: CompleteDeps,
+  opts: CompleteOptions,
+  o: Pick<FailoverRequest, 'candidates' | 'requestId' | 'arrived' | 'forward' | 'charge'>,
+): Promise<Ended> {
+  const { body } = opts;
+  return failover(
     deps,
     {
-      candidates,
+      candidates: o.candidates,
       model: body.model,
-      forward,
-      requestId,
+      forward: o.forward,
+      requestId: o.requestId,
       stream: body.stream,
       clientGone: opts.clientGone,
-      arrived,
-      charge: (c) => deps.billing.open(chargeFor(opts.owner, body, c, requestId)),
+      arrived: o.arrived,
+      charge: o.charge,
     },
-    (answer) => deliver(deps, opts, answer, requestId),
+    (a) => deliver(deps, opts, a, o.requestId),
   );
-  return recordOutcome(deps.metrics, body.model, ended);
+}
+
+function newRequestId(shape: AnswerShape | undefined): string {
+  const prefix = shape === 'text_completion' ? 'cmpl' : 'chatcmpl';
+  return `${prefix}-${randomBytes(12).toString('hex')}`;
 }
 
 /**
@@ -129,13 +220,40 @@ function ceilingOf(operator: number, caller: number | undefined): number {
   return set.length ? Math.min(...set) : 0;
 }
 
+/**
+ * A joint charge: each request's choices may take max_tokens, and each request may fail over to
+ * any of the candidates, so the most it can cost is all of them at the highest price among them.
+ */
+function jointChargeFor(o: {
+  owner: string;
+  first: ChatRequest;
+  bodies: readonly ChatRequest[];
+  candidates: readonly Candidate[];
+  requestId: string;
+}): ChargeFor {
+  return {
+    owner: o.owner,
+    maxTokens: o.bodies.reduce((sum, b) => sum + tokensReserved(b), 0),
+    choices: o.first.n ?? 1,
+    prompts: o.bodies.length,
+    pricePerToken: Math.max(...o.candidates.map((c) => c.pricePerToken)),
+    model: o.first.model,
+    orchestrator: o.candidates[0]?.orchestrator.url ?? '',
+    requestId: o.requestId,
+  };
+}
+
 /** Each of the n choices may take max_tokens: the price basis is all of them. */
+function tokensReserved(body: ChatRequest): number {
+  return body.max_tokens * (body.n ?? 1);
+}
+
+/** One request's charge at one candidate. */
 function chargeFor(owner: string, body: ChatRequest, c: Candidate, requestId: string): ChargeFor {
-  const choices = body.n ?? 1;
   return {
     owner,
-    maxTokens: body.max_tokens * choices,
-    choices,
+    maxTokens: tokensReserved(body),
+    choices: body.n ?? 1,
     pricePerToken: c.pricePerToken,
     model: body.model,
     orchestrator: c.orchestrator.url,
@@ -173,9 +291,17 @@ async function deliver(deps: CompleteDeps, opts: CompleteOptions, answer: Answer
     includeUsage: opts.body.include_usage === true,
     rewrite: text ? textCompletionRewriter() : undefined,
   });
-  await charge.settle(r.usage?.completion_tokens ?? r.delivered);
-  if (r.usage) return { outcome: 'completed', usage: r.usage };
-  return { outcome: opts.clientGone.aborted || opts.res.destroyed ? 'cancelled' : 'failed' };
+  if (r.usage) {
+    await charge.settle(r.usage.completion_tokens);
+    return { outcome: 'completed', usage: r.usage };
+  }
+  if (opts.clientGone.aborted || opts.res.destroyed) {
+    await charge.settle(r.delivered);
+    return { outcome: 'cancelled' };
+  }
+  // Broken off by its orchestrator (event: error): the tokens the client got, not the rest (issue #25).
+  await charge.cutOff(r.delivered);
+  return { outcome: 'failed' };
 }
 
 function wholeAnswer(opts: CompleteOptions, whole: Whole, requestId: string): unknown {

@@ -2,7 +2,8 @@
 // ChatRequest with `prompt` and no messages, so orchestrators tokenize it as is (no chat
 // template); the answer comes back as text_completion objects (complete.ts, shape
 // 'text_completion'). A list of prompts is one completion per prompt, its choices numbered
-// prompt by prompt (OpenAI's rule: choice index = prompt index x n + choice).
+// prompt by prompt (OpenAI's rule: choice index = prompt index x n + choice), and charged
+// once for all of them (complete.ts completeJointly).
 
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -18,7 +19,7 @@ import {
   toChatRequest,
   unknownFields,
 } from '../protocol.ts';
-import { complete } from './complete.ts';
+import { completeJointly } from './complete.ts';
 import { clientGone, type GatewayRoutes, nameIgnored, serveCompletion } from './serve.ts';
 
 /** Prompts in one request (each a completion of its own). */
@@ -189,14 +190,12 @@ async function completions(
   nameIgnored(res, ignored);
   const gone = clientGone(res);
   const owner = routes.ownerOf(req);
-  // Each prompt is a completion of its own (its own orchestrator and charge), run together.
-  const answers = await Promise.all(
-    requests.map(async (r) => {
-      const opts = { owner, body: r, res, clientGone: gone, shape: 'text_completion' as const };
-      return (await complete(routes.complete, opts)).json as TextCompletion;
-    }),
-  );
-  return merged(answers, { prompts, echo, n: first?.n ?? 1 });
+  // Each prompt is a completion of its own (its own orchestrator), run together under one
+  // charge: all of them are paid for, or none (issue #25).
+  const opts = { owner, bodies: requests, res, clientGone: gone, shape: 'text_completion' as const };
+  const answers = (await completeJointly(routes.complete, opts)) as TextCompletion[] | undefined;
+  // undefined: the client went away; there is no one to answer.
+  return reply.send(answers && merged(answers, { prompts, echo, n: first?.n ?? 1 }));
 }
 
 /** One answer of several prompts' completions: choices numbered prompt by prompt, usage summed, the first id. */
