@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
-import { buildApp, toWireTask, TRANSCODE_TASK_TYPE } from './api/index.ts';
+import { buildApp, purgeExpiredIdempotencyKeys, toWireTask, TRANSCODE_TASK_TYPE } from './api/index.ts';
 import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
@@ -12,7 +12,8 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import { readOrCreate } from './lib/state-file.ts';
 import { ensurePrivateDir } from './lib/private-dir.ts';
 import { anyHandler, Queue, TaskStore, taskOfEvent, Worker } from './tasks/index.ts';
-import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
+import { purgeWebhookDeliveries, purgeWebhookLogs, WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
+import { Sweeper } from './lib/sweep.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
 import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
@@ -58,14 +59,14 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     agent,
     c2paSigner,
     accounts: new Accounts(db, { authCacheMs: config.authCacheMs }),
-    tasks: new TaskStore(db),
+    tasks: new TaskStore(db, { follow: { maxPerOwner: config.maxEventStreamsPerOwner } }),
     queue: new Queue(db, {
       leaseMs: config.leaseMs,
       maxRetries: config.maxRetries,
       maxCrashRetries: config.maxCrashRetries,
       progressEventMs: config.taskProgressEventMs,
     }),
-    webhooks: new WebhookStore(db),
+    webhooks: new WebhookStore(db, { maxPerOwner: config.maxWebhooksPerOwner }),
   };
 }
 
@@ -130,7 +131,34 @@ export function createWebhookDispatcher(core: Core, metrics?: MetricsRegistry): 
     retryMaxMs: config.webhookRetryMaxMs,
     pollMs: config.webhookPollMs,
     concurrency: config.webhookConcurrency,
+    resendsPerMinute: config.webhookResendsPerMinute,
     stopGraceMs: Math.min(config.shutdownGraceMs, config.webhookTimeoutMs),
+  });
+}
+
+/** How often a worker process sweeps old history: rows only age by the hour, and each sweep is cheap when nothing is due. */
+const RETENTION_SWEEP_MS = 10 * 60_000;
+
+/**
+ * Retention (issue #25): deletes, a batch at a time, webhook logs past their retention, then
+ * finished deliveries no log names and task events fanned out to webhooks with no delivery
+ * left past theirs, then Idempotency-Keys past their 24 h. Work not yet done (an event not
+ * fanned out, a delivery not yet made or given up) is never deleted.
+ */
+export function createRetentionSweep(core: Core, o: { everyMs?: number; batch?: number } = {}): Sweeper {
+  const { db, config, queue } = core;
+  const logs = { olderThanMs: config.webhookLogRetentionMs };
+  const events = { olderThanMs: config.taskEventsRetentionMs };
+  return new Sweeper({
+    log: core.log.child({ role: 'retention' }),
+    everyMs: o.everyMs ?? RETENTION_SWEEP_MS,
+    batch: o.batch ?? 1000,
+    jobs: [
+      { name: 'webhook_logs', run: (limit) => purgeWebhookLogs(db, { ...logs, limit }) },
+      { name: 'webhook_deliveries', run: (limit) => purgeWebhookDeliveries(db, { ...events, limit }) },
+      { name: 'task_events', run: (limit) => queue.purgeEvents({ ...events, limit }) },
+      { name: 'idempotency_keys', run: (limit) => purgeExpiredIdempotencyKeys(db, limit) },
+    ],
   });
 }
 
@@ -149,6 +177,8 @@ export interface StartedRoles {
   url?: string;
   app?: FastifyInstance;
   worker?: Worker;
+  /** Deletes old task events, webhook history and expired Idempotency-Keys (with the worker role). */
+  retentionSweep?: Sweeper;
   /** Delivers task events to webhooks (always built: the API's resend uses it; started with the api or worker role). */
   webhookDispatcher: WebhookDispatcher;
   core: Core;
@@ -186,6 +216,7 @@ export async function startRoles(
         timeouts: config,
         publicUrl: config.publicUrl,
         maxQueuedPerOwner: config.maxQueuedPerOwner,
+        idempotencyMaxWaiters: config.idempotencyMaxWaiters,
         requesterSalt: await requesterSalt(config),
         version: VERSION,
       });
@@ -220,6 +251,11 @@ export async function startRoles(
       await worker.start();
       running.worker = worker;
       closers.unshift(() => worker.stop(config.shutdownGraceMs));
+      // The processes that run tasks sweep old history (issue #25); several may at once.
+      const sweep = createRetentionSweep(core);
+      sweep.start();
+      running.retentionSweep = sweep;
+      closers.unshift(() => sweep.stop());
       log.info({ workerId: worker.id, concurrency: config.workerConcurrency }, 'worker started');
     }
     if (delivers) {

@@ -45,6 +45,8 @@ export interface ApiDeps {
   /** The base URL clients reach the API at (MEDIAPLANE_PUBLIC_URL); links are relative without it. */
   publicUrl?: string | undefined;
   maxQueuedPerOwner: number;
+  /** Twins that may wait for one Idempotency-Key's answer (MEDIAPLANE_IDEMPOTENCY_MAX_WAITERS). */
+  idempotencyMaxWaiters?: number | undefined;
   requesterSalt: string;
   version: string;
   /** The registry GET /metrics serves, shared with the other roles of the process (lib/metrics processMetrics). */
@@ -105,7 +107,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       api.setErrorHandler(transcodeApiErrorHandler(deps.log));
       api.setNotFoundHandler(transcodeApiNotFound);
       // The webhook routes are in the scope of taskRoutes' auth hook (every route under /api).
-      const idempotency = new IdempotencyKeys(deps.db);
+      const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
       await taskRoutes(api, { ...deps, idempotency });
       await webhookRoutes(api, { ...deps, idempotency });
     },

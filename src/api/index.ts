@@ -1,3 +1,4 @@
 export { buildApp, type ApiDeps } from './app.ts';
+export { purgeExpiredIdempotencyKeys } from './idempotency.ts';
 export { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
 export { TRANSCODE_TASK_TYPE, toWireTask, type WireTask } from './contract/index.ts';

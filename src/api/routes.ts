@@ -54,19 +54,24 @@ export function principal(req: FastifyRequest): Principal {
 }
 
 /**
- * `Link: <...>; rel="next"` of a list page, when there is a next one. Never built from the Host
- * header, which the client chooses (issue #15): relative to the request (RFC 8288 resolves it
- * against the request URL) or under MEDIAPLANE_PUBLIC_URL.
+ * `Link: <...>; rel="next"` of a list page, when there is a next one: the one link builder of
+ * every paged route. Never built from what the client chooses, neither the Host header (issue
+ * #15) nor the request target, which may be absolute-form `http://evil.example/...` (issue
+ * #25): the path is the route's template with its validated params filled in, relative (RFC
+ * 8288 resolves it against the request URL) or under MEDIAPLANE_PUBLIC_URL.
  */
 export function linkNext(
+  req: FastifyRequest,
   reply: FastifyReply,
-  o: { publicUrl?: string | undefined; path: string; limit: number; next: string | null },
+  o: { publicUrl?: string | undefined; limit: number; next: string | null },
 ): void {
-  if (o.next)
-    reply.header(
-      'link',
-      `<${o.publicUrl?.replace(/\/+$/, '') ?? ''}${o.path}?limit=${o.limit}&cursor=${o.next}>; rel="next"`,
-    );
+  if (!o.next) return;
+  const params: object = typeof req.params === 'object' && req.params !== null ? req.params : {};
+  const path = (req.routeOptions.url ?? '').replace(/:(\w+)/g, (_, name: string) =>
+    encodeURIComponent(String(Reflect.get(params, name) ?? '')),
+  );
+  const base = o.publicUrl?.replace(/\/+$/, '') ?? '';
+  reply.header('link', `<${base}${path}?limit=${o.limit}&cursor=${encodeURIComponent(o.next)}>; rel="next"`);
 }
 
 /** The Task routes of spec/API.md section A, under the prefix the caller registers them at. */
@@ -123,7 +128,7 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.tasks.list(principal(req).owner, { limit, cursor: req.query.cursor });
-      linkNext(reply, { publicUrl: deps.publicUrl, path: req.routeOptions.url ?? '', limit, next: page.next });
+      linkNext(req, reply, { publicUrl: deps.publicUrl, limit, next: page.next });
       return page.tasks.map(toWireTask);
     },
   );

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ValidationError } from '../lib/errors.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
-import type { DeliveryLogRow, WebhookInput, WebhookRow } from '../webhooks/index.ts';
+import { type DeliveryLogRow, ResendLimitError, type WebhookInput, type WebhookRow } from '../webhooks/index.ts';
 import {
   toWireWebhook,
   toWireWebhookLog,
@@ -32,7 +32,7 @@ export interface WebhookStoreLike {
 
 /** What the routes need of the dispatcher (webhooks/index.ts WebhookDispatcher). */
 export interface WebhookResender {
-  /** Sends the event of log `logId` to its webhook again, now; the new attempt. */
+  /** Sends the event of log `logId` to its webhook again, now; the new attempt (a ResendLimitError beyond its limits). */
   resend(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow>;
 }
 
@@ -116,7 +116,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.webhooks.list(principal(req).owner, { limit, cursor: req.query.cursor });
-      linkNext(reply, { publicUrl: deps.publicUrl, path: req.url.split('?')[0] ?? '', limit, next: page.next });
+      linkNext(req, reply, { publicUrl: deps.publicUrl, limit, next: page.next });
       return page.webhooks.map(toWireWebhook);
     },
   );
@@ -170,7 +170,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
     async (req, reply) => {
       const limit = req.query.limit ?? 20;
       const page = await deps.webhooks.logs(principal(req).owner, req.params.id, { limit, cursor: req.query.cursor });
-      linkNext(reply, { publicUrl: deps.publicUrl, path: req.url.split('?')[0] ?? '', limit, next: page.next });
+      linkNext(req, reply, { publicUrl: deps.publicUrl, limit, next: page.next });
       return page.logs.map(toWireWebhookLog);
     },
   );
@@ -192,11 +192,22 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
     {
       schema: {
         summary: 'Send the event of a delivery attempt again, now; answers the new attempt',
+        description:
+          'Takes one of the delivery slots (MEDIAPLANE_WEBHOOK_CONCURRENCY), at most MEDIAPLANE_WEBHOOK_RESENDS_PER_MINUTE an owner; beyond either, 429 with Retry-After.',
         params: LogId,
-        response: { 200: WebhookLogSchema, 404: Errors },
+        response: { 200: WebhookLogSchema, 404: Errors, 429: Errors },
       },
     },
-    async (req) =>
-      toWireWebhookLog(await deps.webhookDispatcher.resend(principal(req).owner, req.params.id, req.params.logId)),
+    async (req, reply) => {
+      try {
+        return toWireWebhookLog(
+          await deps.webhookDispatcher.resend(principal(req).owner, req.params.id, req.params.logId),
+        );
+      } catch (err) {
+        // The error handler keeps the headers set on the reply (spec/API.md: 429 with Retry-After).
+        if (err instanceof ResendLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
+        throw err;
+      }
+    },
   );
 }

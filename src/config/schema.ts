@@ -219,6 +219,43 @@ const coreSettings = defineSettings({
     description:
       "Progress of a running task becomes a `task.updated` webhook event at most this often (the first of each run always); the task's event stream shows every progress write.",
   },
+  maxEventStreamsPerOwner: {
+    env: 'MEDIAPLANE_MAX_EVENT_STREAMS_PER_OWNER',
+    type: 'int',
+    group: 'tasks',
+    default: 32,
+    min: 1,
+    max: 100_000,
+    description:
+      'Task event streams (GET /api/task/{id}/events) an owner may have open at once on one API process; more answer 429. `mediaplane tasks watch` holds one, a browser a few.',
+  },
+  idempotencyMaxWaiters: {
+    env: 'MEDIAPLANE_IDEMPOTENCY_MAX_WAITERS',
+    type: 'int',
+    group: 'tasks',
+    default: 8,
+    min: 1,
+    max: 10_000,
+    description:
+      'Requests that may wait on one API process for the answer of an Idempotency-Key still in flight; more answer 409 with Retry-After at once.',
+  },
+  taskEventsRetentionMs: {
+    env: 'MEDIAPLANE_TASK_EVENTS_RETENTION_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 7 * 86_400_000,
+    min: 60_000,
+    description:
+      'How long task events and finished webhook deliveries are kept; an event not yet fanned out to webhooks, or a delivery not yet made or given up, is kept until it is, and a delivery as long as its log.',
+  },
+  webhookLogRetentionMs: {
+    env: 'MEDIAPLANE_WEBHOOK_LOG_RETENTION_MS',
+    type: 'int',
+    group: 'tasks',
+    default: 30 * 86_400_000,
+    min: 60_000,
+    description: 'How long webhook delivery attempts are kept (GET /api/webhook/{id}/log).',
+  },
   apiKey: {
     env: 'MEDIAPLANE_API_KEY',
     type: 'string',

@@ -53,6 +53,27 @@ export const webhookSettings = defineSettings({
     default: 16,
     min: 1,
     max: 1024,
-    description: 'Webhook deliveries one process sends at once.',
+    description:
+      'Webhook deliveries (resends included) one process sends at once; an owner holds at most its fair share while others wait.',
+  },
+  maxWebhooksPerOwner: {
+    env: 'MEDIAPLANE_MAX_WEBHOOKS_PER_OWNER',
+    type: 'int',
+    group: 'tasks',
+    default: 20,
+    min: 1,
+    max: 10_000,
+    description:
+      'Webhooks an owner may have; creating one more answers 422. It also caps the POSTs one task event fans out to.',
+  },
+  webhookResendsPerMinute: {
+    env: 'MEDIAPLANE_WEBHOOK_RESENDS_PER_MINUTE',
+    type: 'int',
+    group: 'tasks',
+    default: 30,
+    min: 1,
+    max: 100_000,
+    description:
+      'Resends (POST /api/webhook/{id}/log/{logId}/resend) an owner may make per minute on one process, in a burst or spread; more answer 429 with Retry-After.',
   },
 });

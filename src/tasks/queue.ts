@@ -213,6 +213,29 @@ export class Queue {
     );
   }
 
+  /**
+   * Deletes up to `limit` task events older than `olderThanMs` that are done (retention,
+   * issue #25); how many it deleted. The outbox's consumer decides when an event is done:
+   * the webhook dispatcher has fanned it out (dispatched_at) and none of its deliveries is
+   * left (webhook_deliveries references it; the webhooks' purge removes them once made or
+   * given up and their logs are gone). SKIP LOCKED: an event being fanned out is left alone,
+   * and two sweeping processes take different rows.
+   */
+  async purgeEvents(o: { olderThanMs: number; limit: number }): Promise<number> {
+    const rows = await this.#db.query<{ n: number }>(
+      `WITH gone AS (
+         DELETE FROM task_events WHERE id IN (
+           SELECT e.id FROM task_events e
+           WHERE e.dispatched_at IS NOT NULL AND e.created_at < now() - $1 * interval '1 millisecond'
+             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+           LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING 1)
+       SELECT count(*)::int AS n FROM gone`,
+      [o.olderThanMs, o.limit],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
   /** Tasks waiting to run, for metrics. */
   async depth(): Promise<number> {
     const rows = await this.#db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks WHERE phase = 'waiting'`);

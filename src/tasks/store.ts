@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/index.ts';
 import { InvalidStateError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
 import { CHANNEL_PROGRESS, notifyTasks, returningEvent, TASK_EVENTS_CHANNEL, withEvent } from './events.ts';
-import { TaskFollower, type FollowOptions } from './follow.ts';
+import { TaskFollower, type FollowerOptions, type FollowOptions } from './follow.ts';
 import { CANCELLABLE, RETRYABLE, TASK_COLUMNS, type TaskRow } from './model.ts';
 
 // Channels on which the API tells workers about new work and cancels (LISTEN/NOTIFY works
@@ -31,9 +31,10 @@ export class TaskStore {
   readonly #db: Db;
   readonly #follower: TaskFollower;
 
-  constructor(db: Db) {
+  /** `follow`: the bounds of task event streams (issue #25: a per-owner cap of open streams). */
+  constructor(db: Db, opts: { follow?: FollowerOptions } = {}) {
     this.#db = db;
-    this.#follower = new TaskFollower(db, [TASK_EVENTS_CHANNEL, CHANNEL_PROGRESS]);
+    this.#follower = new TaskFollower(db, [TASK_EVENTS_CHANNEL, CHANNEL_PROGRESS], opts.follow);
   }
 
   async create(t: CreateTask): Promise<TaskRow> {
@@ -114,10 +115,11 @@ export class TaskStore {
   /**
    * The owner's task now, then each version of it whose phase, progress or update time
    * changed, until it is completed, failed or cancelled (after yielding that state). Another
-   * owner's id throws NotFoundError at the first step, before anything is yielded.
+   * owner's id throws NotFoundError at the first step, before anything is yielded; so does
+   * TooManyRequestsError when the owner has as many streams open as it may.
    */
   follow(owner: string, id: string, opts: FollowOptions): AsyncGenerator<TaskRow> {
-    return this.#follower.follow({ read: () => this.get(owner, id), id, ...opts });
+    return this.#follower.follow({ read: () => this.get(owner, id), id, owner, ...opts });
   }
 
   /** Streams following a task in this process now (they stop counting once they end). */

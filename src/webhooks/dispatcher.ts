@@ -7,6 +7,7 @@ import { InvalidStateError, NotFoundError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Resolve } from '../lib/net-guard.ts';
 import { TASK_EVENTS_CHANNEL, type TaskEventRow } from '../tasks/index.ts';
+import { DeliverySlots, OwnerRate, ResendLimitError } from './limits.ts';
 import { noMetrics, webhookMetrics, type WebhookMetrics } from './metrics.ts';
 import * as plans from './plans.ts';
 import { type PostResult, postWebhook } from './send.ts';
@@ -19,6 +20,11 @@ import type { DeliveryLogRow, WebhookEvent } from './types.ts';
 // out from one of them, and a process killed mid-send leaves its lease to run out for
 // another to take over: at least once, the event id letting receivers drop duplicates.
 // A poll loop that knows no SQL (plans.ts has it), woken at once by NOTIFY.
+//
+// One owner cannot stall the others (issue #25): the process's slots are shared fairly
+// between the owners with work (limits.ts fairShare), claims take owners in turns, a webhook
+// that keeps timing out gets one delivery in flight at most, and resends take the same slots
+// at a per-owner rate.
 
 /** NOTIFY channel of new deliveries, so the other processes sharing the database wake to help. */
 export const DELIVERIES_CHANNEL = 'mediaplane_webhook_deliveries';
@@ -50,8 +56,10 @@ export interface WebhookDispatcherOptions {
   retryMaxMs?: number;
   /** How often an idle dispatcher looks for work (default 1 s). */
   pollMs?: number;
-  /** Deliveries in flight at once (default 16). */
+  /** Deliveries in flight at once, resends included (default 16). */
   concurrency?: number;
+  /** Resends an owner may make per minute, at once or spread (default 30); more are a 429. */
+  resendsPerMinute?: number;
   /** Events fanned out per statement (default 100). */
   batchSize?: number;
   /** Least time between two passes (default 50 ms): wake-ups that come sooner join the next pass. */
@@ -122,13 +130,18 @@ export class WebhookDispatcher {
   readonly #metrics: WebhookMetrics;
   readonly #agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #slots: DeliverySlots;
+  readonly #resendRate: OwnerRate;
   #shutdown = new AbortController();
   #loop: Promise<void> | undefined;
   #stopping = false;
   /** Ends the current wait; a wake-up that comes while a pass is busy skips the next wait. */
   #sleeper: (() => void) | undefined;
   #wakeRequested = false;
-  /** The last claim took every free slot: more may be due when one frees up. */
+  /**
+   * The last claim took every free slot, or left due deliveries of owners at their share:
+   * more may be claimed when a slot frees up.
+   */
   #saturated = false;
   #unlisten: Array<() => Promise<void>> = [];
   #lastPassAt = -Infinity;
@@ -143,11 +156,14 @@ export class WebhookDispatcher {
       retryMaxMs: 3_600_000,
       pollMs: 1000,
       concurrency: 16,
+      resendsPerMinute: 30,
       batchSize: 100,
       passGapMs: 50,
       stopGraceMs: 5000,
       ...definedOnly(rest),
     };
+    this.#slots = new DeliverySlots(this.#o.concurrency);
+    this.#resendRate = new OwnerRate(this.#o.resendsPerMinute);
     this.#metrics = metrics
       ? webhookMetrics(metrics, async () => (await opts.db.query<{ n: number }>(plans.pendingCount))[0]?.n ?? 0)
       : noMetrics;
@@ -180,9 +196,21 @@ export class WebhookDispatcher {
     this.#loop = undefined;
   }
 
-  /** Sends the event of log `logId` to its webhook again, now; the new attempt. Not retried. */
+  /**
+   * Sends the event of log `logId` to its webhook again, now; the new attempt. Not retried.
+   * Livepeer's resend answers the new attempt (cannon.ts resendWebhook), so it is sent here
+   * rather than queued, but in one of the delivery slots (waiting for one at most the
+   * timeout, the longest an attempt holds one) and at the owner's resend rate (issue #25:
+   * 60 parallel resends were 60 POSTs held open at the receiver). Either limit is a 429.
+   */
   async resend(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow> {
     if (!UUID_RE.test(webhookId) || !UUID_RE.test(logId)) throw new NotFoundError();
+    const rate = this.#resendRate.take(owner);
+    if (!rate.ok)
+      throw new ResendLimitError(
+        `too many resends: an owner may resend ${this.#o.resendsPerMinute} deliveries a minute`,
+        rate.retryAfterMs,
+      );
     const src = (
       await this.#o.db.query<{
         deliveryId: string | null;
@@ -202,6 +230,24 @@ export class WebhookDispatcher {
     } catch {
       throw new InvalidStateError('this attempt sent no event to resend');
     }
+    await this.#slots.acquire(owner, this.#o.timeoutMs);
+    try {
+      return await this.#resendNow({ ...src, webhookId, envelope });
+    } finally {
+      this.#released(owner);
+    }
+  }
+
+  async #resendNow(src: {
+    deliveryId: string | null;
+    webhookId: string;
+    eventId: string;
+    event: WebhookEvent;
+    url: string;
+    sharedSecret: string | null;
+    envelope: Record<string, unknown>;
+  }): Promise<DeliveryLogRow> {
+    const { envelope, webhookId } = src;
     const timestamp = Date.now();
     const body = JSON.stringify({ ...envelope, timestamp });
     const result = await this.#post(src.url, body, src.sharedSecret, timestamp);
@@ -299,15 +345,13 @@ export class WebhookDispatcher {
         this.#o.log.warn({ err }, 'could not notify other processes of new webhook deliveries');
       });
     if (this.#stopping) return;
-    const free = this.#o.concurrency - this.#inFlight.size;
+    const free = this.#slots.claimable;
     this.#saturated = free <= 0;
     if (free <= 0) return;
-    const claimed = await this.#o.db.query<Claimed>(plans.claimDeliveries, [
-      free,
-      this.#o.timeoutMs + this.#o.leaseMarginMs,
-    ]);
-    this.#saturated = claimed.length >= free;
+    const { claimed, due } = await this.#claim(free);
+    this.#saturated = claimed.length >= free || due > 0;
     for (const c of claimed) {
+      this.#slots.take(c.owner);
       const sending: Promise<void> = this.#deliver(c)
         .catch((err: unknown) =>
           // The outcome could not be written: the lease runs out and the delivery is sent again.
@@ -318,10 +362,36 @@ export class WebhookDispatcher {
         )
         .finally(() => {
           this.#inFlight.delete(sending);
-          if (this.#saturated) this.#wake();
+          this.#released(c.owner);
         });
       this.#inFlight.add(sending);
     }
+  }
+
+  /**
+   * Claims up to `free` due deliveries, each owner's at most up to its fair share of the
+   * slots (what it holds counted), owners taking turns (issue #25). The owners with work are
+   * asked first: a share depends on how many there are.
+   */
+  async #claim(free: number): Promise<{ claimed: Claimed[]; due: number }> {
+    const due = (await this.#o.db.query<{ owner: string }>(plans.dueOwners, [this.#o.concurrency])).map((r) => r.owner);
+    this.#slots.setDue(due);
+    const share = this.#slots.share(due);
+    const allowed = due.map((owner) => Math.max(0, share - this.#slots.held(owner)));
+    if (!allowed.some((n) => n > 0)) return { claimed: [], due: due.length };
+    const claimed = await this.#o.db.query<Claimed>(plans.claimDeliveries, [
+      free,
+      this.#o.timeoutMs + this.#o.leaseMarginMs,
+      due,
+      allowed,
+    ]);
+    return { claimed, due: due.length };
+  }
+
+  /** A slot came free: a waiting resend takes it first, else the next pass may claim. */
+  #released(owner: string): void {
+    this.#slots.release(owner);
+    if (this.#saturated) this.#wake();
   }
 
   async #deliver(c: Claimed): Promise<void> {
@@ -447,6 +517,7 @@ export class WebhookDispatcher {
       r.error,
       r.responseBody,
       failure,
+      r.timedOut,
     ]);
     const row = rows[0];
     if (!row) throw new Error('recording a webhook attempt returned no row');
@@ -463,6 +534,7 @@ function noAnswer(error: string): PostResult {
     error,
     permanent: true,
     aborted: false,
+    timedOut: false,
     durationMs: 0,
   };
 }

@@ -1,6 +1,6 @@
 // Webhooks (issue #18): owners subscribe URLs to task events; every event of the outbox
 // (task_events) reaches each subscribed URL at least once, signed as Livepeer signs.
-export { WebhookStore } from './store.ts';
+export { purgeWebhookDeliveries, purgeWebhookLogs, WebhookStore } from './store.ts';
 export {
   DELIVERIES_CHANNEL,
   retryDelay,
@@ -9,5 +9,6 @@ export {
   WebhookDispatcher,
   type WebhookDispatcherOptions,
 } from './dispatcher.ts';
+export { fairShare, ResendLimitError } from './limits.ts';
 export { SIGNATURE_HEADER, signBody, signatureHeaders } from './sign.ts';
 export type { DeliveryLogRow, Page, WebhookEvent, WebhookFailure, WebhookInput, WebhookRow } from './types.ts';

@@ -15,8 +15,16 @@ const LOG = `id, webhook_id AS "webhookId", event_id AS "eventId", event, create
   duration_ms AS "durationMs", url, request_body AS "requestBody", request_headers AS "requestHeaders",
   status_code AS "statusCode", status_text AS "statusText", error, response_body AS "responseBody", success`;
 
+/**
+ * Adds a webhook while the owner has fewer than $8 (issue #25: one owner's webhooks are one
+ * event's fan-out). The count and the insert are one statement, so concurrent requests can
+ * overshoot the limit only by those in flight at the same instant; the count stops at the
+ * limit, so its cost does not grow with an owner's history. No row: the limit is reached.
+ */
 export const createWebhook = `INSERT INTO webhooks (id, owner, project_id, name, url, events, shared_secret)
-  VALUES ($1, $2, $3, $4, $5, $6::text[], $7) RETURNING ${WEBHOOK}`;
+  SELECT $1, $2, $3, $4, $5, $6::text[], $7
+  WHERE (SELECT count(*) FROM (SELECT 1 FROM webhooks WHERE owner = $2 AND deleted_at IS NULL LIMIT $8) AS live) < $8
+  RETURNING ${WEBHOOK}`;
 
 export const getWebhook = `SELECT ${WEBHOOK} FROM webhooks WHERE id = $1 AND owner = $2 AND deleted_at IS NULL`;
 
@@ -77,18 +85,51 @@ export const fanOut = `WITH ev AS (
   )
   SELECT (SELECT count(*) FROM marked)::int AS events, (SELECT count(*) FROM added)::int AS deliveries`;
 
+/** Attempts in a row without an answer in time after which a webhook gets one delivery in flight at most. */
+export const TIMING_OUT_AFTER = 2;
+
 /**
- * Claims up to $1 due deliveries for $2 ms (the send's timeout and a margin): pending, due,
- * and not leased or leased by a process that stopped (its lease ran out). Each claim counts
- * as an attempt; its number is the token the outcome is written with. Returns what a send
- * needs: the webhook (its secret included) and the event.
+ * The deliveries that may be claimed now: pending, due, and not leased or leased by a
+ * process that stopped (its lease ran out). A webhook that keeps timing out (issue #25)
+ * offers only its earliest one, and none while one of its deliveries is in flight: a
+ * receiver that holds requests open holds one slot, not one per event. With the owner.
  */
-export const claimDeliveries = `WITH claimed AS (
+const ELIGIBLE = `eligible AS (
+    SELECT d.id, d.next_attempt_at, d.created_at, w.owner FROM (
+      SELECT id, webhook_id, next_attempt_at, created_at,
+        row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, created_at) AS nth
+      FROM webhook_deliveries
+      WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+    ) d JOIN webhooks w ON w.id = d.webhook_id
+    WHERE w.timeouts_in_a_row < ${TIMING_OUT_AFTER} OR (d.nth = 1 AND NOT EXISTS (
+      SELECT 1 FROM webhook_deliveries f
+      WHERE f.webhook_id = d.webhook_id AND f.status = 'pending' AND f.lease_until >= now()))
+  )`;
+
+/** The owners with deliveries to claim, the longest waiting first, at most $1 of them. */
+export const dueOwners = `WITH ${ELIGIBLE}
+  SELECT owner FROM eligible GROUP BY owner ORDER BY min(next_attempt_at) LIMIT $1`;
+
+/**
+ * Claims up to $1 due deliveries for $2 ms (the send's timeout and a margin), at most $4[i]
+ * of owner $3[i]'s, taken in turns: each owner's earliest, then each one's second, ... so one
+ * owner's backlog does not go before another's first delivery (issue #25). Each claim counts
+ * as an attempt; its number is the token the outcome is written with. The lock re-checks
+ * that the delivery is still unclaimed. Returns what a send needs: the webhook (its secret
+ * included), the event and its owner.
+ */
+export const claimDeliveries = `WITH ${ELIGIBLE}, turns AS (
+    SELECT e.id, e.next_attempt_at, a.n,
+      row_number() OVER (PARTITION BY e.owner ORDER BY e.next_attempt_at, e.created_at) AS turn
+    FROM eligible e JOIN unnest($3::text[], $4::int[]) AS a (owner, n) ON a.owner = e.owner
+  ), picked AS (
+    SELECT id FROM turns WHERE turn <= n ORDER BY turn, next_attempt_at LIMIT $1
+  ), claimed AS (
     UPDATE webhook_deliveries SET lease_until = now() + $2 * interval '1 millisecond', attempts = attempts + 1
     WHERE id IN (
       SELECT id FROM webhook_deliveries
-      WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-      ORDER BY next_attempt_at, created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+      WHERE id IN (SELECT id FROM picked) AND status = 'pending' AND (lease_until IS NULL OR lease_until < now())
+      FOR UPDATE SKIP LOCKED)
     RETURNING id, webhook_id, event_id, attempts
   )
   SELECT c.id, c.attempts, w.id AS "webhookId", w.url, w.shared_secret AS "sharedSecret",
@@ -103,7 +144,8 @@ export const dropDelivery = `UPDATE webhook_deliveries SET status = 'failed', le
 
 /**
  * Records one attempt, in one statement: the log row, the webhook's status (last triggered,
- * last failure) and, for a claimed delivery ($2 its id, $3 the claim's number; NULL for a
+ * last failure, timeouts in a row: $20 true when no answer came in time, reset by any
+ * answer) and, for a claimed delivery ($2 its id, $3 the claim's number; NULL for a
  * resend, which changes no delivery), its next state: delivered; pending again after $5 ms
  * while the event is younger than $6 ms (the retry window); failed otherwise.
  * $4: 'delivered' | 'retry' | 'failed'.
@@ -128,7 +170,9 @@ export const recordAttempt = `WITH verdict AS (
     RETURNING ${LOG}
   ), status AS (
     UPDATE webhooks SET last_triggered_at = now(),
-      last_failure = CASE WHEN $4::text = 'delivered' THEN last_failure ELSE $19::jsonb END
+      last_failure = CASE WHEN $4::text = 'delivered' THEN last_failure ELSE $19::jsonb END,
+      timeouts_in_a_row = CASE WHEN $20::boolean THEN timeouts_in_a_row + 1
+        WHEN $15::int IS NOT NULL THEN 0 ELSE timeouts_in_a_row END
     WHERE id = $8
   )
   SELECT logged.*, (SELECT status FROM delivery) AS "deliveryStatus" FROM logged`;
@@ -137,3 +181,28 @@ export const recordAttempt = `WITH verdict AS (
 export const pendingCount = `SELECT
   (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')::int
   + (SELECT count(*) FROM task_events WHERE dispatched_at IS NULL)::int AS n`;
+
+// Retention (issue #25): the sweep deletes old history a batch at a time (SKIP LOCKED: two
+// sweeping processes take different rows). Indexes: migration 390_webhook_retention.sql.
+
+/** Up to $2 log rows older than $1 ms (what GET /api/webhook/{id}/log shows), oldest first. */
+export const purgeLogs = `WITH gone AS (
+    DELETE FROM webhook_logs WHERE id IN (
+      SELECT id FROM webhook_logs WHERE created_at < now() - $1::bigint * interval '1 millisecond'
+      ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+    RETURNING 1)
+  SELECT count(*)::int AS n FROM gone`;
+
+/**
+ * Up to $2 deliveries that finished (delivered, or given up) more than $1 ms ago and that no
+ * log names any more; a pending delivery is never purged, and an event is purged only once
+ * none of its deliveries is left (tasks/queue.ts purgeEvents).
+ */
+export const purgeDeliveries = `WITH gone AS (
+    DELETE FROM webhook_deliveries WHERE id IN (
+      SELECT d.id FROM webhook_deliveries d
+      WHERE d.status <> 'pending' AND d.finished_at < now() - $1::bigint * interval '1 millisecond'
+        AND NOT EXISTS (SELECT 1 FROM webhook_logs l WHERE l.delivery_id = d.id)
+      LIMIT $2 FOR UPDATE SKIP LOCKED)
+    RETURNING 1)
+  SELECT count(*)::int AS n FROM gone`;

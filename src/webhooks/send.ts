@@ -11,6 +11,13 @@ import { guardedLookup, hostNotAllowed, hostProblem, privateAddressError, type R
 /** How much of an answer the delivery log keeps (Livepeer keeps the first 1024 characters). */
 export const RESPONSE_KEPT_BYTES = 1024;
 
+/**
+ * How much of the status line's reason the log keeps: Node reads one of up to 16 KB, and a
+ * receiver's 15,000 characters were stored as they came (issue #25). Standard reasons are
+ * under 40 characters.
+ */
+export const STATUS_TEXT_KEPT_CHARS = 128;
+
 export interface PostOptions {
   url: string;
   body: string;
@@ -34,6 +41,8 @@ export interface PostResult {
   permanent: boolean;
   /** The request was aborted through `signal`, not by a fault of the receiver. */
   aborted: boolean;
+  /** No answer came within the timeout: the receiver held the request (issue #25 counts these). */
+  timedOut: boolean;
   durationMs: number;
 }
 
@@ -63,6 +72,7 @@ export async function postWebhook(o: PostOptions): Promise<PostResult> {
     error: null,
     permanent: false,
     aborted: false,
+    timedOut: false,
     ...r,
     durationMs: performance.now() - started,
   });
@@ -89,7 +99,7 @@ export async function postWebhook(o: PostOptions): Promise<PostResult> {
     if (refused) return result({ error: hostNotAllowed(url, refused.problem), permanent: true });
     if (o.signal?.aborted)
       return result({ error: 'abandoned: the service stopped before an answer came', aborted: true });
-    return result({ error: storable(errorText(err)) });
+    return result({ error: storable(errorText(err)), timedOut: err instanceof DeliveryTimeout });
   }
 }
 
@@ -145,7 +155,9 @@ function readHead(
     const head = Buffer.concat(chunks).subarray(0, RESPONSE_KEPT_BYTES);
     done({
       statusCode: res.statusCode ?? null,
-      statusText: res.statusMessage ? storable(res.statusMessage) : (http.STATUS_CODES[res.statusCode ?? 0] ?? null),
+      statusText: res.statusMessage
+        ? storable(res.statusMessage.slice(0, STATUS_TEXT_KEPT_CHARS))
+        : (http.STATUS_CODES[res.statusCode ?? 0] ?? null),
       responseBody: storable(new TextDecoder().decode(head)),
     });
   };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/index.ts';
-import { NotFoundError } from '../lib/errors.ts';
+import { NotFoundError, ValidationError } from '../lib/errors.ts';
 import * as plans from './plans.ts';
 import type { DeliveryLogRow, Page, WebhookFailure, WebhookInput, WebhookRow } from './types.ts';
 
@@ -38,11 +38,20 @@ const badCursor = (page: Page): boolean => page.cursor !== undefined && !UUID_RE
  */
 export class WebhookStore {
   readonly #db: Db;
+  readonly #maxPerOwner: number;
 
-  constructor(db: Db) {
+  /** `maxPerOwner`: webhooks an owner may have (MEDIAPLANE_MAX_WEBHOOKS_PER_OWNER, default 20). */
+  constructor(db: Db, opts: { maxPerOwner?: number | undefined } = {}) {
     this.#db = db;
+    this.#maxPerOwner = opts.maxPerOwner ?? 20;
   }
 
+  /**
+   * Adds a webhook, while the owner has fewer than `maxPerOwner` (issue #25: every event goes
+   * to each of an owner's webhooks, so their number is one task's fan-out). A 422, not a 429:
+   * waiting does not lift it (the livepeer SDK retries a 429 when retries are on), deleting
+   * a webhook does.
+   */
   async create(owner: string, projectId: string, input: WebhookInput): Promise<WebhookRow> {
     const rows = await this.#db.query<StoredWebhook>(plans.createWebhook, [
       randomUUID(),
@@ -52,8 +61,14 @@ export class WebhookStore {
       input.url,
       input.events,
       input.sharedSecret ?? null,
+      this.#maxPerOwner,
     ]);
-    return toWebhook(one(rows));
+    const row = rows[0];
+    if (!row)
+      throw new ValidationError(
+        `an owner may have at most ${this.#maxPerOwner} webhooks; delete one before creating another`,
+      );
+    return toWebhook(row);
   }
 
   /** Newest first; `next` is the cursor of the following page, when there is one. */
@@ -115,4 +130,24 @@ function paged<T extends { id: string }>(rows: T[], limit: number): { items: T[]
   const more = rows.length > limit;
   const items = more ? rows.slice(0, limit) : rows;
   return { items, next: more ? (items.at(-1)?.id ?? null) : null };
+}
+
+// Retention (issue #25): what the sweep (main.ts) calls to delete old webhook history, a
+// batch at a time; each answers how many rows it deleted. Logs first, then the deliveries no
+// log names any more, so a delivery goes with the last of its logs.
+
+/** Deletes up to `limit` delivery log rows older than `olderThanMs`. */
+export async function purgeWebhookLogs(
+  db: Pick<Db, 'query'>,
+  o: { olderThanMs: number; limit: number },
+): Promise<number> {
+  return (await db.query<{ n: number }>(plans.purgeLogs, [o.olderThanMs, o.limit]))[0]?.n ?? 0;
+}
+
+/** Deletes up to `limit` deliveries made or given up more than `olderThanMs` ago whose logs are gone. */
+export async function purgeWebhookDeliveries(
+  db: Pick<Db, 'query'>,
+  o: { olderThanMs: number; limit: number },
+): Promise<number> {
+  return (await db.query<{ n: number }>(plans.purgeDeliveries, [o.olderThanMs, o.limit]))[0]?.n ?? 0;
 }

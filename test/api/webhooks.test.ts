@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
 import { SDKError } from 'livepeer/models/errors/sdkerror.js';
@@ -402,3 +402,151 @@ describe('webhook URLs on private addresses (MEDIAPLANE_ALLOW_PRIVATE_URLS off)'
     assert.match(moved.body.errors[0], /^url: address not allowed/);
   });
 });
+
+/** Sends `head` on a raw socket (so the request target goes as written) and reads the answer to its end. */
+function rawRequest(url: string, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const socket = connect(Number(new URL(url).port), '127.0.0.1', () => socket.write(head));
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (d) => (text += d.toString('utf8')));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
+  });
+}
+
+// Issue #25: one owner must not slow the others' webhooks, nor reach a receiver without limit.
+for (const { kind, skip } of await databaseKinds()) {
+  describe(`webhook limits (${kind} database)`, { skip }, () => {
+    let server: TestServer;
+    const RESENDS_PER_MINUTE = 8;
+    const SLOTS = 3;
+    before(async () => {
+      server = await startTestServer({
+        database: kind,
+        roles: { api: true, worker: false },
+        settings: {
+          maxWebhooksPerOwner: 3,
+          webhookConcurrency: SLOTS,
+          webhookTimeoutMs: 1000,
+          webhookResendsPerMinute: RESENDS_PER_MINUTE,
+        },
+      });
+    });
+    after(() => server.stop());
+
+    it('an owner may have MEDIAPLANE_MAX_WEBHOOKS_PER_OWNER webhooks; one more is a 422 naming the limit, through the SDK', async () => {
+      const sdk = new Livepeer({ apiKey: await server.key(`many-${kind}`), serverURL: `${server.url}/api` });
+      const made: string[] = [];
+      for (let i = 0; i < 3; i++)
+        made.push(
+          (await sdk.webhook.create({ name: `w${i}`, url: 'https://example.com/w', events: TASK_EVENTS })).webhook
+            ?.id ?? '',
+        );
+      const err = await refused(sdk.webhook.create({ name: 'w3', url: 'https://example.com/w', events: TASK_EVENTS }));
+      assert.equal(err.statusCode, 422);
+      assert.deepEqual(JSON.parse(err.body), {
+        errors: ['an owner may have at most 3 webhooks; delete one before creating another'],
+      });
+      assert.equal((await sdk.webhook.getAll()).data?.length, 3, 'none was added');
+      // Another owner has its own count, and deleting one makes room.
+      const other = new Livepeer({ apiKey: await server.key(`few-${kind}`), serverURL: `${server.url}/api` });
+      assert.ok((await other.webhook.create({ name: 'o', url: 'https://example.com/o', events: TASK_EVENTS })).webhook);
+      await sdk.webhook.delete(made[0] ?? '');
+      assert.ok((await sdk.webhook.create({ name: 'w4', url: 'https://example.com/w', events: TASK_EVENTS })).webhook);
+    });
+
+    it('a burst of resends never has more POSTs out than the delivery slots, and beyond the rate is a 429 with Retry-After', async () => {
+      const open = { now: 0, peak: 0, got: 0 };
+      // Answers the first delivery, then holds every request open (until the sender gives up).
+      const receiver = createServer((req, res) => {
+        open.now++;
+        open.peak = Math.max(open.peak, open.now);
+        res.on('close', () => open.now--);
+        req.resume();
+        req.on('end', () => {
+          if (open.got++ === 0) res.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+      try {
+        const key = await server.key(`resender-${kind}`);
+        const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+        const hook = await server.call('POST', '/api/webhook', {
+          key,
+          body: { name: 'r', url, events: ['task.spawned'] },
+        });
+        assert.equal((await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).status, 200);
+        const log = await waitFor(
+          async () => (await server.call('GET', `/api/webhook/${hook.body.id}/log`, { key })).body[0],
+        );
+        open.peak = 0;
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, () =>
+            server.call('POST', `/api/webhook/${hook.body.id}/log/${log.id}/resend`, { key }),
+          ),
+        );
+        assert.ok(open.peak <= SLOTS, `${open.peak} POSTs were out at once, with ${SLOTS} slots`);
+        const limited = answers.filter((a) => a.status === 429);
+        assert.ok(limited.length >= 20 - RESENDS_PER_MINUTE, `${limited.length} answered 429`);
+        for (const a of limited) {
+          assert.match(a.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
+          assert.equal(a.body.errors.length, 1);
+        }
+        assert.ok(
+          limited.some((a) =>
+            a.body.errors[0].startsWith(`too many resends: an owner may resend ${RESENDS_PER_MINUTE}`),
+          ),
+        );
+        for (const a of answers.filter((x) => x.status !== 429)) {
+          assert.equal(a.status, 200);
+          assert.equal(a.body.success, false);
+          assert.match(a.body.error, /no answer within 1000 ms/);
+        }
+        // Another owner's resends are not counted against this one's rate.
+        const other = await server.key(`resender-other-${kind}`);
+        const theirs = await server.call('POST', `/api/webhook/${hook.body.id}/log/${log.id}/resend`, { key: other });
+        assert.equal(theirs.status, 404);
+      } finally {
+        receiver.closeAllConnections();
+        receiver.close();
+      }
+    });
+
+    it('builds Link headers from the route, never from an absolute-form request target', async () => {
+      const receiver = await startReceiver();
+      try {
+        const key = await server.key(`linked-${kind}`);
+        const hook = await server.call('POST', '/api/webhook', {
+          key,
+          body: { name: 'l1', url: receiver.url, events: ['task.spawned'] },
+        });
+        await server.call('POST', '/api/webhook', {
+          key,
+          body: { name: 'l2', url: receiver.url, events: ['task.spawned'] },
+        });
+        for (let i = 0; i < 2; i++)
+          assert.equal((await server.call('POST', '/api/transcode', { key, body: transcodeBody() })).status, 200);
+        await waitFor(
+          async () => (await server.call('GET', `/api/webhook/${hook.body.id}/log`, { key })).body.length >= 2,
+          15_000,
+          'two logged attempts',
+        );
+        for (const path of ['/api/task', '/api/webhook', `/api/webhook/${hook.body.id}/log`]) {
+          const answer = await rawRequest(
+            server.url,
+            `GET http://evil.example${path}?limit=1 HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`,
+          );
+          assert.match(answer, /^HTTP\/1\.1 200 /, answer);
+          const link = /\r\nlink: ([^\r]*)/i.exec(answer)?.[1];
+          assert.ok(link, answer);
+          assert.doesNotMatch(link, /evil/);
+          const escaped = path.replaceAll('/', '\\/');
+          assert.match(link, new RegExp(`^<${escaped}\\?limit=1&cursor=[0-9a-f-]{36}>; rel="next"$`));
+        }
+      } finally {
+        receiver.server.close();
+      }
+    });
+  });
+}

@@ -57,7 +57,10 @@ export interface Received {
 }
 
 /** How the receiver answers request number `n` (0-based): a status, or 'hang' for no answer. */
-export type Answer = (n: number, r: Received) => number | 'hang' | { status: number; body?: string; location?: string };
+export type Answer = (
+  n: number,
+  r: Received,
+) => number | 'hang' | { status: number; body?: string; location?: string; statusText?: string };
 
 export interface Receiver {
   url: string;
@@ -66,6 +69,11 @@ export interface Receiver {
   answer: Answer;
   /** Received envelopes' ids, counted. */
   counts(): Map<string, number>;
+  /** Requests open now (received, not yet answered or given up by the sender). */
+  open: number;
+  /** The most requests open at once since the start or the last `resetPeak`. */
+  peak: number;
+  resetPeak(): void;
   close(): Promise<void>;
 }
 
@@ -81,6 +89,11 @@ export async function startReceiver(answer: Answer = () => 204, port = 0): Promi
       for (const x of r.received) m.set(x.body.id, (m.get(x.body.id) ?? 0) + 1);
       return m;
     },
+    open: 0,
+    peak: 0,
+    resetPeak() {
+      r.peak = r.open;
+    },
     close: async () => {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
@@ -88,6 +101,9 @@ export async function startReceiver(answer: Answer = () => 204, port = 0): Promi
     },
   };
   const server = http.createServer((req, res) => {
+    r.open++;
+    r.peak = Math.max(r.peak, r.open);
+    res.on('close', () => r.open--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -100,8 +116,8 @@ export async function startReceiver(answer: Answer = () => 204, port = 0): Promi
         hanging.add(res);
         return;
       }
-      const { status, body, location } = typeof a === 'number' ? { status: a } : a;
-      res.writeHead(status, location ? { location } : {});
+      const { status, body, location, statusText } = typeof a === 'number' ? { status: a } : a;
+      res.writeHead(status, statusText ?? http.STATUS_CODES[status] ?? '', location ? { location } : {});
       res.end(body ?? '');
     });
   });
