@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ValidationError } from '../lib/errors.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
-import { type DeliveryLogRow, ResendLimitError, type WebhookInput, type WebhookRow } from '../webhooks/index.ts';
+import type { DeliveryLogRow, WebhookInput, WebhookRow } from '../webhooks/index.ts';
 import {
   toWireWebhook,
   toWireWebhookLog,
@@ -198,16 +198,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
         response: { 200: WebhookLogSchema, 404: Errors, 429: Errors },
       },
     },
-    async (req, reply) => {
-      try {
-        return toWireWebhookLog(
-          await deps.webhookDispatcher.resend(principal(req).owner, req.params.id, req.params.logId),
-        );
-      } catch (err) {
-        // The error handler keeps the headers set on the reply (spec/API.md: 429 with Retry-After).
-        if (err instanceof ResendLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
-        throw err;
-      }
-    },
+    async (req) =>
+      toWireWebhookLog(await deps.webhookDispatcher.resend(principal(req).owner, req.params.id, req.params.logId)),
   );
 }

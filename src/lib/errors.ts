@@ -134,9 +134,16 @@ export class PayloadTooLargeError extends MediaplaneError {
   readonly statusCode = 413;
 }
 
+/** A limit that frees up with time; the answer says when to try again (API.md: 429 with Retry-After). */
 export class TooManyRequestsError extends MediaplaneError {
   readonly code = 'too_many_requests';
   readonly statusCode = 429;
+  /** Whole seconds until a retry may succeed, at least 1 (the Retry-After header). */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, options: ErrorOptions & { retryAfterMs?: number } = {}) {
+    super(message, options);
+    this.retryAfterSeconds = Math.max(1, Math.ceil((options.retryAfterMs ?? 1000) / 1000));
+  }
 }
 
 /** The input could not be fetched for good: 404, 403, a refused address. Not retried. */

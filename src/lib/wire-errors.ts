@@ -7,6 +7,7 @@ import {
   MediaplaneError,
   NotFoundError,
   PayloadTooLargeError,
+  TooManyRequestsError,
   UnsupportedContentTypeError,
   ValidationError,
 } from './errors.ts';
@@ -65,14 +66,15 @@ export type LlmErrorBody = Static<typeof LlmErrorBody>;
 export interface WireError<Body> {
   status: number;
   body: Body;
-  /** Headers the answer carries: `Retry-After` on every 503 (API.md section B). */
+  /** Headers the answer carries: `Retry-After` on every 503 and 429 (API.md sections A and B). */
   headers?: Record<string, string>;
 }
 
 /** A 503 says when to try again (RFC 9110 section 10.2.3): busy orchestrators free up in about a second. */
 const RETRY_AFTER_SECONDS = '1';
 
-function withHeaders<Body>(answer: WireError<Body>): WireError<Body> {
+function withHeaders<Body>(answer: WireError<Body>, e: MediaplaneError): WireError<Body> {
+  if (e instanceof TooManyRequestsError) return { ...answer, headers: { 'retry-after': String(e.retryAfterSeconds) } };
   return answer.status === 503 ? { ...answer, headers: { 'retry-after': RETRY_AFTER_SECONDS } } : answer;
 }
 
@@ -129,7 +131,7 @@ const TASKS_STATUS: Record<number, number> = { 409: 400, 415: 400 };
 export function tasksWireError(err: unknown): WireError<TasksErrorBody> {
   const e = fromFastifyError(err);
   const status = TASKS_STATUS[e.statusCode] ?? e.statusCode;
-  return withHeaders({ status, body: { errors: e.statusCode === 500 ? [INTERNAL] : e.messages } });
+  return withHeaders({ status, body: { errors: e.statusCode === 500 ? [INTERNAL] : e.messages } }, e);
 }
 
 const OPENAI_TYPES: Record<number, string> = {
@@ -176,7 +178,7 @@ export function openAiWireError(err: unknown, opts: OpenAiWireOptions = {}): Wir
     param: internal ? null : (e.param ?? null),
     code: internal ? 'internal' : (OPENAI_CODES[e.code] ?? e.code),
   };
-  return withHeaders({ status, body: opts.detail ? { error, detail: { msg: message } } : { error } });
+  return withHeaders({ status, body: opts.detail ? { error, detail: { msg: message } } : { error } }, e);
 }
 
 /** The LLM paths whose clients include @livepeer/ai: POST /llm and the rest under /llm. */

@@ -10,6 +10,8 @@ import { CANCELLABLE, RETRYABLE, TASK_COLUMNS, type TaskRow } from './model.ts';
 export const CHANNEL_WORK = 'mediaplane_work';
 export const CHANNEL_CANCEL = 'mediaplane_cancel';
 
+/** Retry-After of the queued-tasks 429: a place frees when a task ends, seconds to minutes away. */
+const QUEUED_RETRY_AFTER_MS = 10_000;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface CreateTask {
@@ -52,6 +54,7 @@ export class TaskStore {
     if (!row)
       throw new TooManyRequestsError(
         `too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`,
+        { retryAfterMs: QUEUED_RETRY_AFTER_MS },
       );
     await notifyTasks(this.#db, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
     return row;

@@ -16,10 +16,8 @@ export function fairShare(capacity: number, owners: number): number {
 
 /** A resend refused for now: the owner's rate is spent, or every slot stayed busy. A 429 with Retry-After. */
 export class ResendLimitError extends TooManyRequestsError {
-  readonly retryAfterSeconds: number;
   constructor(message: string, retryAfterMs: number) {
-    super(message);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    super(message, { retryAfterMs });
   }
 }
 

@@ -57,13 +57,22 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal(res.status, 200);
       return res.body.id as string;
     };
-    async function open(id: string, key: string): Promise<{ status: number; body: string; close(): void }> {
+    async function open(
+      id: string,
+      key: string,
+    ): Promise<{ status: number; body: string; retryAfter?: string | null; close(): void }> {
       const abort = new AbortController();
       const res = await fetch(`${server.url}/api/task/${id}/events`, {
         headers: { authorization: `Bearer ${key}` },
         signal: abort.signal,
       });
-      if (res.status !== 200) return { status: res.status, body: await res.text(), close: () => {} };
+      if (res.status !== 200)
+        return {
+          status: res.status,
+          body: await res.text(),
+          retryAfter: res.headers.get('retry-after'),
+          close: () => {},
+        };
       assert.ok(res.body);
       const events = parseSse(res.body)[Symbol.asyncIterator]();
       assert.equal((await events.next()).value?.event, 'task', 'the task came first');
@@ -79,6 +88,7 @@ for (const { kind, skip } of await databaseKinds()) {
       );
       const third = await open(id, alice);
       assert.equal(third.status, 429);
+      assert.equal(third.retryAfter, '1', 'a 429 says when to try again (API.md)');
       assert.deepEqual(JSON.parse(third.body), {
         errors: [
           'too many open event streams: an owner may follow at most 2 tasks at once on one API process (GET /api/task/{id}/events); close one first',

@@ -134,6 +134,7 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.deepEqual(codes, [200, 200, 200, 200, 200, 200, 429, 429]);
       const res = await call('POST', '/api/transcode', { key: dave, body: transcodeBody() });
       assert.match(res.body.errors[0], /too many queued tasks/);
+      assert.equal(res.headers.get('retry-after'), '10', 'a 429 says when to try again (API.md)');
       // Other owners are not affected.
       assert.equal((await call('POST', '/api/transcode', { key: bob, body: transcodeBody() })).status, 200);
     });
