@@ -15,6 +15,7 @@ import {
   patchGrammar,
   responseFormatSchema,
   toolCallSchema,
+  toolCallSchemas,
 } from '../../src/llm/orchestrator/engines/json-schema.ts';
 import type { ResponseFormat, ToolDef } from '../../src/llm/protocol.ts';
 
@@ -603,6 +604,116 @@ describe('the bound: the longest document the real grammar allows fits max_token
     // {, space, "a_long_property_name" (22), :, space, an integer (16), space, }, then the 4 newlines of the stop trigger.
     assert.match(err.message, /use max_tokens of at least 48 \(got 10\)/);
     responseFormatSchema(fmt({ type: 'object', properties: { a_long_property_name: { type: 'integer' } } }), 48);
+  });
+});
+
+describe('schemas built to be expensive (issue #25): bounded work, a 400 naming the field and the rule', () => {
+  const range = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
+  /** $refs two ways to the next def, `depth` deep: 2^depth alternatives as llama.cpp expands them. */
+  const dag = (depth: number): object => {
+    const defs: Record<string, object> = {};
+    for (let i = 0; i < depth; i++)
+      defs[`a${i}`] = { anyOf: [{ $ref: `#/$defs/a${i + 1}` }, { $ref: `#/$defs/a${i + 1}` }] };
+    defs[`a${depth}`] = { const: 1 };
+    return { oneOf: [{ $ref: '#/$defs/a0' }, { const: 2 }], $defs: defs };
+  };
+
+  it("the issue's oneOf of two enums of 6,000 values: enum values count as nodes", () => {
+    const schema = { oneOf: [{ enum: range(0, 6000) }, { enum: range(6000, 6000) }] };
+    const err = refusal(() => responseFormatSchema(fmt(schema), 256));
+    assert.equal(err.param, `${P}.oneOf[0].enum`);
+    assert.match(err.message, /the schema is too large: more than 5000 nodes \(schemas, and enum and const values/);
+    // The same at 1 MiB: refused at once, one problem.
+    const big = { oneOf: [{ enum: range(0, 80_000) }, { enum: range(80_000, 80_000) }] };
+    assert.equal(refusal(() => responseFormatSchema(fmt(big), 256)).details.length, 1);
+  });
+
+  it('oneOf tells enums apart by value (not pair by pair), and finds the branches that share one', () => {
+    responseFormatSchema(fmt({ oneOf: [{ enum: range(0, 999) }, { enum: range(1000, 999) }] }), 64);
+    const err = refusal(() =>
+      responseFormatSchema(fmt({ oneOf: [{ enum: range(0, 999) }, { const: 'x' }, { enum: range(998, 999) }] }), 64),
+    );
+    assert.equal(err.param, `${P}.oneOf`);
+    assert.match(err.message, /branches 0 and 2 may both match one document/);
+    // 1 and 1.0 are one value to JSON Schema; "1" is another.
+    refusal(() => responseFormatSchema(fmt({ oneOf: [{ const: 1 }, { const: 1.0 }] }), 64));
+    responseFormatSchema(fmt({ oneOf: [{ const: 1 }, { const: '1' }] }), 64);
+  });
+
+  it('a oneOf of objects with too many pairs to compare', () => {
+    const tagged = (t: number) => ({ type: 'object', properties: { t: { const: t } }, required: ['t'] });
+    responseFormatSchema(fmt({ oneOf: range(0, 100).map(tagged) }), 128);
+    const err = refusal(() => responseFormatSchema(fmt({ oneOf: range(0, 400).map(tagged) }), 128));
+    assert.equal(err.param, `${P}.oneOf`);
+    assert.match(err.message, /its branches are too many to check that no two match one document.*use anyOf/);
+  });
+
+  it('alternatives at one point: a long enum, and $refs that double them at each level (2^24)', () => {
+    responseFormatSchema(fmt({ enum: range(0, 2000) }), 64);
+    for (const schema of [{ enum: range(0, 2001) }, dag(24)]) {
+      const err = refusal(() => responseFormatSchema(fmt(schema), 64));
+      assert.equal(err.param, P);
+      assert.match(err.message, /too many alternatives at one point of a document \(more than 2000/);
+    }
+  });
+
+  it('the text the grammar writes out: enum strings and property names, 120,000 characters', () => {
+    const long = (n: number) => range(0, n).map((i) => `${i}`.padEnd(200, 'x'));
+    responseFormatSchema(fmt({ enum: long(500) }), 256);
+    const err = refusal(() => responseFormatSchema(fmt({ enum: long(1000) }), 256));
+    assert.equal(err.param, `${P}.enum`);
+    assert.match(err.message, /more than 120000 characters of enum and const strings and property names/);
+    const names = Object.fromEntries(long(1000).map((k) => [k, { type: 'null' }]));
+    assert.equal(
+      refusal(() => responseFormatSchema(fmt({ type: 'object', properties: names }), 256)).param,
+      `${P}.properties`,
+    );
+  });
+
+  it('required names count as properties, found in a set (100,000 took minutes compared in lists)', () => {
+    const schema = { type: 'object', required: range(0, 100_000).map((i) => `k${i}`) };
+    const err = refusal(() => responseFormatSchema(fmt(schema), 256));
+    assert.equal(err.param, `${P}.required`);
+    assert.match(err.message, /the schema is too large/);
+  });
+
+  it('values nested deeply inside const and enum, and chains of $refs, stop at 64 levels', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 2000; i++) deep = [deep];
+    const cases: Array<[object, string]> = [
+      [{ const: deep }, `${P}.const`],
+      [{ enum: ['a', deep] }, `${P}.enum`],
+      [{ const: deep, enum: [deep] }, `${P}.const`],
+    ];
+    for (const [schema, param] of cases) {
+      const err = refusal(() => responseFormatSchema(fmt(schema), 256));
+      assert.equal(err.param, param);
+      assert.match(err.message, /nested too deeply|no value fits/);
+    }
+    const defs: Record<string, object> = {};
+    for (let i = 0; i < 100; i++) defs[`a${i}`] = { type: 'array', maxItems: 1, items: { $ref: `#/$defs/a${i + 1}` } };
+    defs.a100 = { type: 'null' };
+    const err = refusal(() => responseFormatSchema(fmt({ $ref: '#/$defs/a0', $defs: defs }), 256));
+    assert.match(err.message, /nested too deeply \(more than 64 levels, \$refs included\)/);
+  });
+
+  it("one budget for all of a request's tools, forced or not", () => {
+    const tools: ToolDef[] = range(0, 128).map((i) => ({
+      type: 'function',
+      function: { name: `f${i}`, parameters: { type: 'object', properties: { v: { enum: range(0, 50) } } } },
+    }));
+    for (const fn of [() => toolCallSchema(tools, 'required', 4096), () => toolCallSchemas(tools, [4096])]) {
+      const err = refusal(fn);
+      assert.match(err.param ?? '', /^tools\[\d+\]\.function\.parameters/);
+      assert.match(err.message, /of all the request's schemas together/);
+    }
+    // Few enough: every tool's call bounded on its own.
+    assert.equal(toolCallSchemas(tools.slice(0, 10), [4096]).length, 10);
+  });
+
+  it('at most 50 problems, however many keywords', () => {
+    const schema = Object.fromEntries(range(0, 10_000).map((i) => [`x-${i}`, 1]));
+    assert.equal(refusal(() => responseFormatSchema(fmt(schema), 64)).details.length, 50);
   });
 });
 

@@ -17,6 +17,7 @@
 // 4. llama.cpp's grammar decodes UTF-8 leniently, so bytes that are not text pass as characters
 //    (see tokensOutsideUtf8): the engine bans those tokens while a grammar is on.
 
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { GbnfJsonSchema, Llama, LlamaGrammar, LlamaModel, Token } from 'node-llama-cpp';
 import { InternalError, ValidationError } from '../../../lib/errors.ts';
 import type { ResponseFormat, ToolChoice, ToolDef } from '../../protocol.ts';
@@ -76,9 +77,32 @@ const NUMBER_LIMIT = 1e116;
 /** Containers inside json_object's values and `{}` schemas: 2 levels at most, each only from a size of 8 (bounded). */
 const ANY_DEPTH = 2;
 const MIN_NESTED_SIZE = 8;
-/** Guards against schemas built to be expensive: nodes converted, and nesting depth. */
+/**
+ * Guards against schemas built to be expensive (issue #25: one request's schema held the event loop
+ * that serves everyone for seconds). Every step from the caller's schema to llama.cpp's grammar
+ * is linear in these, so the work of a request is bounded whatever its body's size:
+ * - MAX_NODES: schemas, enum and const values (and the items and properties inside them) of all
+ *   the request's schemas together (OpenAI allows 1,000 enum values in a whole schema);
+ * - MAX_TEXT: characters of the strings the grammar writes out (enum and const strings,
+ *   property names), as OpenAI's 120,000: llama.cpp parses the grammar's text on the event loop
+ *   (three times: 60-90 ms each for 1 MB), so the text rather than the body limit bounds that;
+ * - MAX_DEPTH: nesting, of schemas through $refs and of the values inside const and enum;
+ * - MAX_ALTERNATIVES: the parses one prefix of a document can have (see alternatives()): llama.cpp
+ *   keeps a stack for each and compares every new stack with all the others, on the event loop,
+ *   when it parses the grammar (twice), when each choice starts and for every token: a union of
+ *   5,000 literals cost ~55 ms each time, 2,000 a sixth of that (twice OpenAI's enum values),
+ *   while $refs two ways to the same def, 30 deep, would be 2^30;
+ * - MAX_COMPARISONS: the pairs of union members oneOf compares (literals are compared by value
+ *   in a hash map, so this counts only what may overlap: objects, other open types): 50,000
+ *   took ~30 ms, a tagged union of 300 branches.
+ */
 const MAX_NODES = 5000;
+const MAX_TEXT = 120_000;
 const MAX_DEPTH = 64;
+const MAX_ALTERNATIVES = 2000;
+const MAX_COMPARISONS = 50_000;
+/** Problems reported per request: each one names a path, and a schema of 100,000 bad keywords would make a huge 400. */
+const MAX_PROBLEMS = 50;
 
 const ANNOTATIONS = new Set([
   'title',
@@ -131,8 +155,21 @@ interface Doc {
   /** Refs being converted: reaching one again is a recursive schema. */
   converting: Set<object>;
   problems: Array<{ param: string; message: string }>;
-  nodes: number;
+  /** Shared by the documents of one request (MAX_NODES, MAX_TEXT and MAX_COMPARISONS are per request). */
+  budget: Budget;
+  /** Schemas being converted, nested (through $refs too, where the path starts again). */
+  depth: number;
 }
+
+interface Budget {
+  nodes: number;
+  text: number;
+  comparisons: number;
+  /** Set once a limit is passed: the conversion then stops adding work and problems. */
+  exceeded: boolean;
+}
+
+const newBudget = (): Budget => ({ nodes: 0, text: 0, comparisons: 0, exceeded: false });
 
 /** `response_format.json_schema.schema` + [properties, age, minimum] as OpenAI writes params. */
 function paramOf(doc: Doc, path: Path): string {
@@ -142,8 +179,40 @@ function paramOf(doc: Doc, path: Path): string {
 /** Records a problem; the placeholder shape lets the conversion go on and report every one. */
 function problem(doc: Doc, path: Path, rule: string): Shape {
   const param = paramOf(doc, path);
-  doc.problems.push({ param, message: `${param}: ${rule}` });
+  if (doc.problems.length < MAX_PROBLEMS) doc.problems.push({ param, message: `${param}: ${rule}` });
   return { kind: 'null' };
+}
+
+/** Counts `n` nodes against MAX_NODES; past it, one problem at `path` and false from then on. */
+function spend(doc: Doc, n: number, path: Path): boolean {
+  const b = doc.budget;
+  if (b.exceeded) return false;
+  b.nodes += n;
+  if (b.nodes <= MAX_NODES) return true;
+  return exceeded(
+    doc,
+    path,
+    `more than ${MAX_NODES} nodes (schemas, and enum and const values with what they hold, of all the request's schemas together)`,
+  );
+}
+
+/** Counts the characters of a string the grammar writes out against MAX_TEXT, as spend. */
+function spendText(doc: Doc, text: string, path: Path): boolean {
+  const b = doc.budget;
+  if (b.exceeded) return false;
+  b.text += text.length;
+  if (b.text <= MAX_TEXT) return true;
+  return exceeded(
+    doc,
+    path,
+    `more than ${MAX_TEXT} characters of enum and const strings and property names (of all the request's schemas together)`,
+  );
+}
+
+function exceeded(doc: Doc, path: Path, what: string): false {
+  doc.budget.exceeded = true;
+  problem(doc, path, `the schema is too large: ${what}`);
+  return false;
 }
 
 const cannotEnforce = (doc: Doc, path: Path): Shape =>
@@ -151,12 +220,12 @@ const cannotEnforce = (doc: Doc, path: Path): Shape =>
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function newDoc(root: unknown, param: string, prefix: string): Doc {
-  return { root, param, prefix, defs: new Map(), converting: new Set(), problems: [], nodes: 0 };
+function newDoc(root: unknown, o: { param: string; prefix: string; budget: Budget }): Doc {
+  return { root, ...o, defs: new Map(), converting: new Set(), problems: [], depth: 0 };
 }
 
 function throwProblems(docs: Doc[]): void {
-  const all = docs.flatMap((d) => d.problems);
+  const all = docs.flatMap((d) => d.problems).slice(0, MAX_PROBLEMS);
   const first = all[0];
   if (first)
     throw new ValidationError(
@@ -169,8 +238,18 @@ function throwProblems(docs: Doc[]): void {
 // The caller's schema as a Shape, refusing what the grammar cannot enforce.
 
 function shapeOf(doc: Doc, schema: unknown, path: Path): Shape {
-  if (++doc.nodes > MAX_NODES) return problem(doc, path, `the schema is too large (more than ${MAX_NODES} nodes)`);
-  if (path.length > MAX_DEPTH) return problem(doc, path, `the schema is nested too deeply (more than ${MAX_DEPTH})`);
+  if (!spend(doc, 1, path)) return { kind: 'null' };
+  if (path.length > MAX_DEPTH || doc.depth >= MAX_DEPTH)
+    return problem(doc, path, `the schema is nested too deeply (more than ${MAX_DEPTH} levels, $refs included)`);
+  doc.depth++;
+  try {
+    return nodeShape(doc, schema, path);
+  } finally {
+    doc.depth--;
+  }
+}
+
+function nodeShape(doc: Doc, schema: unknown, path: Path): Shape {
   if (schema === true) return { kind: 'any' };
   if (schema === false) return problem(doc, path, 'the schema false allows no value');
   if (!isObject(schema)) return problem(doc, path, 'must be a JSON Schema (an object or a boolean)');
@@ -262,53 +341,151 @@ function unionShape(doc: Doc, schema: Record<string, unknown>, path: Path): Shap
   if (!Array.isArray(branches) || branches.length === 0)
     return problem(doc, [...path, keyword], 'must be a non-empty array of schemas');
   const of = branches.map((b, i) => shapeOf(doc, b, [...path, keyword, i]));
-  if (keyword === 'oneOf')
-    for (const [i, a] of of.entries())
-      for (const [j, b] of of.entries())
-        if (j > i && !disjoint(a, b))
-          return problem(
-            doc,
-            [...path, keyword],
-            `branches ${i} and ${j} may both match one document, and the llama.cpp engine cannot enforce that exactly one matches (use anyOf if any match will do)`,
-          );
+  if (keyword === 'oneOf' && !doc.budget.exceeded) {
+    const overlap = overlapping(doc, of);
+    if (overlap === 'too many')
+      return problem(
+        doc,
+        [...path, keyword],
+        `its branches are too many to check that no two match one document (more than ${MAX_COMPARISONS} comparisons); use anyOf if any match will do`,
+      );
+    if (overlap)
+      return problem(
+        doc,
+        [...path, keyword],
+        `branches ${overlap[0]} and ${overlap[1]} may both match one document, and the llama.cpp engine cannot enforce that exactly one matches (use anyOf if any match will do)`,
+      );
+  }
   return oneOrUnion(of);
 }
 
 const oneOrUnion = (of: Shape[]): Shape => (of.length === 1 && of[0] ? of[0] : { kind: 'union', of });
 
-/** Whether no document the grammar writes for `a` can match `b` (conservative: false when unsure). */
-function disjoint(a: Shape, b: Shape): boolean {
-  if (a.kind === 'ref' && a.def.shape) return disjoint(a.def.shape, b);
-  if (b.kind === 'ref' && b.def.shape) return disjoint(a, b.def.shape);
-  if (a.kind === 'union') return a.of.every((x) => disjoint(x, b));
-  if (b.kind === 'union') return b.of.every((y) => disjoint(a, y));
-  const ta = jsonTypes(a);
-  if (![...jsonTypes(b)].some((t) => ta.has(t))) return true;
-  if (a.kind === 'literal' && b.kind === 'literal') return a.value !== b.value;
-  // Objects told apart by a property both always have (a discriminator such as {"t": "x"}).
-  if (a.kind === 'object' && b.kind === 'object')
-    return a.props.some(([k, pa]) => b.props.some(([kb, pb]) => kb === k && disjoint(pa, pb)));
-  return false;
+/** What a shape generates, with unions and refs looked through, each reached shape once. */
+function leavesOf(shape: Shape, out = new Set<Shape>(), seen = new Set<Def>()): Set<Shape> {
+  if (shape.kind === 'union') for (const s of shape.of) leavesOf(s, out, seen);
+  else if (shape.kind === 'ref' && shape.def.shape) {
+    if (!seen.has(shape.def)) {
+      seen.add(shape.def);
+      leavesOf(shape.def.shape, out, seen);
+    }
+  } else out.add(shape);
+  return out;
 }
 
-function jsonTypes(s: Shape): Set<string> {
+const ALL_TYPES: readonly string[] = ['string', 'number', 'boolean', 'null', 'object', 'array'];
+
+/** The JSON types of a shape that is no union and no resolved ref (a leaf). */
+function leafTypes(s: Shape): readonly string[] {
   switch (s.kind) {
     case 'literal':
-      return new Set([s.value === null ? 'null' : typeof s.value]);
-    case 'union':
-      return new Set(s.of.flatMap((x) => [...jsonTypes(x)]));
+      return [s.value === null ? 'null' : typeof s.value];
     case 'ref':
-      return s.def.shape ? jsonTypes(s.def.shape) : new Set(['string', 'number', 'boolean', 'null', 'object', 'array']);
     case 'any':
-      return new Set(['string', 'number', 'boolean', 'null', 'object', 'array']);
+      return ALL_TYPES;
     case 'string':
     case 'format':
-      return new Set(['string']);
+      return ['string'];
+    case 'union': // never a leaf
+      return s.of.flatMap(leafTypes);
     default:
-      return new Set([s.kind]);
+      return [s.kind];
   }
 }
 
+function jsonTypes(s: Shape): Set<string> {
+  return new Set([...leavesOf(s)].flatMap(leafTypes));
+}
+
+/** A scalar literal as a key: equal keys for values JSON Schema calls equal (1 and 1.0, 0 and -0). */
+const literalKey = (v: Scalar): string => (v === null ? 'null' : `${typeof v}:${String(v)}`);
+
+/**
+ * Two branches of `of` that may both match one document (conservative: when unsure they may),
+ * or 'too many' past MAX_COMPARISONS. Not quadratic in literals (issue #25: two enums of 6,000
+ * values took 3.9 s compared pairwise): literals are told apart by value in a map; only shapes
+ * that may overlap by more than a value (objects with a discriminator) are compared in pairs.
+ */
+function overlapping(doc: Doc, of: Shape[]): [number, number] | 'too many' | undefined {
+  const literals = new Map<string, number>();
+  // Per JSON type: branches with a literal of it, branches with an open shape of it (two of each suffice).
+  const literalTypes = new Map<string, number[]>();
+  const openTypes = new Map<string, number[]>();
+  const objects: Array<[number, Extract<Shape, { kind: 'object' }>]> = [];
+  const note = (m: Map<string, number[]>, t: string, i: number): void => {
+    const at = m.get(t) ?? [];
+    if (at.length < 2 && !at.includes(i)) m.set(t, [...at, i]);
+  };
+  for (const [i, branch] of of.entries()) {
+    const leaves = leavesOf(branch);
+    if (!compare(doc, leaves.size)) return 'too many';
+    for (const leaf of leaves) {
+      if (leaf.kind === 'literal') {
+        const key = literalKey(leaf.value);
+        const j = literals.get(key);
+        if (j !== undefined && j !== i) return [j, i];
+        literals.set(key, i);
+        note(literalTypes, leafTypes(leaf)[0] ?? 'null', i);
+      } else if (leaf.kind === 'object') objects.push([i, leaf]);
+      else for (const t of leafTypes(leaf)) note(openTypes, t, i);
+    }
+  }
+  for (const [t, open] of openTypes) {
+    const pair = distinctPair(open, [...open, ...(literalTypes.get(t) ?? [])]);
+    if (pair) return pair;
+  }
+  const anyObject = openTypes.get('object') ?? [];
+  for (const [i] of objects) {
+    const j = anyObject.find((k) => k !== i);
+    if (j !== undefined) return [Math.min(i, j), Math.max(i, j)];
+  }
+  return overlappingObjects(doc, objects);
+}
+
+/** One of `a` and one of `b` that differ, in order. */
+function distinctPair(a: number[], b: number[]): [number, number] | undefined {
+  for (const i of a) for (const j of b) if (i !== j) return [Math.min(i, j), Math.max(i, j)];
+  return undefined;
+}
+
+/** Counts comparisons against MAX_COMPARISONS (per request). */
+function compare(doc: Doc, n: number): boolean {
+  doc.budget.comparisons += n;
+  return doc.budget.comparisons <= MAX_COMPARISONS;
+}
+
+/** Objects of different branches that no property both always have tells apart (a discriminator such as {"t": "x"}). */
+function overlappingObjects(
+  doc: Doc,
+  objects: Array<[number, Extract<Shape, { kind: 'object' }>]>,
+): [number, number] | 'too many' | undefined {
+  for (const [x, [i, a]] of objects.entries())
+    for (const [j, b] of objects.slice(x + 1)) {
+      if (i === j) continue;
+      if (!compare(doc, 1 + a.props.length)) return 'too many';
+      const told = discriminated(doc, a, b);
+      if (told === 'too many') return told;
+      if (!told) return [Math.min(i, j), Math.max(i, j)];
+    }
+  return undefined;
+}
+
+/** Whether a property both objects always have can never match in both. */
+function discriminated(
+  doc: Doc,
+  a: Extract<Shape, { kind: 'object' }>,
+  b: Extract<Shape, { kind: 'object' }>,
+): boolean | 'too many' {
+  const props = new Map(b.props);
+  for (const [k, pa] of a.props) {
+    const pb = props.get(k);
+    if (pb === undefined) continue;
+    const o = overlapping(doc, [pa, pb]);
+    if (o === 'too many') return o;
+    if (o === undefined) return true;
+  }
+  return false;
+}
 /** const and enum: the values that fit the type and lengths given beside them, written out whole. */
 function literalsShape(doc: Doc, schema: Record<string, unknown>, path: Path): Shape {
   const keyword = schema.const !== undefined ? 'const' : 'enum';
@@ -317,6 +494,8 @@ function literalsShape(doc: Doc, schema: Record<string, unknown>, path: Path): S
   const at = [...path, keyword];
   const values = keyword === 'const' ? [schema.const] : schema.enum;
   if (!Array.isArray(values) || values.length === 0) return problem(doc, at, 'must be a non-empty array');
+  // Counted before any is looked at, so an enum of 100,000 values costs one comparison (issue #25).
+  if (!spend(doc, values.length, at)) return { kind: 'null' };
   const types = declaredTypes(doc, schema, path);
   const lengths = { min: count(doc, schema, path, 'minLength') ?? 0, max: count(doc, schema, path, 'maxLength') };
   const other = keyword === 'const' && Array.isArray(schema.enum) ? schema.enum : undefined;
@@ -327,7 +506,7 @@ function literalsShape(doc: Doc, schema: Record<string, unknown>, path: Path): S
       (!other || other.some((o) => deepEqual(o, v))),
   );
   if (fitting.length === 0) return problem(doc, at, 'no value fits the rest of the schema');
-  const of = fitting.map((v) => literalShape(doc, v, at));
+  const of = fitting.map((v) => literalShape(doc, v, at, doc.depth));
   return oneOrUnion(of);
 }
 
@@ -344,11 +523,16 @@ const charLength = (s: string): number => [...s].length;
 const fitsLength = (s: string, l: { min: number; max: number | undefined }): boolean =>
   charLength(s) >= l.min && (l.max === undefined || charLength(s) <= l.max);
 
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+/** Values nested deeper than MAX_DEPTH are unequal here: literalShape refuses them anyway. */
+function deepEqual(a: unknown, b: unknown, depth = 0): boolean {
+  if (depth > MAX_DEPTH) return false;
+  if (Array.isArray(a) && Array.isArray(b))
+    return a.length === b.length && a.every((x, i) => deepEqual(x, b[i], depth + 1));
   if (isObject(a) && isObject(b)) {
     const ka = Object.keys(a);
-    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
+    return (
+      ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k], depth + 1))
+    );
   }
   return a === b;
 }
@@ -356,29 +540,45 @@ function deepEqual(a: unknown, b: unknown): boolean {
 /**
  * One value written out: scalars as they are (node-llama-cpp writes a string literal with only
  * \\ \" \t \r \n escaped, so other control characters, which JSON forbids raw, are refused),
- * arrays and objects as shapes of literals.
+ * arrays and objects as shapes of literals. What they hold counts toward MAX_NODES (the values
+ * themselves were counted by literalsShape) and their nesting toward MAX_DEPTH: `depth` is that
+ * of `v` (a const 100,000 deep overflowed the stack, issue #25).
  */
-function literalShape(doc: Doc, v: unknown, path: Path): Shape {
-  if (typeof v === 'string')
+function literalShape(doc: Doc, v: unknown, path: Path, depth: number): Shape {
+  if (depth >= MAX_DEPTH)
+    return problem(
+      doc,
+      path,
+      `the value is nested too deeply (more than ${MAX_DEPTH} levels with the schemas around it)`,
+    );
+  if (typeof v === 'string') {
+    if (!spendText(doc, v, path)) return { kind: 'null' };
     return literalText(v)
       ? { kind: 'literal', value: v }
       : problem(doc, path, 'a string with control characters cannot be written by the llama.cpp engine');
+  }
   if (typeof v === 'number')
     return Number.isFinite(v) ? { kind: 'literal', value: v } : problem(doc, path, 'must be a finite number');
   if (typeof v === 'boolean' || v === null) return { kind: 'literal', value: v };
-  if (Array.isArray(v))
+  if (Array.isArray(v)) {
+    if (!spend(doc, v.length, path)) return { kind: 'null' };
     return {
       kind: 'array',
-      prefix: v.map((x) => literalShape(doc, x, path)),
+      prefix: v.map((x) => literalShape(doc, x, path, depth + 1)),
       items: undefined,
       min: v.length,
       max: v.length,
     };
+  }
   if (isObject(v)) {
-    for (const k of Object.keys(v))
+    const entries = Object.entries(v);
+    if (!spend(doc, entries.length, path)) return { kind: 'null' };
+    for (const [k] of entries) {
+      if (!spendText(doc, k, path)) return { kind: 'null' };
       if (!literalText(k))
         return problem(doc, path, 'a key with control characters cannot be written by the llama.cpp engine');
-    const props = Object.entries(v).map(([k, x]): [string, Shape] => [k, literalShape(doc, x, path)]);
+    }
+    const props = entries.map(([k, x]): [string, Shape] => [k, literalShape(doc, x, path, depth + 1)]);
     return { kind: 'object', props, extra: undefined, min: props.length, max: props.length };
   }
   return problem(doc, path, 'must be a JSON value');
@@ -510,7 +710,11 @@ function objectShape(doc: Doc, schema: Record<string, unknown>, path: Path): Sha
       ? additional
       : shapeOf(doc, additional, [...path, 'additionalProperties']);
   const out: Array<[string, Shape]> = [];
+  // Sets, not lists: 20,000 required names took 1.4 s compared with every property (issue #25).
+  const requiredNames = new Set<string>(required);
+  const listed = new Set<string>();
   for (const [name, sub] of Object.entries(props)) {
+    if (!spendText(doc, name, [...path, 'properties'])) return { kind: 'null' };
     if (!literalText(name))
       return problem(
         doc,
@@ -518,12 +722,15 @@ function objectShape(doc: Doc, schema: Record<string, unknown>, path: Path): Sha
         'a property name with control characters cannot be written by the llama.cpp engine',
       );
     // A property whose schema is false may only be absent: left out (node-llama-cpp writes every listed one).
-    if (sub === false && !required.includes(name)) continue;
+    if (sub === false && !requiredNames.has(name)) continue;
     out.push([name, shapeOf(doc, sub, [...path, 'properties', name])]);
+    listed.add(name);
   }
   // A required name without a schema of its own takes additionalProperties' (any value when absent).
-  for (const name of required)
-    if (!out.some(([k]) => k === name)) {
+  for (const name of requiredNames)
+    if (!listed.has(name)) {
+      if (!spend(doc, 1, [...path, 'required']) || !spendText(doc, name, [...path, 'required']))
+        return { kind: 'null' };
       if (extra === false)
         return problem(
           doc,
@@ -842,8 +1049,13 @@ function largestSize(root: Shape, maxTokens: number, anyDepth: number): number {
 export function responseFormatSchema(format: ResponseFormat, maxTokens: number): GbnfJsonSchema {
   if (format.type === 'json_object')
     return bounded({ kind: 'object', props: [], extra: { kind: 'any' }, min: 0, max: undefined }, maxTokens);
-  const doc = newDoc(format.json_schema.schema ?? {}, 'response_format.json_schema.schema', 'd');
+  const doc = newDoc(format.json_schema.schema ?? {}, {
+    param: 'response_format.json_schema.schema',
+    prefix: 'd',
+    budget: newBudget(),
+  });
   const root = shapeOf(doc, doc.root, []);
+  checkAlternatives(doc, root);
   throwProblems([doc]);
   return bounded(root, maxTokens);
 }
@@ -869,15 +1081,42 @@ export function toolCallSchema(
         : `tool_choice: names the function ${JSON.stringify(choice.function.name)}, which is not in tools`,
       { param: choice === 'required' ? 'tools' : 'tool_choice' },
     );
+  return bounded(oneOrUnion(callShapes(chosen)), maxTokens);
+}
+
+/**
+ * The grammar schema of a call of each tool the model may call (tool_choice "auto"), in the
+ * order of `tools`, each bounded by the first of `budgets` that one call fits (else the last
+ * one's refusal). The tools are converted together, as one request's schemas (MAX_NODES).
+ */
+export function toolCallSchemas(tools: ToolDef[], budgets: number[]): GbnfJsonSchema[] {
+  return callShapes(tools.map((t, i) => ({ t, i }))).map((call) => {
+    for (const [i, budget] of budgets.entries()) {
+      try {
+        return bounded(call, budget);
+      } catch (err) {
+        if (!(err instanceof ValidationError && err.param === 'max_tokens') || i === budgets.length - 1) throw err;
+      }
+    }
+    throw new InternalError('toolCallSchemas: no budget');
+  });
+}
+
+/** `{"name": <the name>, "arguments": <its parameters>}` of each tool, checked (a ValidationError). */
+function callShapes(chosen: Array<{ t: ToolDef; i: number }>): Shape[] {
+  const budget = newBudget();
   const docs: Doc[] = [];
   const calls = chosen.map(({ t, i }): Shape => {
-    const doc = newDoc(t.function.parameters ?? NO_PARAMETERS, `tools[${i}].function.parameters`, `t${i}_`);
+    const param = `tools[${i}].function.parameters`;
+    const doc = newDoc(t.function.parameters ?? NO_PARAMETERS, { param, prefix: `t${i}_`, budget });
     docs.push(doc);
+    const args = argumentsShape(doc);
+    checkAlternatives(doc, args);
     return {
       kind: 'object',
       props: [
         ['name', { kind: 'literal', value: t.function.name }],
-        ['arguments', argumentsShape(doc)],
+        ['arguments', args],
       ],
       extra: undefined,
       min: 2,
@@ -886,8 +1125,51 @@ export function toolCallSchema(
   });
   throwProblems(docs);
   checkUniqueNames(chosen.map(({ t, i }) => ({ name: t.function.name, i })));
-  return bounded(oneOrUnion(calls), maxTokens);
+  return calls;
 }
+
+/**
+ * A problem when a prefix of a document may have more than MAX_ALTERNATIVES parses (see the
+ * top of the file). Counted with multiplicity, as llama.cpp expands them: a union adds its
+ * members' counts, a container has those of the one member being written, a $ref its def's
+ * (once per def, so a chain of defs that each refer twice to the next costs its length here).
+ */
+function checkAlternatives(doc: Doc, root: Shape): void {
+  if (doc.problems.length > 0) return;
+  if (alternatives(root, new Map()) > MAX_ALTERNATIVES)
+    problem(
+      doc,
+      [],
+      `the schema allows too many alternatives at one point of a document (more than ${MAX_ALTERNATIVES}, counting every enum value and anyOf/oneOf branch as the grammar expands them through $refs)`,
+    );
+}
+
+function alternatives(shape: Shape, memo: Map<Def, number>): number {
+  switch (shape.kind) {
+    case 'union':
+      return shape.of.reduce((n, s) => n + alternatives(s, memo), 0);
+    case 'object':
+      return Math.max(1, ...shape.props.map(([, v]) => alternatives(v, memo)), ...optional(shape.extra, memo));
+    case 'array':
+      return Math.max(1, ...shape.prefix.map((s) => alternatives(s, memo)), ...optional(shape.items, memo));
+    case 'ref': {
+      const known = memo.get(shape.def);
+      if (known !== undefined) return known;
+      const n = shape.def.shape ? alternatives(shape.def.shape, memo) : 1;
+      memo.set(shape.def, n);
+      return n;
+    }
+    case 'any':
+      return anyAlternatives(ANY_DEPTH);
+    default:
+      return 1;
+  }
+}
+
+const optional = (s: Shape | undefined, memo: Map<Def, number>): number[] => (s ? [alternatives(s, memo)] : []);
+
+/** `any` (see anyDef): four scalars, and an array and an object of `any` a level down. */
+const anyAlternatives = (depth: number): number => (depth === 0 ? 4 : 4 + 2 * anyAlternatives(depth - 1));
 
 /** OpenAI: "omitting parameters defines a function with an empty parameter list". */
 const NO_PARAMETERS = { type: 'object', properties: {}, additionalProperties: false };
@@ -985,9 +1267,17 @@ export function patchGrammar(gbnf: string, schema: GbnfJsonSchema): string {
 /**
  * The grammar to generate with (LlamaChat's `grammar`): node-llama-cpp's for `schema`, patched,
  * with its stop trigger and whitespace trimming. `schema` from responseFormatSchema or toolCallSchema.
+ *
+ * Each step is synchronous: node-llama-cpp writing the GBNF and llama.cpp parsing it (once inside
+ * createGrammarForJsonSchema, once patched). At the limits (2,000 strings of 59 characters)
+ * each took 12-21 ms; before them (5,000 strings of 180) ~100 ms, and back to back with the
+ * schema's conversion ~250 ms. So each starts on a turn of its own, with the I/O of other
+ * requests between them (issue #25: no request holds the loop for more than 200 ms).
  */
 export async function createJsonGrammar(llama: Llama, schema: GbnfJsonSchema): Promise<LlamaGrammar> {
+  await nextTurn();
   const base = await llama.createGrammarForJsonSchema<GbnfJsonSchema, Record<string, GbnfJsonSchema>>(schema);
+  await nextTurn();
   return llama.createGrammar({
     grammar: patchGrammar(base.grammar, schema),
     stopGenerationTriggers: base.stopGenerationTriggers,

@@ -13,10 +13,10 @@ import {
   type Token,
   TokenBias,
 } from 'node-llama-cpp';
-import { ContextLengthExceededError, InternalError, ValidationError } from '../../../lib/errors.ts';
+import { ContextLengthExceededError, ValidationError } from '../../../lib/errors.ts';
 import type { ToolDef } from '../../protocol.ts';
 import { type GenerateParams, PromptTooLongError } from '../engine.ts';
-import { responseFormatSchema, toolCallSchema } from './json-schema.ts';
+import { responseFormatSchema, toolCallSchema, toolCallSchemas } from './json-schema.ts';
 import type { ChoicePlan } from './llamacpp-choice.ts';
 import { chatHistory } from './llamacpp-history.ts';
 
@@ -143,23 +143,14 @@ type Constraints = Pick<ChoicePlan, 'output' | 'grammar' | 'functions' | 'maxCal
  */
 function functionsOf(tools: ToolDef[], budgets: number[]): ChatModelFunctions {
   const functions: Record<string, { description?: string; params?: GbnfJsonSchema }> = {};
-  for (const tool of tools) {
+  const calls = toolCallSchemas(tools, budgets);
+  for (const [i, tool] of tools.entries()) {
     const f = tool.function;
-    const params = parametersOf(boundedCall(tools, f.name, budgets));
+    const call = calls[i];
+    const params = call ? parametersOf(call) : undefined;
     functions[f.name] = { ...(f.description ? { description: f.description } : {}), ...(params ? { params } : {}) };
   }
   return functions;
-}
-
-function boundedCall(tools: ToolDef[], name: string, budgets: number[]): GbnfJsonSchema {
-  for (const [i, budget] of budgets.entries()) {
-    try {
-      return toolCallSchema(tools, { type: 'function', function: { name } }, budget);
-    } catch (err) {
-      if (!(err instanceof ValidationError && err.param === 'max_tokens') || i === budgets.length - 1) throw err;
-    }
-  }
-  throw new InternalError('boundedCall: no budget');
 }
 
 /** The `arguments` of toolCallSchema's `{"$ref": "#/$defs/root", "$defs": {"root": {properties: {name, arguments}}}}`. */
