@@ -86,7 +86,7 @@ module.exports = {
     {
       name: 'gateway-and-orchestrator-talk-over-http',
       comment:
-        'They are separate processes at scale and share no memory; both may import llm/protocol.ts and llm/ledger.ts.',
+        'They are separate processes at scale and share no memory; both may import llm/protocol/ and llm/ledger.ts.',
       severity: 'error',
       from: { path: folder('llm/gateway') },
       to: { path: folder('llm/orchestrator') },
@@ -100,9 +100,25 @@ module.exports = {
     },
     {
       name: 'llm-shared-knows-no-side',
-      comment: 'llm/protocol.ts and llm/ledger.ts are shared by both sides, so they import neither.',
+      comment: 'llm/protocol/ and llm/ledger.ts are shared by both sides, so they import neither.',
       severity: 'error',
-      from: { path: '^src/llm/[^/]+$' },
+      from: { path: ['^src/llm/[^/]+$', folder('llm/protocol')] },
+      to: { path: ['^src/llm/gateway/', '^src/llm/orchestrator/'] },
+    },
+    {
+      name: 'engines-know-domain-types-only',
+      comment:
+        'An engine (and the Engine interface) sees the domain types of llm/protocol/types.ts, never the wire: request schemas, chunks, capabilities and transport belong to the routes (issue #26).',
+      severity: 'error',
+      from: { path: ['^src/llm/orchestrator/engines/', '^src/llm/orchestrator/engine\\.ts$'] },
+      to: { path: folder('llm/protocol'), pathNot: '^src/llm/protocol/types\\.ts$' },
+    },
+    {
+      name: 'openai-wire-knows-no-side',
+      comment:
+        'llm/openai-wire/ reads the OpenAI wire for the gateway (its orchestrators) and the vLLM engine alike (issue #26), so it imports neither side.',
+      severity: 'error',
+      from: { path: folder('llm/openai-wire') },
       to: { path: ['^src/llm/gateway/', '^src/llm/orchestrator/'] },
     },
     {

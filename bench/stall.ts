@@ -13,7 +13,7 @@
 //
 // The cases are the worst requests of hole 1 and what its fix bounds: the reproduction (a oneOf
 // of two enums of 6,000 values) and the same at 1 MiB; the largest enum the limits accept (2,000
-// strings of 59 characters, MAX_ALTERNATIVES and MAX_TEXT of json-schema.ts), with n 1 and 4;
+// strings of 59 characters, MAX_ALTERNATIVES and MAX_TEXT of engines/llamacpp/json-schema/shape.ts), with n 1 and 4;
 // four enums of 500 of those in one object; a forced tool call with n 4 (its parameters are also shown to
 // the model in the prompt, so only 100 of those values fit the context); 0.9 MB of enum strings
 // (refused) beside a message of the same text (no schema: the cost of tokenizing it); $refs two

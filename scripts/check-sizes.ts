@@ -30,7 +30,8 @@ function isFunction(n: ts.Node): n is ts.FunctionLikeDeclaration {
 function nameOf(n: ts.FunctionLikeDeclaration, sf: ts.SourceFile): string {
   if (n.name) return n.name.getText(sf);
   const p = n.parent;
-  if (ts.isVariableDeclaration(p) || ts.isPropertyAssignment(p) || ts.isPropertyDeclaration(p)) return p.name.getText(sf);
+  if (ts.isVariableDeclaration(p) || ts.isPropertyAssignment(p) || ts.isPropertyDeclaration(p))
+    return p.name.getText(sf);
   return '(anonymous)';
 }
 
@@ -46,7 +47,9 @@ function problems(path: string, root: string): string[] {
       const start = sf.getLineAndCharacterOfPosition(n.getStart(sf)).line;
       const end = sf.getLineAndCharacterOfPosition(n.getEnd()).line;
       if (end - start + 1 > MAX_FUNCTION_LINES)
-        out.push(`${rel}:${start + 1}: function ${nameOf(n, sf)} has ${end - start + 1} lines (at most ${MAX_FUNCTION_LINES})`);
+        out.push(
+          `${rel}:${start + 1}: function ${nameOf(n, sf)} has ${end - start + 1} lines (at most ${MAX_FUNCTION_LINES})`,
+        );
     }
     ts.forEachChild(n, visit);
   };

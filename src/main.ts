@@ -4,21 +4,22 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
 import { buildApp, purgeExpiredIdempotencyKeys, toWireTask, TRANSCODE_TASK_TYPE } from './api/index.ts';
-import type { Config } from './config/index.ts';
+import { type Config, explicitSettings, settings } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { readOrCreate } from './lib/state-file.ts';
 import { ensurePrivateDir } from './lib/private-dir.ts';
-import { anyHandler, Queue, TaskStore, taskOfEvent, Worker } from './tasks/index.ts';
+import { Queue, TaskStore, taskOfEvent, Worker } from './tasks/index.ts';
 import { purgeWebhookDeliveries, purgeWebhookLogs, WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
 import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
-import { registerGateway } from './llm/gateway/index.ts';
-import { startOrchestrator } from './llm/orchestrator/index.ts';
+import { Billing, OrchestratorPool, registerGateway, selfBase } from './llm/gateway/index.ts';
+import { Ledger } from './llm/ledger.ts';
+import { type OrchestratorOptions, startOrchestrator, type Tuning } from './llm/orchestrator/index.ts';
 
 // The composition root (STYLE.md, practice 1): the only place that builds the database,
 // queue, stores and apps and passes them in. Each role below takes what it needs.
@@ -89,6 +90,73 @@ async function localOrchestratorSecret(config: Config): Promise<string> {
   );
 }
 
+/** The tuning variables of the settings (API.md section B, "Orchestrators"). */
+export function tuningFromConfig(c: Config): Tuning {
+  return {
+    use8bit: c.use8bit,
+    pipelineParallelSize: c.pipelineParallelSize,
+    tensorParallelSize: c.tensorParallelSize,
+    maxModelLen: c.maxModelLen,
+    // "Left at its default" means not set at all (issue #4): an explicit MAX_MODEL_LEN=8192 is
+    // checked like any other value. A config loadConfig did not make (a hand-built object)
+    // cannot tell, so there a value equal to the default counts as the default.
+    maxModelLenIsDefault: !(explicitSettings(c)?.has('maxModelLen') ?? c.maxModelLen !== settings.maxModelLen.default),
+    maxNumBatchedTokens: c.maxNumBatchedTokens,
+    maxNumSeqs: c.maxNumSeqs,
+    gpuMemoryUtilization: c.gpuMemoryUtilization,
+  };
+}
+
+/** The orchestrator's options from the settings (issue #26: the LLM side takes no Config). */
+export function orchestratorOptions(config: Config): OrchestratorOptions {
+  const c = config;
+  return {
+    engine: {
+      kind: c.orchestratorEngine,
+      modelsDir: c.modelsDir,
+      models: c.orchestratorModels,
+      tuning: tuningFromConfig(c),
+      llamaCpp: { threads: c.llmThreads, gpu: c.llmGpu, quantization: c.llmQuantization, hubUrl: c.modelHubUrl },
+      vllm: { url: c.vllmUrl, command: c.vllmCommand, startTimeoutMs: c.vllmStartTimeoutMs },
+    },
+    host: c.host,
+    port: c.port,
+    secret: c.orchestratorSecret,
+    pricePerToken: c.orchestratorPricePerToken,
+    streamIntervalMs: c.orchestratorStreamIntervalMs,
+    bodyLimitBytes: c.bodyLimitBytes,
+    bodyMaxDepth: c.bodyMaxDepth,
+    timeouts: { requestTimeoutMs: c.requestTimeoutMs, keepAliveTimeoutMs: c.keepAliveTimeoutMs },
+    slots: { total: c.maxNumSeqs, maxQueue: c.orchestratorMaxQueue, queueMs: c.orchestratorQueueMs },
+    registration: { gateways: c.orchestratorRegisterWith, publicUrl: c.orchestratorPublicUrl },
+  };
+}
+
+/** The HTTP server: the transcoding API under /api when `transcodeApi`, and the operational routes. */
+async function createApp(
+  core: Core,
+  o: { transcodeApi: boolean; webhookDispatcher: WebhookDispatcher; metrics: MetricsRegistry },
+): Promise<FastifyInstance> {
+  const { config } = core;
+  return buildApp({
+    ...core,
+    ...o,
+    rules: {
+      allowPrivateUrls: config.allowPrivateUrls,
+      c2paConfigured: core.c2paSigner !== undefined,
+      validateDwebProof: async (proof) => void (await validateDwebProof(proof, { agentDid: core.agent.did() })),
+    },
+    bodyLimitBytes: config.bodyLimitBytes,
+    bodyMaxDepth: config.bodyMaxDepth,
+    timeouts: config,
+    publicUrl: config.publicUrl,
+    maxQueuedPerOwner: config.maxQueuedPerOwner,
+    idempotencyMaxWaiters: config.idempotencyMaxWaiters,
+    requesterSalt: await requesterSalt(config),
+    version: VERSION,
+  });
+}
+
 export function createWorker(core: Core): Worker {
   const dweb = dwebStoreFactory(core.config, core.agent);
   const transcode = createTranscodeHandler({
@@ -101,7 +169,7 @@ export function createWorker(core: Core): Worker {
     db: core.db,
     queue: core.queue,
     // One handler per task type; the API's contract for the type says what its params are.
-    handlers: { [TRANSCODE_TASK_TYPE]: anyHandler(transcode) },
+    handlers: { [TRANSCODE_TASK_TYPE]: transcode },
     log: core.log.child({ role: 'worker' }),
     scratchRoot: join(resolve(core.config.dataDir), 'scratch'),
     concurrency: core.config.workerConcurrency,
@@ -133,6 +201,39 @@ export function createWebhookDispatcher(core: Core, metrics?: MetricsRegistry): 
     concurrency: config.webhookConcurrency,
     resendsPerMinute: config.webhookResendsPerMinute,
     stopGraceMs: Math.min(config.shutdownGraceMs, config.webhookTimeoutMs),
+  });
+}
+
+/**
+ * The LLM gateway on `app`, its parts built here and handed in (issue #26). Orchestrators are
+ * the configured ones and `orchestrators` (with the local one of `mediaplane start`, given as a
+ * path on this server, which gets `localSecret` instead of MEDIAPLANE_ORCHESTRATOR_SECRET).
+ */
+export function startGateway(
+  app: FastifyInstance,
+  core: Pick<Core, 'config' | 'log' | 'db' | 'accounts'>,
+  o: { orchestrators?: string[]; metrics?: MetricsRegistry; localSecret?: string | undefined },
+): Promise<{ close(): Promise<void> }> {
+  const { config } = core;
+  const log = core.log.child({ role: 'gateway' });
+  const pool = new OrchestratorPool({
+    urls: [...config.gatewayOrchestrators, ...(o.orchestrators ?? [])],
+    resolveBase: selfBase(app),
+    secret: config.orchestratorSecret,
+    localSecret: o.localSecret,
+    pollMs: config.gatewayPollMs,
+    log,
+  });
+  const ledger = new Ledger(core.db);
+  const billing = new Billing(ledger, { usageBased: config.gatewayUsageBased });
+  return registerGateway(app, {
+    settings: config,
+    pool,
+    ledger,
+    billing,
+    accounts: core.accounts,
+    log,
+    metrics: o.metrics,
   });
 }
 
@@ -201,44 +302,19 @@ export async function startRoles(
   const running: StartedRoles = { core, webhookDispatcher, stop: async () => {} };
   try {
     if (roles.api || roles.gateway) {
-      const app = await buildApp({
-        transcodeApi: roles.api,
-        ...core,
-        webhookDispatcher,
-        metrics,
-        rules: {
-          allowPrivateUrls: config.allowPrivateUrls,
-          c2paConfigured: core.c2paSigner !== undefined,
-          validateDwebProof: async (proof) => void (await validateDwebProof(proof, { agentDid: core.agent.did() })),
-        },
-        bodyLimitBytes: config.bodyLimitBytes,
-        bodyMaxDepth: config.bodyMaxDepth,
-        timeouts: config,
-        publicUrl: config.publicUrl,
-        maxQueuedPerOwner: config.maxQueuedPerOwner,
-        idempotencyMaxWaiters: config.idempotencyMaxWaiters,
-        requesterSalt: await requesterSalt(config),
-        version: VERSION,
-      });
+      const app = await createApp(core, { transcodeApi: roles.api, webhookDispatcher, metrics });
       // Routes are added before listen; the local orchestrator first, so the gateway's
       // first poll (once the server is ready) finds it.
       const orchestrators = [...config.gatewayOrchestrators];
       const localSecret = roles.orchestrator ? await localOrchestratorSecret(config) : undefined;
       if (roles.orchestrator) {
-        const orch = await startOrchestrator({ config, log, app, metrics, secret: localSecret });
+        const options = orchestratorOptions(config);
+        const orch = await startOrchestrator({ options, log, app, metrics, secret: localSecret });
         if (orch.url) orchestrators.unshift(orch.url);
         closers.push(() => orch.close());
       }
       if (roles.gateway) {
-        const gateway = await registerGateway(app, {
-          config,
-          db: core.db,
-          accounts: core.accounts,
-          log,
-          orchestrators,
-          metrics,
-          localOrchestratorSecret: localSecret,
-        });
+        const gateway = await startGateway(app, core, { orchestrators, metrics, localSecret });
         closers.unshift(() => gateway.close());
       }
       closers.unshift(() => app.close());
@@ -302,7 +378,12 @@ export function stopOnSignals(running: StartedRoles, log: Logger): Promise<void>
 }
 
 export async function main(argv: string[]): Promise<number> {
-  return runCli(argv, { version: VERSION, startRoles, stopOnSignals });
+  return runCli(argv, {
+    version: VERSION,
+    startRoles,
+    stopOnSignals,
+    startOrchestrator: (config, log) => startOrchestrator({ options: orchestratorOptions(config), log }),
+  });
 }
 
 if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

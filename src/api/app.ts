@@ -7,6 +7,7 @@ import type { Accounts } from '../accounts/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { jsonBodyParser } from '../lib/json-body.ts';
+import { requestAuth } from '../lib/request-auth.ts';
 import { schemaValidatorCompiler } from '../lib/schema-validator.ts';
 import {
   sharedErrorHandler,
@@ -104,12 +105,17 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   if (!deps.transcodeApi) return app;
   await app.register(
     async (api) => {
+      // Every route under /api names this check itself (lib/request-auth.ts, issue #26); an
+      // unknown path asks for a key too, so without one it is a 401, not a map of the routes.
+      const auth = requestAuth((header) => deps.accounts.requirePrincipal(header));
       api.setErrorHandler(transcodeApiErrorHandler(deps.log));
-      api.setNotFoundHandler(transcodeApiNotFound);
-      // The webhook routes are in the scope of taskRoutes' auth hook (every route under /api).
+      api.setNotFoundHandler(async (req, reply) => {
+        await auth.hook(req);
+        return transcodeApiNotFound(req, reply);
+      });
       const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
-      await taskRoutes(api, { ...deps, idempotency });
-      await webhookRoutes(api, { ...deps, idempotency });
+      await taskRoutes(api, { ...deps, auth, idempotency });
+      await webhookRoutes(api, { ...deps, auth, idempotency });
     },
     { prefix: '/api' },
   );

@@ -1,17 +1,20 @@
 import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Accounts, Principal } from '../accounts/index.ts';
-import { AuthError } from '../lib/errors.ts';
+import type { FastifyInstance } from 'fastify';
+import type { Principal } from '../accounts/index.ts';
+import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { TaskStore } from '../tasks/index.ts';
 import { toWireTask, TranscodeRequest, transcodeTask, type TranscodeParams } from './contract/index.ts';
-import { IdempotencyConflictBody, IdempotencyHeaders, type IdempotencyKeys } from './idempotency.ts';
+import { createRoute } from './create-route.ts';
+import type { IdempotencyKeys } from './idempotency.ts';
+import { ListQuery, type PageOptions, pageOf } from './paging.ts';
 import { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
 import { taskEventsRoute } from './task-events-route.ts';
 
 export interface TaskRoutesDeps {
-  accounts: Accounts;
+  /** The API key check every route names (lib/request-auth.ts, issue #26). */
+  auth: RequestAuth<Principal>;
   tasks: TaskStore;
   rules: TranscodeRules;
   maxQueuedPerOwner: number;
@@ -22,20 +25,7 @@ export interface TaskRoutesDeps {
   publicUrl?: string | undefined;
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal?: Principal;
-  }
-}
-
 const TaskId = Type.Object({ id: Type.String({ maxLength: 64 }) });
-const ListQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-    cursor: Type.Optional(Type.String({ maxLength: 64 })),
-  },
-  { additionalProperties: false },
-);
 // The Task is described loosely here (its full shape is in spec/API.md); responses are
 // built by contract/task.ts, not filtered by this schema.
 const TaskSchema = Type.Object(
@@ -48,77 +38,38 @@ const TaskSchema = Type.Object(
 );
 const Errors = TasksErrorBody;
 
-export function principal(req: FastifyRequest): Principal {
-  if (!req.principal) throw new AuthError('missing or invalid API key');
-  return req.principal;
-}
-
-/**
- * `Link: <...>; rel="next"` of a list page, when there is a next one: the one link builder of
- * every paged route. Never built from what the client chooses, neither the Host header (issue
- * #15) nor the request target, which may be absolute-form `http://evil.example/...` (issue
- * #25): the path is the route's template with its validated params filled in, relative (RFC
- * 8288 resolves it against the request URL) or under MEDIAPLANE_PUBLIC_URL.
- */
-export function linkNext(
-  req: FastifyRequest,
-  reply: FastifyReply,
-  o: { publicUrl?: string | undefined; limit: number; next: string | null },
-): void {
-  if (!o.next) return;
-  const params: object = typeof req.params === 'object' && req.params !== null ? req.params : {};
-  const path = (req.routeOptions.url ?? '').replace(/:(\w+)/g, (_, name: string) =>
-    encodeURIComponent(String(Reflect.get(params, name) ?? '')),
-  );
-  const base = o.publicUrl?.replace(/\/+$/, '') ?? '';
-  reply.header('link', `<${base}${path}?limit=${o.limit}&cursor=${encodeURIComponent(o.next)}>; rel="next"`);
-}
-
 /** The Task routes of spec/API.md section A, under the prefix the caller registers them at. */
 export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Promise<void> {
-  app.addHook('onRequest', async (req) => {
-    req.principal = await deps.accounts.requirePrincipal(req.headers.authorization);
-  });
-
+  const { auth } = deps;
+  const onRequest = auth.hook;
   const requesterId = (ip: string) =>
     createHash('sha256').update(`${deps.requesterSalt}:${ip}`).digest('hex').slice(0, 32);
 
-  app.post<{ Body: TranscodeParams }>(
-    '/transcode',
-    {
-      schema: {
-        summary: 'Transcode a video file',
-        headers: IdempotencyHeaders,
-        body: TranscodeRequest,
-        response: { 200: TaskSchema, 409: IdempotencyConflictBody, 422: Errors },
-      },
-    },
-    async (req, reply) => {
-      const p = principal(req);
-      return deps.idempotency.once(req, reply, p.owner, async () => {
-        const params = await checkTranscodeRequest(req.body, deps.rules);
-        const row = await deps.tasks.create({
-          owner: p.owner,
-          projectId: p.projectId,
-          ...transcodeTask(params),
-          requesterId: requesterId(req.ip),
-          maxQueuedPerOwner: deps.maxQueuedPerOwner,
-        });
-        req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
-        return toWireTask(row);
+  createRoute<TranscodeParams>(app, {
+    url: '/transcode',
+    summary: 'Transcode a video file',
+    body: TranscodeRequest,
+    answer: TaskSchema,
+    auth,
+    idempotency: deps.idempotency,
+    create: async (req, p) => {
+      const params = await checkTranscodeRequest(req.body, deps.rules);
+      const row = await deps.tasks.create({
+        owner: p.owner,
+        projectId: p.projectId,
+        ...transcodeTask(params),
+        requesterId: requesterId(req.ip),
+        maxQueuedPerOwner: deps.maxQueuedPerOwner,
       });
+      req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
+      return toWireTask(row);
     },
-  );
+  });
 
-  app.get<{ Params: Static<typeof TaskId> }>(
-    '/task/:id',
-    { schema: { summary: 'Get a task', params: TaskId, response: { 200: TaskSchema, 404: Errors } } },
-    async (req) => toWireTask(await deps.tasks.get(principal(req).owner, req.params.id)),
-  );
-
-  app.get<{ Querystring: Static<typeof ListQuery> }>(
+  app.get<{ Querystring: ListQuery }>(
     '/task',
     {
+      onRequest,
       schema: {
         summary: 'List tasks, newest first',
         querystring: ListQuery,
@@ -126,30 +77,47 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
       },
     },
     async (req, reply) => {
-      const limit = req.query.limit ?? 20;
-      const page = await deps.tasks.list(principal(req).owner, { limit, cursor: req.query.cursor });
-      linkNext(req, reply, { publicUrl: deps.publicUrl, limit, next: page.next });
-      return page.tasks.map(toWireTask);
+      const read = (page: PageOptions) => deps.tasks.list(auth.of(req).owner, page);
+      return (await pageOf(req, reply, { publicUrl: deps.publicUrl, read })).tasks.map(toWireTask);
     },
   );
 
-  app.post<{ Params: Static<typeof TaskId> }>(
-    '/task/:id/cancel',
-    { schema: { summary: 'Cancel a waiting or running task', params: TaskId, response: { 200: TaskSchema } } },
-    async (req) => toWireTask(await deps.tasks.cancel(principal(req).owner, req.params.id)),
-  );
+  oneTaskRoutes(app, deps);
+  await taskEventsRoute(app, { tasks: deps.tasks, auth });
+}
 
-  app.post<{ Params: Static<typeof TaskId> }>(
-    '/task/:id/retry',
+/** The routes on one task by its id: read it, cancel it, retry it; another owner's is a 404. */
+function oneTaskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): void {
+  const routes = [
     {
-      schema: {
-        summary: 'Send a failed or cancelled task back to the queue',
-        params: TaskId,
-        response: { 200: TaskSchema },
-      },
+      method: 'GET',
+      url: '/task/:id',
+      summary: 'Get a task',
+      act: (owner: string, id: string) => deps.tasks.get(owner, id),
     },
-    async (req) => toWireTask(await deps.tasks.retry(principal(req).owner, req.params.id)),
-  );
-
-  await taskEventsRoute(app, { tasks: deps.tasks, owner: (req) => principal(req).owner });
+    {
+      method: 'POST',
+      url: '/task/:id/cancel',
+      summary: 'Cancel a waiting or running task',
+      act: (owner: string, id: string) => deps.tasks.cancel(owner, id),
+    },
+    {
+      method: 'POST',
+      url: '/task/:id/retry',
+      summary: 'Send a failed or cancelled task back to the queue',
+      act: (owner: string, id: string) => deps.tasks.retry(owner, id),
+    },
+  ] as const;
+  for (const r of routes)
+    app.route<{ Params: Static<typeof TaskId> }>({
+      method: r.method,
+      url: r.url,
+      onRequest: deps.auth.hook,
+      schema: {
+        summary: r.summary,
+        params: TaskId,
+        response: r.method === 'GET' ? { 200: TaskSchema, 404: Errors } : { 200: TaskSchema },
+      },
+      handler: async (req) => toWireTask(await r.act(deps.auth.of(req).owner, req.params.id)),
+    });
 }

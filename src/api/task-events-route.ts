@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { RequestAuth } from '../lib/request-auth.ts';
 import { SseWriter } from '../lib/sse.ts';
 import { TasksErrorBody, tasksWireError } from '../lib/wire-errors.ts';
 import type { TaskRow, TaskStore } from '../tasks/index.ts';
@@ -13,8 +14,8 @@ import { toWireTask } from './contract/index.ts';
 
 export interface TaskEventsDeps {
   tasks: TaskStore;
-  /** The caller's owner (the task routes' principal): another owner's task is a 404. */
-  owner(req: FastifyRequest): string;
+  /** The API key check the route names (the task routes' own): another owner's task is a 404. */
+  auth: RequestAuth<{ owner: string }>;
   /** A comment line this often keeps proxies from closing a quiet stream (default 15 s). */
   keepAliveMs?: number;
 }
@@ -44,7 +45,7 @@ const HEADERS = {
   'x-accel-buffering': 'no',
 };
 
-/** Registers the route under the task API's prefix and auth (api/routes.ts). */
+/** Registers the route under the task API's prefix (api/routes.ts), with its auth. */
 export async function taskEventsRoute(app: FastifyInstance, deps: TaskEventsDeps): Promise<void> {
   // Open streams end when the server closes, or its close would wait for them forever.
   const open = new Set<AbortController>();
@@ -52,9 +53,10 @@ export async function taskEventsRoute(app: FastifyInstance, deps: TaskEventsDeps
     for (const c of open) c.abort();
   });
 
-  app.get<{ Params: Static<typeof TaskId> }>('/task/:id/events', { schema: SCHEMA }, async (req, reply) => {
+  const options = { schema: SCHEMA, onRequest: deps.auth.hook };
+  app.get<{ Params: Static<typeof TaskId> }>('/task/:id/events', options, async (req, reply) => {
     const stop = new AbortController();
-    const rows = deps.tasks.follow(deps.owner(req), req.params.id, { signal: stop.signal });
+    const rows = deps.tasks.follow(deps.auth.of(req).owner, req.params.id, { signal: stop.signal });
     // The first read answers a 404 (or any error) as JSON, before the stream starts.
     const first = await rows.next();
     if (first.done) throw new Error('the task follower yielded nothing');

@@ -2,6 +2,7 @@ import { hostProblem } from '../lib/net-guard.ts';
 import { pathStyleHint } from '../storage/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
+import { OUTPUT_KINDS, profileProblems, signingProblem, writtenBy } from '../transcode/index.ts';
 import type { TranscodeParams } from './contract/index.ts';
 
 // The rules of POST /api/transcode that JSON Schema cannot say well. Each message names the
@@ -85,7 +86,7 @@ async function checkStorage(p: TranscodeParams, rules: TranscodeRules, problems:
 
 /** The path rule (lib/object-path.ts) on every path a request names (issue #15). */
 function checkPaths(p: TranscodeParams, problems: string[]): void {
-  for (const kind of ['hls', 'mp4', 'fmp4'] as const) {
+  for (const kind of OUTPUT_KINDS) {
     const path = p.outputs[kind]?.path;
     const problem = path === undefined ? null : objectPathProblem(path, { folder: true });
     if (problem) problems.push(`outputs.${kind}.path: ${problem}`);
@@ -132,30 +133,6 @@ function profileBoundsProblems(prof: Profile, field: string): string[] {
   return problems;
 }
 
-// The folders beside the renditions in each HLS tree (audio groups, subtitles, the storyboard):
-// a rendition of that name would write into them (issue #19).
-const RESERVED_NAMES = ['audio', 'subtitles', 'thumbnails'];
-
-/**
- * The rules of issue #19: reserved rendition names; AV1 and VP9 have no TS mapping players
- * take; VP8 is not offered; SVT-AV1 1.4 has no all-keyframe mode (transcode/ladder.ts
- * checks these again for tasks queued elsewhere).
- */
-function nameAndEncoderProblems(prof: Profile, p: TranscodeParams, field: string): string[] {
-  const problems: string[] = [];
-  // Any case: a disk that folds case would put `Audio` in the same folder.
-  if (RESERVED_NAMES.includes(prof.name.split('/')[0]?.toLowerCase() ?? ''))
-    problems.push(`${field}.name: ${RESERVED_NAMES.join(', ')} are reserved for the folders beside the renditions`);
-  if (prof.encoder === 'VP8') problems.push(`${field}.encoder: VP8 is not supported; use H.264, HEVC, AV1 or VP9`);
-  if ((prof.encoder === 'AV1' || prof.encoder === 'VP9') && p.outputs.hls)
-    problems.push(
-      `${field}.encoder: ${prof.encoder} is only available in fMP4 (HLS and DASH) and MP4 outputs, not in HLS with TS segments (outputs.hls)`,
-    );
-  if (prof.encoder === 'AV1' && prof.gop === 'intra')
-    problems.push(`${field}.gop: "intra" (every frame a keyframe) is not available with AV1; give it in seconds`);
-  return problems;
-}
-
 function checkProfiles(p: TranscodeParams, problems: string[]): void {
   const seen = new Set<string>();
   let ladderPixels = 0;
@@ -166,7 +143,8 @@ function checkProfiles(p: TranscodeParams, problems: string[]): void {
     // climb out of it (issue #15).
     const nameProblem = objectPathProblem(prof.name);
     if (nameProblem) problems.push(`profiles[${i}].name: ${nameProblem}`);
-    problems.push(...nameAndEncoderProblems(prof, p, `profiles[${i}]`));
+    // Reserved names and the encoders each output format takes: the transcode domain's rules.
+    for (const x of profileProblems(prof, writtenBy(p.outputs))) problems.push(`profiles[${i}].${x.field}: ${x.rule}`);
     if (prof.width % 2 !== 0 || prof.height % 2 !== 0)
       problems.push(`profiles[${i}]: width and height must be even numbers (4:2:0 chroma, every encoder)`);
     problems.push(...profileBoundsProblems(prof, `profiles[${i}]`));
@@ -188,11 +166,11 @@ export async function checkTranscodeRequest(p: TranscodeParams, rules: Transcode
   checkPaths(p, problems);
   checkProfiles(p, problems);
   if (p.c2pa === true && !rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
-  // Issue #19: only the MP4 files are signed; an fMP4 (HLS, DASH) output alone would complete unsigned.
-  if (p.c2pa === true && !p.outputs.mp4) problems.push('c2pa: signing applies to MP4 outputs; add outputs.mp4');
+  const unsigned = p.c2pa === true ? signingProblem(p.outputs) : undefined;
+  if (unsigned) problems.push(`c2pa: ${unsigned}`);
   if (problems.length > 0) throw new ValidationError(problems);
   const outputs: TranscodeParams['outputs'] = {};
-  for (const kind of ['hls', 'mp4', 'fmp4'] as const) {
+  for (const kind of OUTPUT_KINDS) {
     const o = p.outputs[kind];
     if (o) outputs[kind] = { path: withSlash(o.path) };
   }

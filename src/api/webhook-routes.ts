@@ -1,6 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Principal } from '../accounts/index.ts';
 import { ValidationError } from '../lib/errors.ts';
+import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { DeliveryLogRow, WebhookInput, WebhookRow } from '../webhooks/index.ts';
 import {
@@ -11,13 +13,15 @@ import {
   WebhookSchema,
   type WebhookRequestBody,
 } from './contract/webhook.ts';
-import { IdempotencyConflictBody, IdempotencyHeaders, type IdempotencyKeys } from './idempotency.ts';
-import { linkNext, principal } from './routes.ts';
+import { createRoute } from './create-route.ts';
+import type { IdempotencyKeys } from './idempotency.ts';
+import { ListQuery, type PageOptions, pageOf } from './paging.ts';
 import { checkHttpUrl, type TranscodeRules } from './validate-transcode.ts';
 
 // Livepeer's webhook routes (issue #18, spec/API.md section A "Webhooks"), so the `livepeer`
 // SDK's webhook.create/get/getAll/update/delete/getLogs/getLog/resendLog work unchanged.
-// Owner-scoped like tasks: another owner's webhook answers 404, as if it did not exist.
+// Owner-scoped like tasks: another owner's webhook answers 404, as if it did not exist. Each
+// route names its auth (`onRequest: auth.hook`, issue #26), as the task routes do.
 
 /** What the routes need of the webhooks domain (webhooks/index.ts WebhookStore). */
 export interface WebhookStoreLike {
@@ -36,12 +40,9 @@ export interface WebhookResender {
   resend(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow>;
 }
 
-interface PageOptions {
-  limit: number;
-  cursor?: string | undefined;
-}
-
 export interface WebhookRoutesDeps {
+  /** The API key check every route names (lib/request-auth.ts). */
+  auth: RequestAuth<Principal>;
   webhooks: WebhookStoreLike;
   webhookDispatcher: WebhookResender;
   rules: Pick<TranscodeRules, 'allowPrivateUrls'>;
@@ -52,13 +53,6 @@ export interface WebhookRoutesDeps {
 
 const WebhookId = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogId = Type.Object({ id: Type.String({ maxLength: 64 }), logId: Type.String({ maxLength: 64 }) });
-const ListQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-    cursor: Type.Optional(Type.String({ maxLength: 64 })),
-  },
-  { additionalProperties: false },
-);
 const Errors = TasksErrorBody;
 
 /** The rules JSON Schema cannot say: the URL's scheme and address (the same guard as inputs), the project. */
@@ -80,56 +74,38 @@ async function checkWebhookRequest(
   };
 }
 
+/** The webhook routes under the prefix the caller registers them at. */
 export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDeps): Promise<void> {
+  webhookWriteRoutes(app, deps);
+  webhookReadRoutes(app, deps);
+  deliveryRoutes(app, deps);
+}
+
+/** Create, replace: the body checked as checkWebhookRequest says. */
+function webhookWriteRoutes(app: FastifyInstance, deps: WebhookRoutesDeps): void {
+  const { auth } = deps;
+  const onRequest = auth.hook;
   const input = (req: FastifyRequest<{ Body: WebhookRequestBody }>) =>
-    checkWebhookRequest(req.body, { projectId: principal(req).projectId, rules: deps.rules });
+    checkWebhookRequest(req.body, { projectId: auth.of(req).projectId, rules: deps.rules });
 
-  app.post<{ Body: WebhookRequestBody }>(
-    '/webhook',
-    {
-      schema: {
-        summary: 'Create a webhook',
-        headers: IdempotencyHeaders,
-        body: WebhookRequest,
-        response: { 200: WebhookSchema, 409: IdempotencyConflictBody, 422: Errors },
-      },
+  createRoute<WebhookRequestBody>(app, {
+    url: '/webhook',
+    summary: 'Create a webhook',
+    body: WebhookRequest,
+    answer: WebhookSchema,
+    auth,
+    idempotency: deps.idempotency,
+    create: async (req, p) => {
+      const row = await deps.webhooks.create(p.owner, p.projectId, await input(req));
+      req.log.info({ webhookId: row.id, owner: p.owner }, 'webhook created');
+      return toWireWebhook(row);
     },
-    async (req, reply) => {
-      const p = principal(req);
-      return deps.idempotency.once(req, reply, p.owner, async () => {
-        const row = await deps.webhooks.create(p.owner, p.projectId, await input(req));
-        req.log.info({ webhookId: row.id, owner: p.owner }, 'webhook created');
-        return toWireWebhook(row);
-      });
-    },
-  );
-
-  app.get<{ Querystring: Static<typeof ListQuery> }>(
-    '/webhook',
-    {
-      schema: {
-        summary: 'List webhooks, newest first',
-        querystring: ListQuery,
-        response: { 200: Type.Array(WebhookSchema) },
-      },
-    },
-    async (req, reply) => {
-      const limit = req.query.limit ?? 20;
-      const page = await deps.webhooks.list(principal(req).owner, { limit, cursor: req.query.cursor });
-      linkNext(req, reply, { publicUrl: deps.publicUrl, limit, next: page.next });
-      return page.webhooks.map(toWireWebhook);
-    },
-  );
-
-  app.get<{ Params: Static<typeof WebhookId> }>(
-    '/webhook/:id',
-    { schema: { summary: 'Get a webhook', params: WebhookId, response: { 200: WebhookSchema, 404: Errors } } },
-    async (req) => toWireWebhook(await deps.webhooks.get(principal(req).owner, req.params.id)),
-  );
+  });
 
   app.put<{ Params: Static<typeof WebhookId>; Body: WebhookRequestBody }>(
     '/webhook/:id',
     {
+      onRequest,
       schema: {
         summary: 'Replace a webhook (as Livepeer: a sharedSecret left out is removed)',
         params: WebhookId,
@@ -138,28 +114,59 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
       },
     },
     async (req) => {
-      const owner = principal(req).owner;
+      const owner = auth.of(req).owner;
       // 404 before 422: another owner's webhook does not exist, whatever the body says.
       await deps.webhooks.get(owner, req.params.id);
       return toWireWebhook(await deps.webhooks.update(owner, req.params.id, await input(req)));
     },
   );
+}
 
-  app.delete<{ Params: Static<typeof WebhookId> }>(
-    '/webhook/:id',
+/** List, get, delete. */
+function webhookReadRoutes(app: FastifyInstance, deps: WebhookRoutesDeps): void {
+  const { auth } = deps;
+  const onRequest = auth.hook;
+  app.get<{ Querystring: ListQuery }>(
+    '/webhook',
     {
+      onRequest,
       schema: {
-        summary: 'Delete a webhook: no more deliveries to it',
-        params: WebhookId,
-        response: { 200: WebhookSchema, 404: Errors },
+        summary: 'List webhooks, newest first',
+        querystring: ListQuery,
+        response: { 200: Type.Array(WebhookSchema) },
       },
     },
-    async (req) => toWireWebhook(await deps.webhooks.delete(principal(req).owner, req.params.id)),
+    async (req, reply) => {
+      const read = (page: PageOptions) => deps.webhooks.list(auth.of(req).owner, page);
+      return (await pageOf(req, reply, { publicUrl: deps.publicUrl, read })).webhooks.map(toWireWebhook);
+    },
   );
+  const one = [
+    { method: 'GET', summary: 'Get a webhook', act: (o: string, id: string) => deps.webhooks.get(o, id) },
+    {
+      method: 'DELETE',
+      summary: 'Delete a webhook: no more deliveries to it',
+      act: (o: string, id: string) => deps.webhooks.delete(o, id),
+    },
+  ] as const;
+  for (const r of one)
+    app.route<{ Params: Static<typeof WebhookId> }>({
+      method: r.method,
+      url: '/webhook/:id',
+      onRequest,
+      schema: { summary: r.summary, params: WebhookId, response: { 200: WebhookSchema, 404: Errors } },
+      handler: async (req) => toWireWebhook(await r.act(auth.of(req).owner, req.params.id)),
+    });
+}
 
-  app.get<{ Params: Static<typeof WebhookId>; Querystring: Static<typeof ListQuery> }>(
+/** A webhook's delivery attempts: the list, one, and sending one again. */
+function deliveryRoutes(app: FastifyInstance, deps: WebhookRoutesDeps): void {
+  const { auth } = deps;
+  const onRequest = auth.hook;
+  app.get<{ Params: Static<typeof WebhookId>; Querystring: ListQuery }>(
     '/webhook/:id/log',
     {
+      onRequest,
       schema: {
         summary: "A webhook's delivery attempts, newest first",
         params: WebhookId,
@@ -168,37 +175,37 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
       },
     },
     async (req, reply) => {
-      const limit = req.query.limit ?? 20;
-      const page = await deps.webhooks.logs(principal(req).owner, req.params.id, { limit, cursor: req.query.cursor });
-      linkNext(req, reply, { publicUrl: deps.publicUrl, limit, next: page.next });
-      return page.logs.map(toWireWebhookLog);
+      const read = (page: PageOptions) => deps.webhooks.logs(auth.of(req).owner, req.params.id, page);
+      return (await pageOf(req, reply, { publicUrl: deps.publicUrl, read })).logs.map(toWireWebhookLog);
     },
   );
-
-  app.get<{ Params: Static<typeof LogId> }>(
-    '/webhook/:id/log/:logId',
+  const resend = {
+    summary: 'Send the event of a delivery attempt again, now; answers the new attempt',
+    description:
+      'Takes one of the delivery slots (MEDIAPLANE_WEBHOOK_CONCURRENCY), at most MEDIAPLANE_WEBHOOK_RESENDS_PER_MINUTE an owner; beyond either, 429 with Retry-After.',
+  };
+  const one = [
     {
-      schema: {
-        summary: 'One delivery attempt: the request as sent, the response as received',
-        params: LogId,
-        response: { 200: WebhookLogSchema, 404: Errors },
-      },
+      method: 'GET',
+      url: '/webhook/:id/log/:logId',
+      schema: { summary: 'One delivery attempt: the request as sent, the response as received' },
+      responses: { 200: WebhookLogSchema, 404: Errors },
+      act: (o: string, p: Static<typeof LogId>) => deps.webhooks.log(o, p.id, p.logId),
     },
-    async (req) => toWireWebhookLog(await deps.webhooks.log(principal(req).owner, req.params.id, req.params.logId)),
-  );
-
-  app.post<{ Params: Static<typeof LogId> }>(
-    '/webhook/:id/log/:logId/resend',
     {
-      schema: {
-        summary: 'Send the event of a delivery attempt again, now; answers the new attempt',
-        description:
-          'Takes one of the delivery slots (MEDIAPLANE_WEBHOOK_CONCURRENCY), at most MEDIAPLANE_WEBHOOK_RESENDS_PER_MINUTE an owner; beyond either, 429 with Retry-After.',
-        params: LogId,
-        response: { 200: WebhookLogSchema, 404: Errors, 429: Errors },
-      },
+      method: 'POST',
+      url: '/webhook/:id/log/:logId/resend',
+      schema: resend,
+      responses: { 200: WebhookLogSchema, 404: Errors, 429: Errors },
+      act: (o: string, p: Static<typeof LogId>) => deps.webhookDispatcher.resend(o, p.id, p.logId),
     },
-    async (req) =>
-      toWireWebhookLog(await deps.webhookDispatcher.resend(principal(req).owner, req.params.id, req.params.logId)),
-  );
+  ] as const;
+  for (const r of one)
+    app.route<{ Params: Static<typeof LogId> }>({
+      method: r.method,
+      url: r.url,
+      onRequest,
+      schema: { ...r.schema, params: LogId, response: r.responses },
+      handler: async (req) => toWireWebhookLog(await r.act(auth.of(req).owner, req.params)),
+    });
 }

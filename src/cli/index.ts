@@ -10,7 +10,7 @@ import { creditsCommand, CREDITS_FLAGS } from './credits.ts';
 import { runAgentCommand } from './agent.ts';
 import { runTranscodeCommand } from './transcode.ts';
 import { tasksCommand, TASKS_FLAGS, TASKS_HELP } from './tasks.ts';
-import { orchestratorHelp, startOrchestrator, TuningError } from '../llm/orchestrator/index.ts';
+import { orchestratorHelp, TuningError } from '../llm/orchestrator/index.ts';
 
 interface RoleFlags {
   api: boolean;
@@ -24,6 +24,8 @@ export interface Roles {
   version: string;
   startRoles(config: Config, roles: RoleFlags, log?: Logger): Promise<{ url?: string; stop(): Promise<void> }>;
   stopOnSignals(running: { stop(): Promise<void> }, log: Logger): Promise<void>;
+  /** `mediaplane orchestrator`: the orchestrator alone, its options mapped from `config`. */
+  startOrchestrator(config: Config, log: Logger): Promise<{ close(): Promise<void> }>;
 }
 
 interface ParsedCommand {
@@ -111,7 +113,7 @@ const commands: Record<string, Command> = {
       const cfg = config(args);
       const log = createLogger({ level: cfg.logLevel });
       try {
-        const orch = await startOrchestrator({ config: cfg, log });
+        const orch = await r.startOrchestrator(cfg, log);
         await r.stopOnSignals({ stop: () => orch.close() }, log);
         return 0;
       } catch (err) {

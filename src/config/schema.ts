@@ -52,7 +52,7 @@ const coreSettings = defineSettings({
   },
   // Issue #25: a body nested 100,000 deep was a 500. 128 is above every legitimate body: a
   // structured-output schema as deep as the llama.cpp grammar accepts (64 levels of schema,
-  // engines/json-schema.ts) plus the few levels of the chat body around it, where OpenAI's
+  // engines/llamacpp/json-schema/) plus the few levels of the chat body around it, where OpenAI's
   // structured outputs allow 10 levels of nesting; and far below what overflows a recursive walk.
   bodyMaxDepth: {
     env: 'MEDIAPLANE_BODY_MAX_DEPTH',

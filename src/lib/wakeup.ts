@@ -11,6 +11,11 @@ export class Wakeup {
     this.#resolve?.();
   };
 
+  /** Forgets a fire that no wait has taken yet (the poll loop's pass about to start covers it). */
+  clear(): void {
+    this.#pending = false;
+  }
+
   /** Resolves on a fire (also one since the last wait), after `ms` (never without it), or on abort. */
   async wait(ms: number | undefined, signal: AbortSignal): Promise<void> {
     if (this.#pending || signal.aborted) {

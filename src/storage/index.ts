@@ -16,6 +16,8 @@ export type {
   InputSpec,
   ObjectStore,
   PartWriter,
+  Published,
+  PublishedFile,
   PutBody,
   PutOptions,
   S3Location,

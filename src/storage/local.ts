@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { InputUnreadableError, StorageDeniedError } from '../lib/errors.ts';
 import { checkedObjectKey } from '../lib/object-path.ts';
-import type { FetchedInput, InputSource, ObjectStore, PutBody, PutOptions } from './types.ts';
+import type { FetchedInput, InputSource, ObjectStore, Published, PutBody, PutOptions } from './types.ts';
 
 /** Outputs in a local folder: `mediaplane transcode --out DIR` (and tests). */
 export class LocalDirStore implements ObjectStore {
@@ -34,7 +34,7 @@ export class LocalDirStore implements ObjectStore {
     else await pipeline(body.stream, createWriteStream(dest), { signal: opts.signal });
   }
 
-  async close(): Promise<{ baseUrl?: string }> {
+  async close(): Promise<Published> {
     return {};
   }
 

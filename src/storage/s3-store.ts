@@ -6,7 +6,7 @@ import { checkedObjectKey } from '../lib/object-path.ts';
 import { privateAddressError, type Resolve } from '../lib/net-guard.ts';
 import { BufferPool, RangeMultipart, uploadFileMultipart, withFileRange } from './s3-multipart.ts';
 import { endpointProblem, s3Client, s3Failure } from './s3.ts';
-import type { FileRange, ObjectStore, PartWriter, PutBody, PutOptions, S3Location } from './types.ts';
+import type { FileRange, ObjectStore, PartWriter, Published, PutBody, PutOptions, S3Location } from './types.ts';
 
 // Parts in flight per upload: QUEUE_SIZE x partSize is one upload's memory (2 x 8 MiB by
 // default), and up to uploadConcurrency uploads run at once: kept small so a worker stays far
@@ -154,7 +154,7 @@ export class S3ObjectStore implements ObjectStore {
     };
   }
 
-  async close(): Promise<{ baseUrl?: string }> {
+  async close(): Promise<Published> {
     this.#client.destroy();
     return {};
   }

@@ -32,8 +32,10 @@ export type StorageTarget = S3Target | DwebTarget;
  *      job at once (StorageDeniedError, not retried) instead of after an hour of encoding;
  *   2. `put()` many times, concurrently (up to `uploadConcurrency`), HLS segments while
  *      ffmpeg still runs, playlists and MP4s at the end, the master playlist last;
- *   3. `close()` once after the last put; a content-addressed store computes its root here
- *      and returns it as `baseUrl` (spec/API.md: `output.transcodeFile.baseUrl`);
+ *   3. `close()` once after the last put; it returns what the store published (`Published`):
+ *      a content-addressed store computes its root here and returns it as `baseUrl`
+ *      (spec/API.md: `output.transcodeFile.baseUrl`), with each file's own address in
+ *      `files`; a store that writes keys where the caller said (s3, a folder) returns `{}`;
  *      or, when the job fails at any step, `discard()`: nothing more is published and what
  *      the store holds (clients, sockets, staging folders) is freed.
  *
@@ -50,7 +52,7 @@ export interface ObjectStore {
   readonly description: string;
   check(signal: AbortSignal): Promise<void>;
   put(key: string, body: PutBody, opts: PutOptions): Promise<void>;
-  close(signal: AbortSignal): Promise<{ baseUrl?: string }>;
+  close(signal: AbortSignal): Promise<Published>;
   discard(): Promise<void>;
   /**
    * Stores that can take an object in parts, sent in any order from ranges of files (S3
@@ -58,6 +60,28 @@ export interface ObjectStore {
    * still writing it. Every part but the last is at least `minBytes`.
    */
   readonly parts?: { minBytes: number; partBytes: number; open(key: string, opts: PutOptions): Promise<PartWriter> };
+}
+
+/**
+ * What `close()` published. The caller shows it as it is (the transcode handler puts it in the
+ * task's output), so a store kind adds what it publishes here, not a check of its class
+ * where the result is used (issue #26).
+ */
+export interface Published {
+  /** The root all keys are under, when the store computed one (`ipfs://<root CID>`). */
+  baseUrl?: string;
+  /** Each file by its own address, when the store gives files one (the dweb store's CIDs). */
+  files?: PublishedFile[];
+}
+
+/** One file as a content-addressed store published it. */
+export interface PublishedFile {
+  /** Relative to the root, `/`-separated, no leading slash. */
+  path: string;
+  cid: string;
+  size: number;
+  /** The file at a gateway, path style: `<gateway>/ipfs/<root>/<path>`. */
+  url: string;
 }
 
 export interface FileRange {

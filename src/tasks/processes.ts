@@ -2,7 +2,7 @@ import { readdir, readFile, readlink } from 'node:fs/promises';
 import { sep } from 'node:path';
 
 // Finding the processes a dead worker's job left behind (issue #20). Child processes are
-// spawned to die with their worker (transcode/run.ts), but a worker killed in the instant
+// spawned to die with their worker (lib/tied-process.ts), but a worker killed in the instant
 // between fork and that arrangement, or on a system without it, can leave one running. A job's
 // processes work inside its scratch directory (their working directory, or their arguments
 // name files there), which is what identifies them here: a pid file could name a pid that

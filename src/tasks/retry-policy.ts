@@ -1,3 +1,5 @@
+import { backoffMs } from '../lib/backoff.ts';
+
 // When a failed job runs again (issue #20). A retryable failure is mostly something outside
 // the service being down for a while (a storage outage, an input server restarting), so the
 // delays grow fast enough to outlast a minute-long outage in a few retries, jittered so
@@ -19,8 +21,7 @@ export const RETRY_JITTER = 0.25;
  * [1 - RETRY_JITTER, 1 + RETRY_JITTER) by `random` (Math.random's range, [0, 1)).
  */
 export function retryDelayMs(failures: number, b: RetryBackoff, random: () => number = Math.random): number {
-  const nominal = Math.min(b.maxMs, b.baseMs * 2 ** Math.max(0, failures));
-  return Math.round(nominal * (1 - RETRY_JITTER + 2 * RETRY_JITTER * random()));
+  return backoffMs(failures, { ...b, jitter: [1 - RETRY_JITTER, 1 + RETRY_JITTER] }, random);
 }
 
 /**

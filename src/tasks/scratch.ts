@@ -1,5 +1,6 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { UUID_PATTERN } from '../lib/ids.ts';
 import { killAndWait, processesInside } from './processes.ts';
 import { type RunKey, runKey } from './queue.ts';
 
@@ -11,7 +12,7 @@ import { type RunKey, runKey } from './queue.ts';
 // another user's, issue #25), so crashes cannot fill the disk and a reclaimed task never
 // runs beside a leftover encoder of its last run.
 
-const RUN_DIR = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)$/i;
+const RUN_DIR = new RegExp(`^(${UUID_PATTERN})-(\\d+)$`, 'i');
 
 export interface SweepOptions {
   root: string;

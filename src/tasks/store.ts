@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/index.ts';
 import { InvalidStateError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
+import { isUuid } from '../lib/ids.ts';
 import { CHANNEL_PROGRESS, notifyTasks, returningEvent, TASK_EVENTS_CHANNEL, withEvent } from './events.ts';
 import { TaskFollower, type FollowerOptions, type FollowOptions } from './follow.ts';
 import { CANCELLABLE, RETRYABLE, TASK_COLUMNS, type TaskRow } from './model.ts';
@@ -12,8 +13,6 @@ export const CHANNEL_CANCEL = 'mediaplane_cancel';
 
 /** Retry-After of the queued-tasks 429: a place frees when a task ends, seconds to minutes away. */
 const QUEUED_RETRY_AFTER_MS = 10_000;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export interface CreateTask {
   owner: string;
   projectId: string;
@@ -62,7 +61,7 @@ export class TaskStore {
 
   /** The owner's task; another owner's id is "not found", as if it did not exist. */
   async get(owner: string, id: string): Promise<TaskRow> {
-    if (!UUID_RE.test(id)) throw new NotFoundError();
+    if (!isUuid(id)) throw new NotFoundError();
     const rows = await this.#db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 AND owner = $2`, [
       id,
       owner,
@@ -74,7 +73,7 @@ export class TaskStore {
 
   /** Newest first; `next` is the cursor of the following page, when there is one. */
   async list(owner: string, opts: ListOptions): Promise<{ tasks: TaskRow[]; next: string | null }> {
-    if (opts.cursor !== undefined && !UUID_RE.test(opts.cursor)) return { tasks: [], next: null };
+    if (opts.cursor !== undefined && !isUuid(opts.cursor)) return { tasks: [], next: null };
     // The cursor is the last id of the previous page; (created_at, id) orders ties exactly.
     const rows = await this.#db.query<TaskRow>(
       `SELECT ${TASK_COLUMNS} FROM tasks t WHERE owner = $1

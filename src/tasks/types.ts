@@ -1,4 +1,7 @@
+import type { Static, TSchema } from '@sinclair/typebox';
 import type { Logger } from 'pino';
+import { ValidationError } from '../lib/errors.ts';
+import { schemaChecker } from '../lib/schema-validator.ts';
 
 export const PHASES = ['pending', 'waiting', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -24,9 +27,23 @@ export interface JobContext {
 export type JobHandler<P = unknown, O = unknown> = (params: P, ctx: JobContext) => Promise<O>;
 
 /**
- * Widens a typed handler for the worker's registry. The params were validated against the
- * task type's schema when the task was created, so the stored JSON has the handler's shape.
+ * A handler for the worker's registry that checks the task's stored params against its task
+ * type's `schema` before it runs (issue #26). They were checked when the task was created, but
+ * a row written by another version of the service, or by hand, may no longer fit: such a task
+ * fails at once (not retried) with a message naming each field and rule, instead of crashing
+ * somewhere inside the handler. The handler gets the params with the schema's type.
  */
-export function anyHandler<P, O>(h: JobHandler<P, O>): JobHandler {
-  return h as JobHandler;
+export function checkedHandler<S extends TSchema, O>(schema: S, h: JobHandler<Static<S>, O>): JobHandler<unknown, O> {
+  const check = schemaChecker()(schema);
+  return (params, ctx) => {
+    const problem = check(params);
+    if (problem)
+      return Promise.reject(
+        new ValidationError(
+          `the task's stored params do not fit its type (written by another version of the service?): ${problem.message}`,
+        ),
+      );
+    // The schema's check just passed: the JSON has the schema's type.
+    return h(params as Static<S>, ctx);
+  };
 }

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { settings } from '../config/index.ts';
 import type { Db } from '../db/index.ts';
 import { isMediaplaneError } from '../lib/errors.ts';
+import { PollLoop } from '../lib/poll-loop.ts';
 import type { TaskRow } from './model.ts';
 import { type Queue, type RunKey, runKey } from './queue.ts';
 import { retryDelayMs } from './retry-policy.ts';
@@ -52,24 +53,26 @@ interface RunningJob {
 }
 
 /**
- * A poll loop that knows no SQL (after pg-boss's worker.ts): claim, run the handler with an
- * AbortSignal, heartbeat, record the outcome. Woken at once by NOTIFY, polls as a fallback.
+ * Knows no SQL (after pg-boss's worker.ts): claim, run the handler with an AbortSignal,
+ * heartbeat, record the outcome. A poll loop (lib/poll-loop.ts) woken at once by NOTIFY and
+ * when a job ends, polling as a fallback.
  */
 export class Worker {
   readonly id: string;
   readonly #o: WorkerOptions;
   readonly #running = new Map<string, RunningJob>();
-  #stopping = false;
-  #loop: Promise<void> | undefined;
-  /** Ends the current wait; a wake-up that comes while a poll is busy skips the next wait. */
-  #sleeper: (() => void) | undefined;
-  #wakeRequested = false;
+  readonly #poll: PollLoop;
   #unlisten: Array<() => Promise<void>> = [];
   #lastSweep = 0;
 
   constructor(opts: WorkerOptions) {
     this.#o = opts;
     this.id = opts.workerId ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.#poll = new PollLoop({
+      pass: () => this.#fill(),
+      pollMs: opts.pollMs,
+      onError: (err) => opts.log.error({ err }, 'worker poll failed; trying again'),
+    });
   }
 
   get activeJobs(): number {
@@ -80,13 +83,13 @@ export class Worker {
     await mkdir(this.#o.scratchRoot, { recursive: true });
     // What earlier workers on this scratch root left behind, before this one adds to it.
     await this.#sweep();
-    this.#unlisten.push(await this.#o.db.listen(CHANNEL_WORK, () => this.#wake()));
+    this.#unlisten.push(await this.#o.db.listen(CHANNEL_WORK, this.#poll.wake));
     this.#unlisten.push(
       await this.#o.db.listen(CHANNEL_CANCEL, (id) =>
         this.#running.get(id)?.controller.abort(new StopSignal('cancelled')),
       ),
     );
-    this.#loop = this.#run();
+    this.#poll.start();
   }
 
   /**
@@ -94,9 +97,7 @@ export class Worker {
    * and hands them back to the queue for another worker.
    */
   async stop(graceMs: number): Promise<void> {
-    this.#stopping = true;
-    this.#wake();
-    await this.#loop;
+    await this.#poll.stop();
     const all = Promise.all([...this.#running.values()].map((r) => r.done));
     const timer = setTimeout(() => {
       for (const r of this.#running.values()) r.controller.abort(new StopSignal('shutdown'));
@@ -106,37 +107,11 @@ export class Worker {
     for (const u of this.#unlisten) await u().catch(() => {});
   }
 
-  async #run(): Promise<void> {
-    while (!this.#stopping) {
-      try {
-        await this.#fill();
-      } catch (err) {
-        this.#o.log.error({ err }, 'worker poll failed; trying again');
-      }
-      if (!this.#wakeRequested && !this.#stopping) {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.#o.pollMs);
-          this.#sleeper = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-      }
-      this.#sleeper = undefined;
-      this.#wakeRequested = false;
-    }
-  }
-
-  #wake(): void {
-    this.#wakeRequested = true;
-    this.#sleeper?.();
-  }
-
   async #fill(): Promise<void> {
     // Once a lease period: a dead worker's runs are unheld by then.
     if (Date.now() - this.#lastSweep >= this.#o.queue.leaseMs) await this.#sweep();
     const free = this.#o.concurrency - this.#running.size;
-    if (free <= 0 || this.#stopping) return;
+    if (free <= 0 || this.#poll.stopping) return;
     const reaped = await this.#o.queue.reapExpired();
     if (reaped > 0) this.#o.log.warn({ reaped }, 'took back tasks whose worker stopped heartbeating');
     const claimedAt = Date.now();
@@ -147,7 +122,7 @@ export class Worker {
       const controller = new AbortController();
       const done = this.#execute(task, controller, claimedAt).finally(() => {
         this.#running.delete(task.id);
-        this.#wake();
+        this.#poll.wake();
       });
       this.#running.set(task.id, { run: runKey(task.id, task.attempts), controller, done });
     }

@@ -15,7 +15,7 @@ import { bytesBlob, engine, fileBlob } from './c2pa/wasm.ts';
 // C2PA content credentials for MP4 outputs (issue 5), with the official engine
 // (@contentauth/c2pa-wasm: c2pa-rs built to WebAssembly). The engine inserts its manifest box
 // before `moov` and fixes the chunk offsets, so a faststart file stays faststart and decodes
-// frame-identical (tested in test/c2pa).
+// frame-identical (tested in test/transcode/c2pa).
 
 export const CLAIM_GENERATOR = `mediaplane/${pkg.version}`;
 

@@ -1,6 +1,6 @@
 // The encoders' arguments and the segment timing they follow (keyframes where segments cut).
-import type { Rendition } from './ladder.ts';
-import { value } from './probe.ts';
+import { value, type AudioTrack } from './probe.ts';
+import type { Rendition } from './renditions.ts';
 
 export interface SegmentTiming {
   /** Seconds per segment: `frames` at the rendition's frame rate. */
@@ -206,4 +206,21 @@ function vp9Args(r: Rendition, o: RateAndSpeed): string[] {
     '-row-mt',
     '1',
   ];
+}
+
+/** The audio renditions' bitrate and format: AAC-LC stereo at 48 kHz, what every player takes. */
+export const AUDIO_BITRATE = 128_000;
+export const AAC_ARGS = ['-c:a', 'aac', '-b:a', String(AUDIO_BITRATE), '-ac', '2', '-ar', '48000'] as const;
+/** AAC-LC, the codec of every audio rendition (RFC 6381). */
+export const AAC_CODECS = 'mp4a.40.2';
+/** One AAC frame (1024 samples at 48 kHz): audio cuts land up to this late, so ask this early. */
+export const AAC_FRAME_SECS = 1024 / 48000;
+
+/** Language and title tags for the MP4s' audio tracks (the only tags outputs keep). */
+export function trackLabels(tracks: readonly AudioTrack[]): string[] {
+  return tracks.flatMap((a, k) => [
+    ...(a.language ? [`-metadata:s:a:${k}`, `language=${a.language}`] : []),
+    `-disposition:a:${k}`,
+    a.default ? 'default' : '0',
+  ]);
 }

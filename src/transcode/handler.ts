@@ -1,12 +1,13 @@
+import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
-import { createInputSource, createObjectStore, type ObjectStoreFactory } from '../storage/index.ts';
-import type { JobHandler } from '../tasks/index.ts';
-import type { TranscodeFileOutput, TranscodeJob } from './types.ts';
-import { runPipeline } from './pipeline.ts';
 import { ValidationError } from '../lib/errors.ts';
+import { createInputSource, createObjectStore, type ObjectStoreFactory } from '../storage/index.ts';
+import { checkedHandler, type JobHandler } from '../tasks/index.ts';
 import type { C2paSigner } from './c2pa.ts';
-import { DwebObjectStore } from '../storage/dweb/index.ts';
+import { runPipeline } from './pipeline.ts';
+import { signingProblem } from './profile-rules.ts';
+import type { TranscodeFileOutput, TranscodeJob } from './types.ts';
 
 export interface TranscodeHandlerDeps {
   config: Config;
@@ -17,20 +18,64 @@ export interface TranscodeHandlerDeps {
   c2paSigner?: C2paSigner | undefined;
 }
 
+// What a stored `transcode-file` task's params must be for this handler to run them (issue
+// #26): the shape of a TranscodeJob, checked when a worker takes the task. Not the API's
+// bounds (api/contract/transcode.ts): the task met those when it was created, and a bound
+// changed since must not strand a queued task. Other keys (the request's creatorId) pass.
+const S3Bucket = {
+  endpoint: Type.String(),
+  bucket: Type.String(),
+  region: Type.Optional(Type.String()),
+  credentials: Type.Object({ accessKeyId: Type.String(), secretAccessKey: Type.String() }),
+};
+const literals = <const T extends readonly string[]>(...values: T) =>
+  Type.Union(values.map((v: T[number]) => Type.Literal(v)));
+const StoredProfile = Type.Object({
+  name: Type.String(),
+  width: Type.Integer(),
+  height: Type.Integer(),
+  bitrate: Type.Integer(),
+  fps: Type.Optional(Type.Number()),
+  fpsDen: Type.Optional(Type.Integer()),
+  gop: Type.Optional(Type.String()),
+  profile: Type.Optional(literals('H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh')),
+  encoder: Type.Optional(literals('H.264', 'HEVC', 'AV1', 'VP8', 'VP9')),
+  quality: Type.Optional(Type.Integer()),
+});
+const StoredTranscodeJob = Type.Object({
+  input: Type.Union([
+    Type.Object({ url: Type.String() }),
+    Type.Object({ type: Type.Literal('s3'), ...S3Bucket, path: Type.String() }),
+  ]),
+  storage: Type.Union([
+    Type.Object({ type: Type.Literal('s3'), ...S3Bucket }),
+    Type.Object({
+      type: literals('dweb.storage', 'web3.storage'),
+      credentials: Type.Object({ proof: Type.String() }),
+    }),
+  ]),
+  // Each output kind a folder; which kinds there are is transcode's own list, not repeated here.
+  outputs: Type.Record(Type.String(), Type.Object({ path: Type.String() })),
+  profiles: Type.Optional(Type.Array(StoredProfile)),
+  targetSegmentSizeSecs: Type.Optional(Type.Number()),
+  c2pa: Type.Optional(Type.Boolean()),
+});
+
 /**
  * The `transcode-file` job. Errors are from lib/errors.ts: the worker retries the
  * retryable ones (network, 5xx, timeouts) and fails the rest with their message.
  */
-export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<TranscodeJob, TranscodeFileOutput> {
-  return async (params, ctx) => {
+export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<unknown, TranscodeFileOutput> {
+  return checkedHandler(StoredTranscodeJob, async (stored, ctx) => {
+    const params: TranscodeJob = stored;
     const log = ctx.log ?? deps.log;
     // Issue 5: the API refuses this before queueing; checked again for tasks queued elsewhere.
     if (params.c2pa && !deps.c2paSigner)
       throw new ValidationError('c2pa: C2PA signing is not configured on this server');
-    if (params.c2pa && !params.outputs.mp4)
-      throw new ValidationError('c2pa: signing applies to MP4 outputs; add outputs.mp4');
+    const unsigned = params.c2pa ? signingProblem(params.outputs) : undefined;
+    if (unsigned) throw new ValidationError(`c2pa: ${unsigned}`);
     const store = createObjectStore(params.storage, deps.config, deps.objectStores);
-    const output = await runPipeline(deps.config, {
+    return runPipeline(deps.config, {
       source: createInputSource(params.input, deps.config),
       store,
       ...(params.c2pa && deps.c2paSigner ? { c2pa: { signer: deps.c2paSigner } } : {}),
@@ -42,8 +87,5 @@ export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<T
       progress: ctx.progress,
       log,
     });
-    // Issue 5: dweb outputs also get each file's CID and gateway URL (path style).
-    if (store instanceof DwebObjectStore && store.published) output.files = store.published.files;
-    return output;
-  };
+  });
 }

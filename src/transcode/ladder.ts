@@ -1,41 +1,21 @@
 import { UnsupportedMediaError } from '../lib/errors.ts';
-import type { ProfileSpec } from './types.ts';
+import type { Encoder, OutputFolders } from './outputs/index.ts';
+import { profileProblems, writtenBy } from './profile-rules.ts';
 import { value, type ProbeResult, type Rational } from './probe.ts';
+import type { ProfileSpec, Rendition } from './renditions.ts';
 
-/** One output rendition as ffmpeg will encode it. */
-export interface Rendition {
-  name: string;
-  width: number;
-  height: number;
-  /** Video bits per second (the audio's 128 kb/s comes on top). */
-  bitrate: number;
-  fps: Rational;
-  codec: 'h264' | 'hevc' | 'av1' | 'vp9';
-  /** x264 profile; ConstrainedHigh is High without B-frames. */
-  profile: 'baseline' | 'main' | 'high' | undefined;
-  noBFrames: boolean;
-  /** Keyframe interval in frames asked by the profile's `gop` (seconds); never above the segment. */
-  gopFrames: number | undefined;
-  crf: number | undefined;
-}
+export type { Rendition } from './renditions.ts';
 
 export interface LadderOptions {
   profiles?: readonly ProfileSpec[] | undefined;
   maxFps: number;
-  /** An HLS output with TS segments is written: AV1 and VP9 have no TS mapping players take. */
+  /** The job's outputs: the profiles must meet the rules of each format written (profile-rules.ts). */
+  outputs?: OutputFolders | undefined;
+  /** An output with TS segments is written, whatever `outputs` says (the plan tests ask so). */
   tsSegments?: boolean;
 }
 
-/** Folders of the HLS trees that hold the audio groups, subtitles and thumbnails beside the renditions. */
-export const RESERVED_RENDITION_NAMES = ['audio', 'subtitles', 'thumbnails'] as const;
-
-/** Whether a rendition name is, or lies under, a reserved folder (any case: some disks fold it). */
-export function isReservedName(name: string): boolean {
-  const head = name.split('/')[0]?.toLowerCase() ?? '';
-  return (RESERVED_RENDITION_NAMES as readonly string[]).includes(head);
-}
-
-const CODECS = { 'H.264': 'h264', HEVC: 'hevc', AV1: 'av1', VP9: 'vp9' } as const;
+const CODECS: Partial<Record<Encoder, Rendition['codec']>> = { 'H.264': 'h264', HEVC: 'hevc', AV1: 'av1', VP9: 'vp9' };
 
 // spec/API.md "Default ladder": 360p0 (640x360, 1 Mbps) and 720p0 (1280x720, 4 Mbps) where
 // they are below the source, plus one at the source's own resolution.
@@ -48,7 +28,7 @@ const DEFAULT_RUNGS = [
 export function planLadder(probe: ProbeResult, opts: LadderOptions): Rendition[] {
   const cap = sourceVideoBitrate(probe);
   const planned = opts.profiles?.length
-    ? opts.profiles.map((p) => fromProfile(p, probe, opts.tsSegments ?? false))
+    ? opts.profiles.map((p) => fromProfile(p, probe, opts))
     : defaultLadder(probe, opts.maxFps);
   return planned.map((r) => ({ ...r, bitrate: cap ? Math.min(r.bitrate, cap) : r.bitrate }));
 }
@@ -70,29 +50,18 @@ function defaultLadder(probe: ProbeResult, maxFps: number): Rendition[] {
  * The profile's encoder, or why it cannot be had. The API refuses these with a 422 before
  * queueing (api/validate-transcode.ts); checked again for tasks queued elsewhere.
  */
-function codecOf(p: ProfileSpec, tsSegments: boolean): Rendition['codec'] {
-  if (isReservedName(p.name))
-    throw new UnsupportedMediaError(
-      `profile ${p.name}: the name is reserved for the ${RESERVED_RENDITION_NAMES.join(', ')} folders; choose another`,
-    );
-  const encoder = p.encoder ?? 'H.264';
-  if (encoder === 'VP8')
-    throw new UnsupportedMediaError(`profile ${p.name}: the VP8 encoder is not supported; use H.264, HEVC, AV1 or VP9`);
-  const codec = CODECS[encoder];
-  if ((codec === 'av1' || codec === 'vp9') && tsSegments)
-    throw new UnsupportedMediaError(
-      `profile ${p.name}: ${encoder} is only available in fMP4 (HLS and DASH) and MP4 outputs, not in HLS with TS segments`,
-    );
-  // SVT-AV1 1.4 has no all-keyframe mode: an intra period of 0 means "none after the first".
-  if (codec === 'av1' && p.gop === 'intra')
-    throw new UnsupportedMediaError(
-      `profile ${p.name}: gop "intra" (every frame a keyframe) is not available with AV1`,
-    );
+function codecOf(p: ProfileSpec, opts: LadderOptions): Rendition['codec'] {
+  const outputs = writtenBy(opts.outputs ?? {});
+  const problem = profileProblems(p, (f) => outputs(f) || (opts.tsSegments === true && f.segments === 'ts'))[0];
+  if (problem) throw new UnsupportedMediaError(`profile ${p.name}: ${problem.failure}`);
+  const codec = CODECS[p.encoder ?? 'H.264'];
+  // profileProblems refuses an encoder no format takes: this is one a format takes but ffmpeg here does not.
+  if (!codec) throw new UnsupportedMediaError(`profile ${p.name}: the ${p.encoder} encoder is not supported`);
   return codec;
 }
 
-function fromProfile(p: ProfileSpec, probe: ProbeResult, tsSegments: boolean): Rendition {
-  const codec = codecOf(p, tsSegments);
+function fromProfile(p: ProfileSpec, probe: ProbeResult, opts: LadderOptions): Rendition {
+  const codec = codecOf(p, opts);
   const src = probe.video;
   // A landscape profile applied to a portrait video means the same size turned (phones).
   const turn = p.width > p.height !== src.width > src.height && p.width !== p.height && src.width !== src.height;

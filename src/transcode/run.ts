@@ -1,5 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process';
 import { CancelledError, InternalError, TimeoutError } from '../lib/errors.ts';
+import { killGroup, SETPRIV_EXEC_FAILED, spawnTied } from '../lib/tied-process.ts';
 
 export interface RunOptions {
   signal: AbortSignal;
@@ -19,8 +19,6 @@ export interface RunResult {
 }
 
 const TAIL = 8192;
-/** How setpriv says that it could not execute the command (exit status 127). */
-const SETPRIV_EXEC_FAILED = 'setpriv: failed to execute';
 
 /**
  * Runs a child process to its end. Abort (cancel, shutdown) and the timeout kill it with
@@ -28,25 +26,16 @@ const SETPRIV_EXEC_FAILED = 'setpriv: failed to execute';
  * for ffmpeg to finish cleanly.
  *
  * A child dies with its worker, however the worker ends (issue #20: an ffmpeg that outlived
- * a SIGKILLed worker ran on for 27 s beside the next worker's, on the same task). Losing its
- * pipes does not stop ffmpeg, so the kernel is asked: `setpriv --pdeathsig KILL` (util-linux)
- * sets the parent-death signal and then executes the command, keeping its pid. The signal
- * follows the thread that spawned the child: here always the main thread, which lives as long
- * as the process. Each child also leads a process group of its own, so a kill reaches
- * whatever it started, and a Ctrl-C at the worker's terminal reaches the worker alone, which
- * then decides (finish within the shutdown grace, or kill). Where setpriv is missing, the
- * next worker on the same scratch root kills what is left (tasks/scratch.ts).
+ * a SIGKILLed worker ran on for 27 s beside the next worker's, on the same task): it is started
+ * with lib/tied-process.ts, in a process group of its own, so a Ctrl-C at the worker's terminal
+ * reaches the worker alone, which then decides (finish within the shutdown grace, or kill).
+ * Where setpriv is missing, the next worker on the same scratch root kills what is left
+ * (tasks/scratch.ts).
  */
 export function runProcess(cmd: string, args: string[], opts: RunOptions): Promise<RunResult> {
   if (opts.signal.aborted) return Promise.reject(new CancelledError('cancelled', { cause: opts.signal.reason }));
   return new Promise((resolve, reject) => {
-    const wrapped = pdeathsigWorks();
-    const [file, argv] = wrapped ? ['setpriv', ['--pdeathsig', 'KILL', '--', cmd, ...args]] : [cmd, args];
-    const child = spawn(file, argv, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-      ...(opts.cwd ? { cwd: opts.cwd } : {}),
-    });
+    const { child, wrapped } = spawnTied(cmd, args, { cwd: opts.cwd });
     let stdout = '';
     let stderr = '';
     let stopped: Error | undefined;
@@ -84,28 +73,4 @@ export function runProcess(cmd: string, args: string[], opts: RunOptions): Promi
       else resolve({ code: code ?? -1, stdout, stderrTail: stderr });
     });
   });
-}
-
-let pdeathsig: boolean | undefined;
-
-/** Whether `setpriv --pdeathsig` runs here (Linux with util-linux 2.33 or later); asked once. */
-export function pdeathsigWorks(): boolean {
-  pdeathsig ??=
-    process.platform === 'linux' &&
-    spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore', timeout: 5000 }).status === 0;
-  return pdeathsig;
-}
-
-/** SIGKILLs the child's process group (the child leads it: spawned detached), else the child. */
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
 }

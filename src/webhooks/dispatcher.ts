@@ -1,25 +1,23 @@
-import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Db } from '../db/index.ts';
-import { InvalidStateError, NotFoundError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Resolve } from '../lib/net-guard.ts';
+import { PollLoop } from '../lib/poll-loop.ts';
 import { TASK_EVENTS_CHANNEL, type TaskEventRow } from '../tasks/index.ts';
-import { DeliverySlots, OwnerRate, ResendLimitError } from './limits.ts';
+import { Attempts, notSent, retryDelay, verdictOf } from './attempt.ts';
+import { DeliverySlots } from './limits.ts';
 import { noMetrics, webhookMetrics, type WebhookMetrics } from './metrics.ts';
 import * as plans from './plans.ts';
-import { type PostResult, postWebhook } from './send.ts';
-import { signatureHeaders } from './sign.ts';
-import type { DeliveryLogRow, WebhookEvent } from './types.ts';
+import { Resends } from './resend.ts';
+import type { DeliveryLogRow } from './types.ts';
 
 // Delivery that loses nothing (issue #18): the outbox (task_events) is fanned out into one
 // delivery per subscribed webhook in one statement, and deliveries are claimed with a lease
 // (FOR UPDATE SKIP LOCKED), so any number of processes share the work, each attempt goes
 // out from one of them, and a process killed mid-send leaves its lease to run out for
 // another to take over: at least once, the event id letting receivers drop duplicates.
-// A poll loop that knows no SQL (plans.ts has it), woken at once by NOTIFY.
+// A poll loop that knows no SQL (plans.ts has it), woken at once by NOTIFY (lib/poll-loop.ts);
+// one attempt is sent and recorded by attempt.ts, an owner's resend by resend.ts.
 //
 // One owner cannot stall the others (issue #25): the process's slots are shared fairly
 // between the owners with work (limits.ts fairShare), claims take owners in turns, a webhook
@@ -28,10 +26,6 @@ import type { DeliveryLogRow, WebhookEvent } from './types.ts';
 
 /** NOTIFY channel of new deliveries, so the other processes sharing the database wake to help. */
 export const DELIVERIES_CHANNEL = 'mediaplane_webhook_deliveries';
-
-export const USER_AGENT = 'mediaplane-webhooks';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface WebhookDispatcherOptions {
   db: Db;
@@ -68,30 +62,19 @@ export interface WebhookDispatcherOptions {
   stopGraceMs?: number;
 }
 
-type Verdict = 'delivered' | 'retry' | 'failed';
-
-/** 2xx delivers; a network error, a timeout, 5xx, 408 and 429 are worth another try; the rest is final. */
-export function verdictOf(r: Pick<PostResult, 'statusCode' | 'permanent'>): Verdict {
-  const s = r.statusCode;
-  if (s === null) return r.permanent ? 'failed' : 'retry';
-  if (s >= 200 && s < 300) return 'delivered';
-  if (s === 408 || s === 429 || s >= 500) return 'retry';
-  return 'failed';
-}
-
-/**
- * The delay after attempt `attempt` (1 = the first) failed: `retryMs` doubling, capped at
- * `retryMaxMs`, and jittered to between half and all of it, so the retries of many
- * deliveries to one receiver that came back up do not all arrive at the same instant.
- */
-export function retryDelay(
-  attempt: number,
-  o: { retryMs: number; retryMaxMs: number },
-  random: () => number = Math.random,
-): number {
-  const full = Math.min(o.retryMaxMs, o.retryMs * 2 ** Math.min(attempt - 1, 40));
-  return Math.round(full / 2 + (random() * full) / 2);
-}
+const DEFAULTS = {
+  timeoutMs: 10_000,
+  leaseMarginMs: 5000,
+  maxAgeMs: 86_400_000,
+  retryMs: 1000,
+  retryMaxMs: 3_600_000,
+  pollMs: 1000,
+  concurrency: 16,
+  resendsPerMinute: 30,
+  batchSize: 100,
+  passGapMs: 50,
+  stopGraceMs: 5000,
+};
 
 /** A claimed delivery with what its send needs. */
 interface Claimed {
@@ -109,72 +92,61 @@ interface Claimed {
   created_at: Date;
 }
 
-/** One attempt to record (plans.recordAttempt). */
-interface Attempt {
-  /** The claimed delivery and the claim's number; a resend names the delivery but no claim. */
-  delivery: { id: string | null; claim: number | null };
-  webhookId: string;
-  eventId: string;
-  event: WebhookEvent;
-  eventCreatedAt: Date;
-  url: string;
-  body: string;
-  headers: Record<string, string>;
-  result: PostResult;
-  verdict: Verdict;
-  delayMs: number;
-}
-
 export class WebhookDispatcher {
-  readonly #o: Required<Omit<WebhookDispatcherOptions, 'metrics' | 'resolve'>> & { resolve?: Resolve | undefined };
+  readonly #o: Required<Omit<WebhookDispatcherOptions, 'metrics' | 'resolve'>>;
   readonly #metrics: WebhookMetrics;
-  readonly #agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  readonly #attempts: Attempts;
+  readonly #resends: Resends;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #slots: DeliverySlots;
-  readonly #resendRate: OwnerRate;
+  readonly #poll: PollLoop;
   #shutdown = new AbortController();
-  #loop: Promise<void> | undefined;
-  #stopping = false;
-  /** Ends the current wait; a wake-up that comes while a pass is busy skips the next wait. */
-  #sleeper: (() => void) | undefined;
-  #wakeRequested = false;
+  #started = false;
   /**
    * The last claim took every free slot, or left due deliveries of owners at their share:
    * more may be claimed when a slot frees up.
    */
   #saturated = false;
   #unlisten: Array<() => Promise<void>> = [];
-  #lastPassAt = -Infinity;
 
   constructor(opts: WebhookDispatcherOptions) {
-    const { metrics, ...rest } = opts;
-    this.#o = {
-      timeoutMs: 10_000,
-      leaseMarginMs: 5000,
-      maxAgeMs: 86_400_000,
-      retryMs: 1000,
-      retryMaxMs: 3_600_000,
-      pollMs: 1000,
-      concurrency: 16,
-      resendsPerMinute: 30,
-      batchSize: 100,
-      passGapMs: 50,
-      stopGraceMs: 5000,
-      ...definedOnly(rest),
-    };
-    this.#slots = new DeliverySlots(this.#o.concurrency);
-    this.#resendRate = new OwnerRate(this.#o.resendsPerMinute);
+    const { metrics, resolve, ...rest } = opts;
+    this.#o = { ...DEFAULTS, ...definedOnly(rest) };
+    const o = this.#o;
+    this.#slots = new DeliverySlots(o.concurrency);
     this.#metrics = metrics
-      ? webhookMetrics(metrics, async () => (await opts.db.query<{ n: number }>(plans.pendingCount))[0]?.n ?? 0)
+      ? webhookMetrics(metrics, async () => (await o.db.query<{ n: number }>(plans.pendingCount))[0]?.n ?? 0)
       : noMetrics;
+    this.#attempts = new Attempts({ ...o, resolve });
+    this.#resends = new Resends({
+      ...o,
+      attempts: this.#attempts,
+      slots: this.#slots,
+      release: (owner) => this.#released(owner),
+      perMinute: o.resendsPerMinute,
+      metrics: this.#metrics,
+      shutdown: () => this.#shutdown.signal,
+    });
+    // Every task change NOTIFYs, and a pass costs about 2.6 ms of the database even with
+    // nothing to send (the fan-out and the claim, on the embedded database): woken once per
+    // change, an API process on two vCPUs served half the POST /api/transcode it serves with
+    // the dispatcher held back (bench/README.md, API). So passes are `passGapMs` apart: the
+    // changes that come within the gap are fanned out by one pass; a delivery waits at most
+    // the gap more.
+    this.#poll = new PollLoop({
+      pass: () => this.#pass(),
+      pollMs: o.pollMs,
+      gapMs: o.passGapMs,
+      onError: (err) => o.log.error({ err }, 'webhook dispatch failed; trying again'),
+    });
   }
 
   /** Starts delivering in the background. */
   start(): void {
-    if (this.#loop) return;
-    this.#stopping = false;
+    if (this.#started) return;
+    this.#started = true;
     this.#shutdown = new AbortController();
-    this.#loop = this.#run();
+    this.#poll.start(() => this.#subscribe());
   }
 
   /**
@@ -183,152 +155,32 @@ export class WebhookDispatcher {
    * process after a restart or any other process now.
    */
   async stop(): Promise<void> {
-    if (!this.#loop) return;
-    this.#stopping = true;
-    this.#wake();
-    await this.#loop;
+    if (!this.#started) return;
+    await this.#poll.stop();
     const timer = setTimeout(() => this.#shutdown.abort(), this.#o.stopGraceMs);
     await Promise.allSettled([...this.#inFlight]);
     clearTimeout(timer);
     for (const u of this.#unlisten.splice(0)) await u().catch(() => {});
-    this.#agents.http.destroy();
-    this.#agents.https.destroy();
-    this.#loop = undefined;
+    this.#attempts.close();
+    this.#started = false;
   }
 
   /**
-   * Sends the event of log `logId` to its webhook again, now; the new attempt. Not retried.
-   * Livepeer's resend answers the new attempt (cannon.ts resendWebhook), so it is sent here
-   * rather than queued, but in one of the delivery slots (waiting for one at most the
-   * timeout, the longest an attempt holds one) and at the owner's resend rate (issue #25:
-   * 60 parallel resends were 60 POSTs held open at the receiver). Either limit is a 429.
+   * Sends the event of log `logId` to its webhook again, now; the new attempt (resend.ts:
+   * in one of the delivery slots, at the owner's resend rate). Not retried.
    */
-  async resend(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow> {
-    if (!UUID_RE.test(webhookId) || !UUID_RE.test(logId)) throw new NotFoundError();
-    const rate = this.#resendRate.take(owner);
-    if (!rate.ok)
-      throw new ResendLimitError(
-        `too many resends: an owner may resend ${this.#o.resendsPerMinute} deliveries a minute`,
-        rate.retryAfterMs,
-      );
-    const src = (
-      await this.#o.db.query<{
-        deliveryId: string | null;
-        eventId: string;
-        event: WebhookEvent;
-        requestBody: string;
-        url: string;
-        sharedSecret: string | null;
-      }>(plans.resendSource, [logId, webhookId, owner])
-    )[0];
-    if (!src) throw new NotFoundError();
-    // Livepeer resends the logged request with a new timestamp (cannon.ts resendWebhook):
-    // the receiver gets the event as it was, with the same id.
-    let envelope: Record<string, unknown>;
-    try {
-      envelope = JSON.parse(src.requestBody) as Record<string, unknown>;
-    } catch {
-      throw new InvalidStateError('this attempt sent no event to resend');
-    }
-    await this.#slots.acquire(owner, this.#o.timeoutMs);
-    try {
-      return await this.#resendNow({ ...src, webhookId, envelope });
-    } finally {
-      this.#released(owner);
-    }
-  }
-
-  async #resendNow(src: {
-    deliveryId: string | null;
-    webhookId: string;
-    eventId: string;
-    event: WebhookEvent;
-    url: string;
-    sharedSecret: string | null;
-    envelope: Record<string, unknown>;
-  }): Promise<DeliveryLogRow> {
-    const { envelope, webhookId } = src;
-    const timestamp = Date.now();
-    const body = JSON.stringify({ ...envelope, timestamp });
-    const result = await this.#post(src.url, body, src.sharedSecret, timestamp);
-    const verdict = verdictOf(result) === 'delivered' ? 'delivered' : 'failed';
-    const createdAt = typeof envelope.createdAt === 'number' ? new Date(envelope.createdAt) : new Date();
-    const log = await this.#record({
-      delivery: { id: src.deliveryId, claim: null },
-      webhookId,
-      eventId: src.eventId,
-      event: src.event,
-      eventCreatedAt: createdAt,
-      url: src.url,
-      body,
-      headers: result.sentHeaders,
-      result,
-      verdict,
-      delayMs: 0,
-    });
-    this.#metrics.outcome(verdict === 'delivered' ? 'delivered' : 'failed');
-    return log.row;
-  }
-
-  async #run(): Promise<void> {
-    await this.#subscribe();
-    while (!this.#stopping) {
-      await this.#spaced();
-      if (this.#stopping) break;
-      this.#wakeRequested = false;
-      this.#lastPassAt = performance.now();
-      try {
-        await this.#pass();
-      } catch (err) {
-        this.#o.log.error({ err }, 'webhook dispatch failed; trying again');
-      }
-      if (this.#wakeRequested || this.#stopping) continue;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.#o.pollMs);
-        this.#sleeper = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-      this.#sleeper = undefined;
-    }
-  }
-
-  /**
-   * Waits until `passGapMs` after the last pass began. Every task change NOTIFYs, and a pass
-   * costs about 2.6 ms of the database even with nothing to send (the fan-out and the claim,
-   * on the embedded database): woken once per change, an API process on two vCPUs served
-   * half the POST /api/transcode it serves with the dispatcher held back (bench/README.md,
-   * API). Changes that come within the gap are fanned out by one pass; a delivery waits at
-   * most the gap more.
-   */
-  async #spaced(): Promise<void> {
-    const wait = this.#lastPassAt + this.#o.passGapMs - performance.now();
-    if (wait <= 0) return;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, wait);
-      this.#sleeper = () => {
-        if (!this.#stopping) return; // a wake-up joins the coming pass; only stop cuts the gap
-        clearTimeout(t);
-        resolve();
-      };
-    });
-    this.#sleeper = undefined;
+  resend(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow> {
+    return this.#resends.resend({ owner, webhookId, logId });
   }
 
   async #subscribe(): Promise<void> {
     for (const channel of [TASK_EVENTS_CHANNEL, DELIVERIES_CHANNEL]) {
       try {
-        this.#unlisten.push(await this.#o.db.listen(channel, () => this.#wake()));
+        this.#unlisten.push(await this.#o.db.listen(channel, this.#poll.wake));
       } catch (err) {
         this.#o.log.warn({ err, channel }, 'could not listen for webhook work; polling only');
       }
     }
-  }
-
-  #wake(): void {
-    this.#wakeRequested = true;
-    this.#sleeper?.();
   }
 
   /** Fans out every undispatched event, then claims as many due deliveries as there are free slots. */
@@ -337,14 +189,14 @@ export class WebhookDispatcher {
     for (;;) {
       const r = (await this.#o.db.query<{ events: number; deliveries: number }>(plans.fanOut, [this.#o.batchSize]))[0];
       added += r?.deliveries ?? 0;
-      if (!r || r.events < this.#o.batchSize || this.#stopping) break;
+      if (!r || r.events < this.#o.batchSize || this.#poll.stopping) break;
     }
     // Other processes sharing a server help with them; the embedded database has no others.
     if (added > 0 && this.#o.db.kind === 'postgres')
       await this.#o.db.notify(DELIVERIES_CHANNEL, '').catch((err: unknown) => {
         this.#o.log.warn({ err }, 'could not notify other processes of new webhook deliveries');
       });
-    if (this.#stopping) return;
+    if (this.#poll.stopping) return;
     const free = this.#slots.claimable;
     this.#saturated = free <= 0;
     if (free <= 0) return;
@@ -391,7 +243,7 @@ export class WebhookDispatcher {
   /** A slot came free: a waiting resend takes it first, else the next pass may claim. */
   #released(owner: string): void {
     this.#slots.release(owner);
-    if (this.#saturated) this.#wake();
+    if (this.#saturated) this.#poll.wake();
   }
 
   async #deliver(c: Claimed): Promise<void> {
@@ -424,10 +276,10 @@ export class WebhookDispatcher {
       body = '';
     }
     const result = body
-      ? await this.#post(c.url, body, c.sharedSecret, timestamp)
-      : { ...noAnswer('could not build the payload of this event'), sentHeaders: {} };
+      ? await this.#attempts.post({ url: c.url, body, secret: c.sharedSecret, timestamp }, this.#shutdown.signal)
+      : notSent('could not build the payload of this event');
     const verdict = body ? verdictOf(result) : 'failed';
-    const { row, deliveryStatus } = await this.#record({
+    const { row, deliveryStatus } = await this.#attempts.record({
       delivery: { id: c.id, claim: c.attempts },
       webhookId: c.webhookId,
       eventId: c.eventId,
@@ -435,7 +287,6 @@ export class WebhookDispatcher {
       eventCreatedAt: c.created_at,
       url: c.url,
       body,
-      headers: result.sentHeaders,
       result,
       verdict,
       delayMs: result.aborted ? 0 : retryDelay(c.attempts, this.#o),
@@ -461,82 +312,6 @@ export class WebhookDispatcher {
     }
     // null: the claim was lost meanwhile (its lease ran out); the attempt is logged all the same.
   }
-
-  async #post(
-    url: string,
-    body: string,
-    secret: string | null,
-    timestamp: number,
-  ): Promise<PostResult & { sentHeaders: Record<string, string> }> {
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': USER_AGENT,
-      ...signatureHeaders(body, secret, timestamp),
-    };
-    const result = await postWebhook({
-      url,
-      body,
-      headers,
-      timeoutMs: this.#o.timeoutMs,
-      allowPrivate: this.#o.allowPrivateUrls,
-      resolve: this.#o.resolve,
-      signal: this.#shutdown.signal,
-      agents: this.#agents,
-    });
-    return { ...result, sentHeaders: headers };
-  }
-
-  async #record(a: Attempt): Promise<{ row: DeliveryLogRow; deliveryStatus: string | null }> {
-    const r = a.result;
-    const failure =
-      a.verdict === 'delivered'
-        ? null
-        : JSON.stringify({
-            timestamp: Date.now(),
-            ...(r.statusCode === null ? {} : { statusCode: r.statusCode }),
-            ...(r.error === null ? {} : { error: r.error }),
-            ...(r.responseBody ? { response: r.responseBody } : {}),
-          });
-    const rows = await this.#o.db.query<DeliveryLogRow & { deliveryStatus: string | null }>(plans.recordAttempt, [
-      randomUUID(),
-      a.delivery.id,
-      a.delivery.claim,
-      a.verdict,
-      a.delayMs,
-      this.#o.maxAgeMs,
-      a.eventCreatedAt,
-      a.webhookId,
-      a.eventId,
-      a.event,
-      r.durationMs,
-      a.url,
-      a.body,
-      JSON.stringify(a.headers),
-      r.statusCode,
-      r.statusText,
-      r.error,
-      r.responseBody,
-      failure,
-      r.timedOut,
-    ]);
-    const row = rows[0];
-    if (!row) throw new Error('recording a webhook attempt returned no row');
-    const { deliveryStatus, ...log } = row;
-    return { row: log, deliveryStatus };
-  }
-}
-
-function noAnswer(error: string): PostResult {
-  return {
-    statusCode: null,
-    statusText: null,
-    responseBody: null,
-    error,
-    permanent: true,
-    aborted: false,
-    timedOut: false,
-    durationMs: 0,
-  };
 }
 
 /** Options without the keys given as undefined, so they do not hide the defaults. */

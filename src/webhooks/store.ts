@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/index.ts';
 import { NotFoundError, ValidationError } from '../lib/errors.ts';
+import { isUuid } from '../lib/ids.ts';
 import * as plans from './plans.ts';
 import type { DeliveryLogRow, Page, WebhookFailure, WebhookInput, WebhookRow } from './types.ts';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** last_failure as stored: times in ms, as Livepeer keeps them. */
 interface StoredFailure {
@@ -29,7 +28,7 @@ function toWebhook(row: StoredWebhook): WebhookRow {
 }
 
 /** A cursor that is no id of ours ends the list (as for tasks) instead of failing the query. */
-const badCursor = (page: Page): boolean => page.cursor !== undefined && !UUID_RE.test(page.cursor);
+const badCursor = (page: Page): boolean => page.cursor !== undefined && !isUuid(page.cursor);
 
 /**
  * An owner's webhooks and their delivery logs. Every method is owner-scoped: another
@@ -80,13 +79,13 @@ export class WebhookStore {
   }
 
   async get(owner: string, id: string): Promise<WebhookRow> {
-    if (!UUID_RE.test(id)) throw new NotFoundError();
+    if (!isUuid(id)) throw new NotFoundError();
     return toWebhook(one(await this.#db.query<StoredWebhook>(plans.getWebhook, [id, owner])));
   }
 
   /** Replaces name, URL, events and secret, as Livepeer's PUT does: a secret left out is removed. */
   async update(owner: string, id: string, input: WebhookInput): Promise<WebhookRow> {
-    if (!UUID_RE.test(id)) throw new NotFoundError();
+    if (!isUuid(id)) throw new NotFoundError();
     const rows = await this.#db.query<StoredWebhook>(plans.updateWebhook, [
       id,
       owner,
@@ -100,7 +99,7 @@ export class WebhookStore {
 
   /** Deletes the webhook (its logs stay readable to no one); deliveries not yet made are given up. */
   async delete(owner: string, id: string): Promise<WebhookRow> {
-    if (!UUID_RE.test(id)) throw new NotFoundError();
+    if (!isUuid(id)) throw new NotFoundError();
     return toWebhook(one(await this.#db.query<StoredWebhook>(plans.deleteWebhook, [id, owner])));
   }
 
@@ -115,7 +114,7 @@ export class WebhookStore {
 
   async log(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow> {
     await this.get(owner, webhookId);
-    if (!UUID_RE.test(logId)) throw new NotFoundError();
+    if (!isUuid(logId)) throw new NotFoundError();
     return one(await this.#db.query<DeliveryLogRow>(plans.getLog, [logId, webhookId]));
   }
 }

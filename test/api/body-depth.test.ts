@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { MODELS_DIR, quietLog, testConfig, TINY } from '../helpers/llm.ts';
 import { startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 const MAX_DEPTH = 128;
 const TOO_DEEP = `request body is nested deeper than ${MAX_DEPTH} levels`;
@@ -124,7 +125,7 @@ describe('request bodies nested too deeply (issue #25)', () => {
 describe('a standalone orchestrator', () => {
   it('refuses a body nested too deeply with a 400 in the OpenAI shape', async () => {
     const orch = await startOrchestrator({
-      config: testConfig({ host: '127.0.0.1', port: 0, orchestratorModels: [] }),
+      options: orchestratorOptions(testConfig({ host: '127.0.0.1', port: 0, orchestratorModels: [] })),
       log: quietLog,
     });
     try {

@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { MODELS_DIR, quietLog, readSse, testConfig, TINY } from '../helpers/llm.ts';
 import { startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 const TIMEOUT_MS = 400;
 
@@ -190,7 +191,9 @@ describe('links under MEDIAPLANE_PUBLIC_URL', () => {
 describe('a standalone orchestrator', () => {
   it('closes a slow request with 408 in the OpenAI shape', async () => {
     const orch = await startOrchestrator({
-      config: testConfig({ host: '127.0.0.1', port: 0, requestTimeoutMs: TIMEOUT_MS, orchestratorModels: [] }),
+      options: orchestratorOptions(
+        testConfig({ host: '127.0.0.1', port: 0, requestTimeoutMs: TIMEOUT_MS, orchestratorModels: [] }),
+      ),
       log: quietLog,
     });
     try {

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { IdempotencyKeys } from '../../src/api/idempotency.ts';
-import { openDb, type Db } from '../../src/db/index.ts';
+import type { Db } from '../../src/db/index.ts';
 import {
-  databaseFor,
   databaseKinds,
+  openTestDb,
   startTestServer,
   transcodeBody,
   waitFor,
@@ -212,7 +212,7 @@ describe('IdempotencyKeys while the first request is in flight', () => {
   const app = Fastify();
 
   before(async () => {
-    db = await openDb({});
+    db = await openTestDb('embedded');
     const keys = new IdempotencyKeys(db, { waitMs: 100, pollMs: 10 });
     app.post('/thing', async (req, reply) =>
       keys.once(req, reply, 'owner', async () => {
@@ -266,7 +266,7 @@ for (const { kind, skip } of await databaseKinds()) {
     }
 
     before(async () => {
-      db = await openDb({ databaseUrl: await databaseFor(kind) });
+      db = await openTestDb(kind);
       keys = new IdempotencyKeys(db, { waitMs: 30_000, maxWaiters: 40 });
       app.post('/slow', async (req, reply) =>
         keys.once(req, reply, 'owner', async () => {

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Accounts } from '../../src/accounts/index.ts';
-import { openDb, type Db } from '../../src/db/index.ts';
+import type { Db } from '../../src/db/index.ts';
 import { parseSse } from '../../src/lib/sse.ts';
 import { TaskStore, type TaskRow } from '../../src/tasks/index.ts';
 import {
-  databaseFor,
   databaseKinds,
+  openTestDb,
   startTestServer,
   transcodeBody,
   waitFor,
@@ -114,7 +114,7 @@ for (const { kind, skip } of await databaseKinds()) {
     const N = 20;
 
     before(async () => {
-      db = await openDb({ databaseUrl: await databaseFor(kind) });
+      db = await openTestDb(kind);
       reads = counting(db);
       tasks = new TaskStore(reads.db);
       await new Accounts(db, { authCacheMs: 0 }).createKey('alice');

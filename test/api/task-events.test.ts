@@ -175,7 +175,8 @@ for (const { kind, skip } of await databaseKinds()) {
     it('sends a keep-alive comment while the task is quiet', async () => {
       // The route on an app of its own, with a short interval (15 s on the API).
       const app = Fastify();
-      await taskEventsRoute(app, { tasks: server.running.core.tasks, owner: () => 'alice', keepAliveMs: 10 });
+      const auth = { hook: async () => {}, of: () => ({ owner: 'alice' }) };
+      await taskEventsRoute(app, { tasks: server.running.core.tasks, auth, keepAliveMs: 10 });
       const url = await app.listen({ port: 0, host: '127.0.0.1' });
       try {
         const id = await create();

@@ -13,7 +13,9 @@ import { Registry as MetricsRegistry } from 'prom-client';
 import { Accounts } from '../../src/accounts/index.ts';
 import { loadConfig, type Config, type SettingKey } from '../../src/config/index.ts';
 import { openDb, type Db } from '../../src/db/index.ts';
-import { registerGateway } from '../../src/llm/gateway/index.ts';
+import { Billing, OrchestratorPool, registerGateway, selfBase } from '../../src/llm/gateway/index.ts';
+import { Ledger } from '../../src/llm/ledger.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The shared GGUF test models, laid out `<org>/<model_name>/*.gguf`. */
@@ -121,6 +123,35 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
+/**
+ * The gateway's routes on `app`, its parts built as src/main.ts startGateway builds them (issue
+ * #26: registerGateway is handed its pool, ledger and billing), with the test's settings.
+ */
+export function registerTestGateway(
+  app: FastifyInstance,
+  o: { config: Config; db: Db; accounts: Accounts; orchestrators?: string[] | undefined; metrics?: MetricsRegistry },
+): Promise<{ close(): Promise<void> }> {
+  const { config } = o;
+  const pool = new OrchestratorPool({
+    urls: [...config.gatewayOrchestrators, ...(o.orchestrators ?? [])],
+    resolveBase: selfBase(app),
+    secret: config.orchestratorSecret,
+    pollMs: config.gatewayPollMs,
+    log: quietLog,
+  });
+  const ledger = new Ledger(o.db);
+  const billing = new Billing(ledger, { usageBased: config.gatewayUsageBased });
+  return registerGateway(app, {
+    settings: config,
+    pool,
+    ledger,
+    billing,
+    accounts: o.accounts,
+    log: quietLog,
+    metrics: o.metrics,
+  });
+}
+
 export async function startGateway(
   opts: {
     orchestrators?: string[];
@@ -136,14 +167,7 @@ export async function startGateway(
   const app = Fastify();
   await opts.mount?.(app);
   const metrics = new MetricsRegistry();
-  const gw = await registerGateway(app, {
-    config,
-    db,
-    accounts,
-    log: quietLog,
-    orchestrators: opts.orchestrators ?? [],
-    metrics,
-  });
+  const gw = await registerTestGateway(app, { config, db, accounts, orchestrators: opts.orchestrators, metrics });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     url,
@@ -200,7 +224,9 @@ export async function startLocalLlm(opts: {
     config: { orchestratorSecret: secret },
     mount: async (app) => {
       orch = await startOrchestrator({
-        config: testConfig({ orchestratorModels: opts.models, orchestratorSecret: secret, ...opts.config }),
+        options: orchestratorOptions(
+          testConfig({ orchestratorModels: opts.models, orchestratorSecret: secret, ...opts.config }),
+        ),
         log: quietLog,
         app,
       });

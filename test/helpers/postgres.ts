@@ -28,6 +28,8 @@ async function freePort(): Promise<number> {
 }
 
 export interface TestPostgres {
+  /** The server's own `postgres` database: what MEDIAPLANE_TEST_DATABASE_URL would say. */
+  url: string;
   /** A fresh, empty database on the server. */
   createDatabase(): Promise<string>;
   stop(): Promise<void>;
@@ -35,7 +37,11 @@ export interface TestPostgres {
 
 let shared: Promise<TestPostgres | null> | undefined;
 
-/** The test server, started once per test process; null (with a reason) when none can run. */
+/**
+ * The test server, started once per test process; null (with a reason) when none can run.
+ * `npm test` (scripts/test.ts) starts one for all the files and hands it down through
+ * MEDIAPLANE_TEST_DATABASE_URL; each file still makes its own databases (issue #26).
+ */
 export function testPostgres(): Promise<TestPostgres | null> {
   shared ??= start();
   return shared;
@@ -94,7 +100,8 @@ async function start(): Promise<TestPostgres | null> {
     '-c',
     'full_page_writes=off',
     '-c',
-    'max_connections=200',
+    // Several test files at once share the server (scripts/test.ts), each with its pools.
+    'max_connections=500',
   ];
   const child: ChildProcess = spawn(join(bin, 'postgres'), args, { stdio: 'ignore', cwd: dir, env, ...ids });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
@@ -128,6 +135,7 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
 function withDatabases(url: string, cleanup: () => Promise<void>): TestPostgres {
   let n = 0;
   return {
+    url,
     async createDatabase() {
       const name = `mediaplane_test_${process.pid}_${++n}_${Date.now()}`;
       const c = new pg.Client({ connectionString: url });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after } from 'node:test';
 import { loadConfig, type SettingKey } from '../../src/config/index.ts';
+import { type Db, openDb } from '../../src/db/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import { startRoles, type RoleSet, type StartedRoles } from '../../src/main.ts';
 import { stopTestPostgres, testPostgres } from './postgres.ts';
@@ -54,6 +55,11 @@ export async function databaseFor(kind: DatabaseKind): Promise<string | undefine
   const server = await testPostgres();
   if (!server) throw new Error('no PostgreSQL test server');
   return server.createDatabase();
+}
+
+/** A migrated database of `kind` of its own, for a test that drives the stores without a server. */
+export async function openTestDb(kind: DatabaseKind): Promise<Db> {
+  return openDb({ databaseUrl: await databaseFor(kind) });
 }
 
 after(() => stopTestPostgres());

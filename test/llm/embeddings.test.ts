@@ -21,6 +21,7 @@ import {
   TINY,
   type TestGateway,
 } from '../helpers/llm.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 let llm: LocalLlm;
 let gw: TestGateway;
@@ -185,7 +186,7 @@ test('a failing orchestrator is passed over for the next; a priced one charges i
   let second: TestGateway | undefined;
   try {
     priced = await startOrchestrator({
-      config: testConfig({ orchestratorModels: [TINY], orchestratorPricePerToken: price }),
+      options: orchestratorOptions(testConfig({ orchestratorModels: [TINY], orchestratorPricePerToken: price })),
       log: quietLog,
     });
     second = await startGateway({ orchestrators: [broken.url, priced.url ?? ''] });

@@ -11,6 +11,7 @@ import { Ajv } from 'ajv';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { CALL_TOKEN, modelWithChatTemplate, ONE_TOKEN_CALL_TEMPLATE, type TemplateModel } from '../helpers/gguf.ts';
 import { MODELS_DIR, quietLog, readSse, testConfig, TINY } from '../helpers/llm.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 interface Orchestrator {
   url?: string | undefined;
@@ -31,9 +32,14 @@ before(async () => {
   await modelWithChatTemplate({ source, id: CALLS_MODEL, template: ONE_TOKEN_CALL_TEMPLATE, dir: templated.dir });
   const config = { orchestratorStreamIntervalMs: 0, maxNumSeqs: 4 };
   [plain, tools] = await Promise.all([
-    startOrchestrator({ config: testConfig({ ...config, orchestratorModels: [TINY] }), log: quietLog }),
     startOrchestrator({
-      config: testConfig({ ...config, modelsDir: templated.dir, orchestratorModels: [TOOLS_MODEL, CALLS_MODEL] }),
+      options: orchestratorOptions(testConfig({ ...config, orchestratorModels: [TINY] })),
+      log: quietLog,
+    }),
+    startOrchestrator({
+      options: orchestratorOptions(
+        testConfig({ ...config, modelsDir: templated.dir, orchestratorModels: [TOOLS_MODEL, CALLS_MODEL] }),
+      ),
       log: quietLog,
     }),
   ]);

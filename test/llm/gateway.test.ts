@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import { Livepeer } from '@livepeer/ai';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { quietLog, readSse, startGateway, testConfig, STORIES, TINY, type TestGateway } from '../helpers/llm.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 let gw: TestGateway;
 let orch: { close(): Promise<void> };
@@ -22,7 +23,7 @@ before(async () => {
     config: { orchestratorSecret: SECRET },
     mount: async (app) => {
       const o = await startOrchestrator({
-        config: testConfig({ orchestratorModels: [TINY], orchestratorSecret: SECRET }),
+        options: orchestratorOptions(testConfig({ orchestratorModels: [TINY], orchestratorSecret: SECRET })),
         log: quietLog,
         app,
       });

@@ -19,6 +19,7 @@ import { secretMatches } from '../../src/lib/bearer.ts';
 import type { RoleSet } from '../../src/main.ts';
 import { MODELS_DIR, quietLog, testConfig, TINY } from '../helpers/llm.ts';
 import { startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/mediaplane.js', import.meta.url));
 // What `mediaplane start` runs, less the worker (no transcoding here).
@@ -391,19 +392,19 @@ describe('an orchestrator anyone could reach asks for a secret', () => {
     const empty = tempDir();
     const app = Fastify();
     await assert.rejects(
-      startOrchestrator({ config: testConfig({ modelsDir: empty }), log: quietLog, app }),
+      startOrchestrator({ options: orchestratorOptions(testConfig({ modelsDir: empty })), log: quietLog, app }),
       /MEDIAPLANE_ORCHESTRATOR_SECRET: required by an orchestrator mounted on a shared server/,
     );
     await app.close();
     for (const host of ['10.1.2.3', '::', 'example.com']) {
       await assert.rejects(
-        startOrchestrator({ config: testConfig({ modelsDir: empty, host }), log: quietLog }),
+        startOrchestrator({ options: orchestratorOptions(testConfig({ modelsDir: empty, host })), log: quietLog }),
         /MEDIAPLANE_ORCHESTRATOR_SECRET: required when the orchestrator listens on/,
         host,
       );
     }
     const local = await startOrchestrator({
-      config: testConfig({ modelsDir: empty, host: '127.0.0.1' }),
+      options: orchestratorOptions(testConfig({ modelsDir: empty, host: '127.0.0.1' })),
       log: quietLog,
     });
     await local.close();

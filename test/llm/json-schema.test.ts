@@ -16,8 +16,8 @@ import {
   responseFormatSchema,
   toolCallSchema,
   toolCallSchemas,
-} from '../../src/llm/orchestrator/engines/json-schema.ts';
-import type { ResponseFormat, ToolDef } from '../../src/llm/protocol.ts';
+} from '../../src/llm/orchestrator/engines/llamacpp/index.ts';
+import type { ResponseFormat, ToolDef } from '../../src/llm/protocol/index.ts';
 
 const fmt = (schema: object): ResponseFormat => ({
   type: 'json_schema',

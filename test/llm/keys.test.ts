@@ -7,8 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify from 'fastify';
 import { Accounts } from '../../src/accounts/index.ts';
 import { openDb } from '../../src/db/index.ts';
-import { registerGateway } from '../../src/llm/gateway/index.ts';
-import { quietLog, testConfig } from '../helpers/llm.ts';
+import { registerTestGateway, testConfig } from '../helpers/llm.ts';
 
 test('a revoked key gets 401 from the gateway once the cache TTL has passed', async () => {
   const db = await openDb({});
@@ -16,7 +15,7 @@ test('a revoked key gets 401 from the gateway once the cache TTL has passed', as
   const admin = new Accounts(db);
   const accounts = new Accounts(db, { authCacheMs: 100 });
   const app = Fastify();
-  const gw = await registerGateway(app, { config: testConfig({ gatewayPollMs: 60_000 }), db, accounts, log: quietLog });
+  const gw = await registerTestGateway(app, { config: testConfig({ gatewayPollMs: 60_000 }), db, accounts });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   try {
     const { id, key } = await admin.createKey('dora');

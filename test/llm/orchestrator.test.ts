@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { vllmArgs } from '../../src/llm/orchestrator/engines/vllm.ts';
-import { checkTuning, readGgufMeta, tuningFromConfig } from '../../src/llm/orchestrator/tuning.ts';
+import { vllmArgs } from '../../src/llm/orchestrator/engines/vllm/index.ts';
+import { checkTuning, readGgufMeta } from '../../src/llm/orchestrator/tuning.ts';
 import { createEngine } from '../../src/llm/orchestrator/engines/index.ts';
 import type { GenerateEvent } from '../../src/llm/orchestrator/engine.ts';
-import { chunk, chunkEncoder } from '../../src/llm/protocol.ts';
+import { chunk, chunkEncoder } from '../../src/llm/protocol/index.ts';
 import { formatSse } from '../../src/lib/sse.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { downloadFromHub } from '../../src/llm/orchestrator/models.ts';
@@ -27,6 +27,7 @@ import {
   testConfig,
   TINY,
 } from '../helpers/llm.ts';
+import { orchestratorOptions, tuningFromConfig } from '../../src/main.ts';
 
 const body = (extra: object = {}): string =>
   JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, ...extra });
@@ -116,13 +117,15 @@ test('beyond MAX_NUM_SEQS a request waits briefly, then 503; a prompt over the c
   // does not depend on how slow generation happens to be. (Not more than the context leaves
   // after the prompt: that is refused, issue #17.)
   const o = await startOrchestrator({
-    config: testConfig({
-      orchestratorModels: [TINY],
-      maxNumSeqs: 1,
-      orchestratorQueueMs: 150,
-      maxModelLen: 2048,
-      maxNumBatchedTokens: 2048,
-    }),
+    options: orchestratorOptions(
+      testConfig({
+        orchestratorModels: [TINY],
+        maxNumSeqs: 1,
+        orchestratorQueueMs: 150,
+        maxModelLen: 2048,
+        maxNumBatchedTokens: 2048,
+      }),
+    ),
     log: quietLog,
   });
   try {
@@ -240,7 +243,7 @@ test('vLLM engine with a fake vLLM child: started with the mapped flags, relays 
       maxModelLen: 1024,
       tensorParallelSize: 2,
     });
-    const o = await startOrchestrator({ config, log: quietLog });
+    const o = await startOrchestrator({ options: orchestratorOptions(config), log: quietLog });
     const started = JSON.parse((await readFile(record, 'utf8')).split('\n')[0] ?? '{}').args as string[];
     assert.equal(started[0], join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf'));
     for (const [flag, value] of [
@@ -279,7 +282,10 @@ test('vLLM engine with a fake vLLM child: started with the mapped flags, relays 
     // it is not written after the end.
     process.env.FAKE_VLLM_TRAILING = '1';
     // Unpaced, so that text after the end would be written at once, not dropped with a timer.
-    const late = await startOrchestrator({ config: { ...config, orchestratorStreamIntervalMs: 0 }, log: quietLog });
+    const late = await startOrchestrator({
+      options: orchestratorOptions({ ...config, orchestratorStreamIntervalMs: 0 }),
+      log: quietLog,
+    });
     try {
       const tail = await readSse(
         await fetch(`${late.url}/v1/chat/completions`, {
@@ -298,7 +304,7 @@ test('vLLM engine with a fake vLLM child: started with the mapped flags, relays 
 
     process.env.FAKE_VLLM_FAIL = '1';
     await assert.rejects(
-      startOrchestrator({ config, log: quietLog }),
+      startOrchestrator({ options: orchestratorOptions(config), log: quietLog }),
       /vLLM exited during start-up: ValueError: fake vLLM refuses to start/,
     );
   } finally {
@@ -309,7 +315,7 @@ test('vLLM engine with a fake vLLM child: started with the mapped flags, relays 
 });
 
 test('llama.cpp engine: text a busy consumer has not taken arrives merged, nothing lost; the last token rides on the end event', async () => {
-  const engine = createEngine(testConfig({ orchestratorModels: [TINY] }), quietLog);
+  const engine = createEngine(orchestratorOptions(testConfig({ orchestratorModels: [TINY] })).engine, quietLog);
   await engine.start();
   try {
     const params = { messages: [{ role: 'user' as const, content: 'Hello' }], maxTokens: 30, temperature: 0, n: 1 };
@@ -347,7 +353,7 @@ test('stream pacing: at most one write per MEDIAPLANE_ORCHESTRATOR_STREAM_INTERV
   const intervalMs = 1000;
   const start = (ms: number) =>
     startOrchestrator({
-      config: testConfig({ orchestratorModels: [TINY], orchestratorStreamIntervalMs: ms }),
+      options: orchestratorOptions(testConfig({ orchestratorModels: [TINY], orchestratorStreamIntervalMs: ms })),
       log: quietLog,
     });
   const [paced, unpaced] = await Promise.all([start(intervalMs), start(0)]);

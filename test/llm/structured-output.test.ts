@@ -30,8 +30,8 @@ import {
   responseFormatSchema,
   tokensOutsideUtf8,
   toolCallSchema,
-} from '../../src/llm/orchestrator/engines/json-schema.ts';
-import type { ResponseFormat, ToolChoice, ToolDef } from '../../src/llm/protocol.ts';
+} from '../../src/llm/orchestrator/engines/llamacpp/index.ts';
+import type { ResponseFormat, ToolChoice, ToolDef } from '../../src/llm/protocol/index.ts';
 import { MODELS_DIR, TINY } from '../helpers/llm.ts';
 
 const SCHEMAS = 200;

@@ -15,6 +15,7 @@ import type { Engine, GenerateEvent, GenerateParams } from '../../src/llm/orches
 import { createEngine } from '../../src/llm/orchestrator/engines/index.ts';
 import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
 import { quietLog, startGateway, testConfig, TINY, type TestGateway } from '../helpers/llm.ts';
+import { orchestratorOptions } from '../../src/main.ts';
 
 const FAKE = fileURLToPath(new URL('./fixtures/fake-vllm.ts', import.meta.url));
 
@@ -27,12 +28,14 @@ async function startEngine(record: string, env: Record<string, string> = {}, fla
   Object.assign(process.env, { FAKE_VLLM_RECORD: record, ...env });
   try {
     const e = createEngine(
-      testConfig({
-        orchestratorEngine: 'vllm',
-        orchestratorModels: [TINY],
-        vllmCommand: [process.execPath, FAKE, ...flags],
-        maxModelLen: 1024,
-      }),
+      orchestratorOptions(
+        testConfig({
+          orchestratorEngine: 'vllm',
+          orchestratorModels: [TINY],
+          vllmCommand: [process.execPath, FAKE, ...flags],
+          maxModelLen: 1024,
+        }),
+      ).engine,
       quietLog,
     );
     await e.start();
@@ -385,12 +388,14 @@ test('through the gateway with the openai SDK: the assembled answer of what vLLM
   let gw: TestGateway | undefined;
   try {
     orch = await startOrchestrator({
-      config: testConfig({
-        orchestratorEngine: 'vllm',
-        orchestratorModels: [TINY],
-        vllmCommand: [process.execPath, FAKE],
-        maxModelLen: 1024,
-      }),
+      options: orchestratorOptions(
+        testConfig({
+          orchestratorEngine: 'vllm',
+          orchestratorModels: [TINY],
+          vllmCommand: [process.execPath, FAKE],
+          maxModelLen: 1024,
+        }),
+      ),
       log: quietLog,
     });
     gw = await startGateway({ orchestrators: [orch.url ?? ''] });

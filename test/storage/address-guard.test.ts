@@ -18,7 +18,7 @@ import {
   S3InputSource,
   S3ObjectStore,
 } from '../../src/storage/index.ts';
-import { anyHandler, Worker } from '../../src/tasks/index.ts';
+import { Worker } from '../../src/tasks/index.ts';
 import { createTranscodeHandler } from '../../src/transcode/index.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 import { startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
@@ -459,7 +459,7 @@ describe('a transcode task whose storage endpoint rebinds', () => {
     worker = new Worker({
       db: server.running.core.db,
       queue: server.running.core.queue,
-      handlers: { 'transcode-file': anyHandler(handler) },
+      handlers: { 'transcode-file': handler },
       log: createLogger({ level: 'silent' }),
       scratchRoot: path.join(server.dataDir, 'scratch'),
       concurrency: 1,

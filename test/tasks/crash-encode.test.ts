@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { TaskEventRow } from '../../src/tasks/index.ts';
 import { processGone, processesInside } from '../../src/tasks/processes.ts';
-import { pdeathsigWorks } from '../../src/transcode/run.ts';
+import { pdeathsigWorks } from '../../src/lib/tied-process.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { makeClip } from '../helpers/media.ts';
 import { testPostgres } from '../helpers/postgres.ts';

@@ -11,7 +11,7 @@ import { Queue, Worker, type JobHandler, type TaskRow } from '../../src/tasks/in
 import { processGone } from '../../src/tasks/processes.ts';
 import { RETRY_JITTER, retryDelayMs, worstCaseRetries } from '../../src/tasks/retry-policy.ts';
 import { sweepScratch } from '../../src/tasks/scratch.ts';
-import { pdeathsigWorks } from '../../src/transcode/run.ts';
+import { pdeathsigWorks } from '../../src/lib/tied-process.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { makeClip } from '../helpers/media.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';

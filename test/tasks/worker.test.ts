@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { Type } from '@sinclair/typebox';
 import { createLogger } from '../../src/lib/log.ts';
 import { UnsupportedMediaError, UpstreamUnavailableError } from '../../src/lib/errors.ts';
-import { Worker, type JobHandler } from '../../src/tasks/index.ts';
+import { checkedHandler, Worker, type JobHandler } from '../../src/tasks/index.ts';
 import { databaseKinds, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
 
 // The queue and worker with stand-in job handlers (the pipeline has its own tests): what
@@ -148,6 +149,36 @@ for (const { kind, skip } of await databaseKinds()) {
       const id = await create();
       const failed = await phase(id, 'failed');
       assert.equal(failed.status.errorMessage, 'internal error while running the task');
+      await stopWorkers();
+    });
+
+    it('a task whose stored params no longer fit its type fails with a message naming the field; the worker goes on', async () => {
+      // The task type's schema of its stored params (transcode-file's is in transcode/handler.ts).
+      const schema = Type.Object({
+        outputs: Type.Object({ hls: Type.Object({ path: Type.String() }) }),
+        targetSegmentSizeSecs: Type.Optional(Type.Number()),
+      });
+      const ran: string[] = [];
+      const bad = await create();
+      const good = await create();
+      // A row as another version of the service (or a hand) might have left it; no worker runs yet.
+      await server.running.core.db.query(
+        `UPDATE tasks SET params = (params - 'outputs') || '{"targetSegmentSizeSecs": "six"}' WHERE id = $1`,
+        [bad],
+      );
+      await startWorker(
+        checkedHandler(schema, async (params, ctx) => {
+          ran.push(`${ctx.taskId} ${params.outputs.hls.path}`);
+          return { input_video: { duration: 1, size: 1 } };
+        }),
+      ).start();
+      const failed = await phase(bad, 'failed');
+      assert.match(failed.status.errorMessage, /^the task's stored params do not fit its type/);
+      assert.match(failed.status.errorMessage, /outputs: is required/);
+      assert.match(failed.status.errorMessage, /targetSegmentSizeSecs: must be a number/);
+      assert.equal(failed.status.retries, undefined, 'not retried: the row will not fit the next time either');
+      await phase(good, 'completed');
+      assert.deepEqual(ran, [`${good} /out/hls`], 'the handler ran for the good task only');
       await stopWorkers();
     });
 

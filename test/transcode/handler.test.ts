@@ -5,7 +5,13 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { loadConfig } from '../../src/config/index.ts';
-import { CancelledError, StorageDeniedError, UnsupportedMediaError, isRetryable } from '../../src/lib/errors.ts';
+import {
+  CancelledError,
+  StorageDeniedError,
+  UnsupportedMediaError,
+  ValidationError,
+  isRetryable,
+} from '../../src/lib/errors.ts';
 import type { JobContext } from '../../src/tasks/types.ts';
 import {
   createTranscodeHandler,
@@ -191,6 +197,28 @@ describe('transcode handler (HTTP input, S3 output)', () => {
     assert.equal(isRetryable(err), false);
     assert.match(err.message, new RegExp(`bucket "${bucket}"`));
     assert.ok(!err.message.includes(secret));
+    assert.equal(web.hits.length, before, 'nothing downloaded');
+  });
+
+  it('fails a task whose stored params no longer fit transcode-file, naming each field, before any download', async () => {
+    const bucket = await s3.createBucket();
+    // As a row written by another version might hold them: a profile with an encoder unknown
+    // here, and an input URL that is no string.
+    const stored = {
+      ...params(bucket, web.url('/clip.mp4'), { hls: { path: 'x' } }),
+      input: { url: 42 },
+      profiles: [{ name: 'p', width: 640, height: 360, bitrate: 1_000_000, encoder: 'H.266' }],
+    };
+    const before = web.hits.length;
+    const err = await handler(stored, await context()).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ValidationError, String(err));
+    assert.equal(isRetryable(err), false);
+    assert.match(err.message, /^the task's stored params do not fit its type/);
+    assert.match(err.message, /input\.url: must be a string/);
+    assert.match(err.message, /profiles\[0\]\.encoder: must be one of "H\.264"/);
     assert.equal(web.hits.length, before, 'nothing downloaded');
   });
 

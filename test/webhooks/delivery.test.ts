@@ -1,17 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { TASK_EVENTS_CHANNEL } from '../../src/tasks/index.ts';
 import { databaseKinds, waitFor } from '../helpers/server.ts';
-import {
-  type Bench,
-  deliveryStates,
-  openBench,
-  type Receiver,
-  rebinding,
-  startReceiver,
-  verifyWebhook,
-} from './helpers.ts';
+import { type Bench, benchHooks, deliveryStates, openBench, rebinding, verifyWebhook } from './helpers.ts';
 
 // Webhook delivery end to end (issue #18): task changes write the outbox (TaskStore, Queue),
 // a dispatcher fans them out and POSTs them to real receivers on port 0, and what a receiver
@@ -22,19 +14,8 @@ const SECRET = 'whsec-Do-Not-Leak-7f3a9c';
 for (const { kind, skip } of await databaseKinds()) {
   describe(`webhook delivery (${kind} database)`, { skip }, () => {
     let b: Bench;
-    const receivers: Receiver[] = [];
-    const receiver = async (...args: Parameters<typeof startReceiver>) => {
-      const r = await startReceiver(...args);
-      receivers.push(r);
-      return r;
-    };
-
-    before(async () => {
-      b = await openBench(kind);
-    });
-    afterEach(async () => {
-      await b.stopDispatchers();
-      await Promise.all(receivers.splice(0).map((r) => r.close()));
+    const receiver = benchHooks(kind, (opened) => {
+      b = opened;
     });
     after(async () => {
       await b.close();

@@ -7,13 +7,14 @@ import type { LookupAddress } from 'node:dns';
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
+import { afterEach, before } from 'node:test';
 import { Accounts } from '../../src/accounts/index.ts';
-import { type Db, openDb } from '../../src/db/index.ts';
+import type { Db } from '../../src/db/index.ts';
 import { createLogger, type Logger } from '../../src/lib/log.ts';
 import type { Resolve } from '../../src/lib/net-guard.ts';
 import { Queue, TaskStore, type TaskEventRow } from '../../src/tasks/index.ts';
 import { WebhookDispatcher, type WebhookDispatcherOptions, WebhookStore } from '../../src/webhooks/index.ts';
-import { type DatabaseKind, databaseFor, LogCapture } from '../helpers/server.ts';
+import { type DatabaseKind, LogCapture, openTestDb } from '../helpers/server.ts';
 
 // What the webhook tests share: a receiver (a real HTTP server on port 0), the signature
 // check of docs/webhooks.md, and a database with the stores a test drives.
@@ -160,7 +161,7 @@ export interface Bench {
 }
 
 export async function openBench(kind: DatabaseKind): Promise<Bench> {
-  const db = await openDb({ databaseUrl: await databaseFor(kind) });
+  const db = await openTestDb(kind);
   const logs = new LogCapture();
   const log = createLogger({ level: 'debug', destination: logs });
   const dispatchers: WebhookDispatcher[] = [];
@@ -220,6 +221,33 @@ export async function openBench(kind: DatabaseKind): Promise<Bench> {
       await stopDispatchers();
       await db.close();
     },
+  };
+}
+
+/**
+ * The hooks of a describe block that drives one bench: it is opened before the tests (and
+ * handed to `opened`), and after each test its dispatchers stop and the receivers it started
+ * close, so nothing of one test reaches the next. Returns the receiver starter to use. The
+ * block closes the bench itself (`after`), with whatever it checks at the end.
+ */
+export function benchHooks(
+  kind: DatabaseKind,
+  opened: (b: Bench) => void,
+): (...args: Parameters<typeof startReceiver>) => Promise<Receiver> {
+  let bench: Bench | undefined;
+  const receivers: Receiver[] = [];
+  before(async () => {
+    bench = await openBench(kind);
+    opened(bench);
+  });
+  afterEach(async () => {
+    await bench?.stopDispatchers();
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+  return async (...args) => {
+    const r = await startReceiver(...args);
+    receivers.push(r);
+    return r;
   };
 }
 

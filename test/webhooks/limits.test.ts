@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { fairShare } from '../../src/webhooks/index.ts';
 import { databaseKinds, waitFor } from '../helpers/server.ts';
-import { type Bench, openBench, type Receiver, startReceiver } from './helpers.ts';
+import { type Bench, benchHooks } from './helpers.ts';
 
 // One owner must not slow the others' webhooks (issue #25, hole 4): delivery slots shared
 // fairly between owners, a webhook that keeps timing out held to one delivery in flight, and
@@ -11,19 +11,8 @@ import { type Bench, openBench, type Receiver, startReceiver } from './helpers.t
 for (const { kind, skip } of await databaseKinds()) {
   describe(`webhook delivery under a hostile owner (${kind} database)`, { skip }, () => {
     let b: Bench;
-    const receivers: Receiver[] = [];
-    const receiver = async (...args: Parameters<typeof startReceiver>) => {
-      const r = await startReceiver(...args);
-      receivers.push(r);
-      return r;
-    };
-
-    before(async () => {
-      b = await openBench(kind);
-    });
-    afterEach(async () => {
-      await b.stopDispatchers();
-      await Promise.all(receivers.splice(0).map((r) => r.close()));
+    const receiver = benchHooks(kind, (opened) => {
+      b = opened;
     });
     after(() => b.close());
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { TranscodeJob } from '../../transcode/index.ts';
+import type { OutputKind, TranscodeJob } from '../../transcode/index.ts';
 import type { TaskWireShape } from './task.ts';
 
 // The wire contract of the transcoding task (spec/API.md section A), at the API's edge
@@ -69,8 +69,14 @@ const OutputPath = Type.Object(
   { additionalProperties: false },
 );
 
+// One field per output kind the transcode domain lists (transcode/outputs/index.ts): tsc
+// refuses a kind without its field here, or a field without its kind (issue #26).
 export const Outputs = Type.Object(
-  { hls: Type.Optional(OutputPath), mp4: Type.Optional(OutputPath), fmp4: Type.Optional(OutputPath) },
+  {
+    hls: Type.Optional(OutputPath),
+    mp4: Type.Optional(OutputPath),
+    fmp4: Type.Optional(OutputPath),
+  } satisfies Record<OutputKind, unknown>,
   { additionalProperties: false, minProperties: 1 },
 );
 

@@ -3,9 +3,9 @@
 // answer is assembled from them here, choice by choice, and a text completion is a chunk
 // rewritten into OpenAI's `text_completion` object.
 
-import type { FinishReason, TokenLogprob, ToolCall, Usage } from '../protocol.ts';
-import { legacyLogprobs } from './legacy-logprobs.ts';
-import type { ChunkChoice, CompletionChunk, ToolCallDelta } from './upstream.ts';
+import type { FinishReason, TokenLogprob, ToolCall, Usage } from '../protocol/index.ts';
+import { chatToLegacyLogprobs } from './legacy-logprobs.ts';
+import type { ChunkChoice, OpenAiChunk, ToolCallDelta } from '../openai-wire/index.ts';
 
 /** One choice of a whole answer. */
 export interface AssembledChoice {
@@ -27,7 +27,7 @@ interface Building {
 export class Assembler {
   readonly #choices = new Map<number, Building>();
 
-  add(chunk: CompletionChunk): void {
+  add(chunk: OpenAiChunk): void {
     for (const c of chunk.choices ?? []) this.#add(c);
   }
 
@@ -120,7 +120,7 @@ export function textCompletion(meta: AnswerMeta, choices: AssembledChoice[], wit
     choices: choices.map((c) => ({
       index: c.index,
       text: c.content,
-      logprobs: withLogprobs ? legacyLogprobs(c.logprobs) : null,
+      logprobs: withLogprobs ? chatToLegacyLogprobs(c.logprobs) : null,
       finish_reason: c.finish,
     })),
     usage: meta.usage,
@@ -136,7 +136,7 @@ export function textCompletion(meta: AnswerMeta, choices: AssembledChoice[], wit
 export function textCompletionRewriter(): (data: string) => string {
   const offsets = new Map<number, number>();
   return (data) => {
-    const c = JSON.parse(data) as CompletionChunk;
+    const c = JSON.parse(data) as OpenAiChunk;
     const head = { id: c.id, object: 'text_completion', created: c.created, model: c.model };
     if (c.usage) return JSON.stringify({ ...head, choices: [], usage: c.usage });
     const choices = (c.choices ?? []).map((x) => {
@@ -148,7 +148,7 @@ export function textCompletionRewriter(): (data: string) => string {
       return {
         index,
         text,
-        logprobs: entries ? legacyLogprobs(entries, at) : null,
+        logprobs: entries ? chatToLegacyLogprobs(entries, at) : null,
         finish_reason: x.finish_reason ?? null,
       };
     });

@@ -16,10 +16,11 @@ import {
   ModelNotFoundError,
   PayloadTooLargeError,
 } from '../../lib/errors.ts';
-import { type ChatRequest, type Feature, maxTokensProblem, requiredFeatures } from '../protocol.ts';
+import { type ChatRequest, type Feature, maxTokensProblem, requiredFeatures } from '../protocol/index.ts';
 import { type AnswerMeta, chatCompletion, textCompletion, textCompletionRewriter } from './assemble.ts';
-import type { Billing, ChargeFor } from './billing.ts';
-import { type Answer, type FailoverRequest, failover, type Whole } from './failover.ts';
+import type { Billing, Charge, ChargeFor } from './billing.ts';
+import { type Answer, askChat, deliverMeasured, type Whole } from './chat-attempt.ts';
+import { failover } from './failover.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { type Ended, recordOutcome } from './outcome.ts';
 import type { Candidate, OrchestratorPool } from './pool.ts';
@@ -30,7 +31,7 @@ export interface CompleteDeps {
   billing: Billing;
   log: Logger;
   metrics: GatewayMetrics;
-  /** The longest body it forwards (protocol.ts forwardedBodyLimit of its own body limit). */
+  /** The longest body it forwards (llm/protocol/ forwardedBodyLimit of its own body limit). */
   maxForwardBytes: number;
   maxPricePerToken: number;
   firstTokenTimeoutMs: number;
@@ -139,26 +140,32 @@ function jointAnswers(
   return answers.every((a) => a !== undefined) ? answers : undefined;
 }
 
+/** What the failover loop of one chat request is given (complete and completeJointly alike). */
+interface Asked {
+  candidates: readonly Candidate[];
+  requestId: string;
+  /** performance.now() when the request reached the gateway. */
+  arrived: number;
+  forward: string;
+  charge(c: Candidate): Promise<Charge | MediaplaneError>;
+}
+
 /** Runs the failover loop for one request and delivers its answer. */
-function answer(
-  deps: CompleteDeps,
-  opts: CompleteOptions,
-  o: Pick<FailoverRequest, 'candidates' | 'requestId' | 'arrived' | 'forward' | 'charge'>,
-): Promise<Ended> {
+function answer(deps: CompleteDeps, opts: CompleteOptions, o: Asked): Promise<Ended> {
   const { body } = opts;
+  const { requestId, arrived } = o;
+  const ask = { forward: o.forward, requestId, stream: body.stream, clientGone: opts.clientGone };
   return failover(
     deps,
+    { candidates: o.candidates, model: body.model, requestId, clientGone: opts.clientGone },
     {
-      candidates: o.candidates,
-      model: body.model,
-      forward: o.forward,
-      requestId: o.requestId,
-      stream: body.stream,
-      clientGone: opts.clientGone,
-      arrived: o.arrived,
       charge: o.charge,
+      ask: (c) => askChat(deps, c, ask),
+      deliver: (reply, charge, c) =>
+        deliverMeasured(deps, c, { reply, model: body.model, requestId, arrived }, () =>
+          deliver(deps, opts, { charge, reply }, requestId),
+        ),
     },
-    (a) => deliver(deps, opts, a, o.requestId),
   );
 }
 
@@ -264,7 +271,7 @@ function chargeFor(owner: string, body: ChatRequest, c: Candidate, requestId: st
 /**
  * The body sent to orchestrators: the validated request, always streamed, without what only
  * the gateway reads (the caller's price ceiling, include_usage). Re-serialised, it may be
- * longer than the body that came (see protocol.ts FORWARD_OVERHEAD_BYTES): what takes it past
+ * longer than the body that came (see llm/protocol/transport.ts FORWARD_OVERHEAD_BYTES): what takes it past
  * what an orchestrator with the same body limit accepts is refused here as too large, not
  * there as a misleading 400 (issue #15).
  */

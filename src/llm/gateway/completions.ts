@@ -18,9 +18,9 @@ import {
   sharedFields,
   toChatRequest,
   unknownFields,
-} from '../protocol.ts';
+} from '../protocol/index.ts';
 import { completeJointly } from './complete.ts';
-import { clientGone, type GatewayRoutes, nameIgnored, serveCompletion } from './serve.ts';
+import { clientGone, type GatewayRoutes, listOf, nameIgnored, serveCompletion } from './serve.ts';
 
 /** Prompts in one request (each a completion of its own). */
 const MAX_PROMPTS = 64;
@@ -116,8 +116,8 @@ export const completionsRoute = {
 export function registerCompletions(scope: FastifyInstance, routes: GatewayRoutes): void {
   scope.post<{ Body: CompletionsBody }>(
     '/v1/completions',
-    { schema: completionsRoute, onRequest: routes.requireOwner },
-    async (req, reply) => completions(req, reply, routes),
+    { schema: completionsRoute, onRequest: routes.auth.hook },
+    (req, reply) => completions(req, reply, routes),
   );
 }
 
@@ -163,9 +163,9 @@ async function completions(
   reply: FastifyReply,
   routes: GatewayRoutes,
 ): Promise<unknown> {
-  const body = req.body;
+  const { body } = req;
+  const prompts = listOf(body.prompt);
   const ignored = unknownFields(body, CompletionsBody);
-  const prompts = typeof body.prompt === 'string' ? [body.prompt] : body.prompt;
   const echo = body.echo === true;
   // OpenAI's echo with logprobs scores the prompt's own tokens, which no engine here computes.
   if (echo && typeof body.logprobs === 'number')
@@ -181,7 +181,7 @@ async function completions(
     });
   if (body.stream === true && echo)
     throw new BadRequestError('echo: not supported with stream yet; send it without stream', { param: 'echo' });
-  const defaultMaxTokens = routes.config.gatewayDefaultMaxTokens;
+  const defaultMaxTokens = routes.settings.gatewayDefaultMaxTokens;
   const requests = prompts.map((p) => toPromptRequest(body, p, defaultMaxTokens));
   const [first] = requests;
   if (first && (first.stream || (requests.length === 1 && !echo)))
@@ -189,7 +189,7 @@ async function completions(
   const res = reply.raw;
   nameIgnored(res, ignored);
   const gone = clientGone(res);
-  const owner = routes.ownerOf(req);
+  const owner = routes.auth.of(req).owner;
   // Each prompt is a completion of its own (its own orchestrator), run together under one
   // charge: all of them are paid for, or none (issue #25).
   const opts = { owner, bodies: requests, res, clientGone: gone, shape: 'text_completion' as const };

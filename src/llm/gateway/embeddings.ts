@@ -1,7 +1,8 @@
 // POST /v1/embeddings (issue #17), OpenAI's shape: `input` a string or a list of strings, the
 // vectors as floats or base64, priced on input tokens. Sent to an orchestrator offering the
 // model with the `embeddings` feature, failing over to the next on a 5xx or no answer, as
-// chat does before its first token (an embedding's answer is all one piece).
+// chat does before its first token (an embedding's answer is all one piece): the same failover
+// loop (failover.ts), given how embeddings are charged and asked.
 
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
@@ -18,11 +19,13 @@ import {
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { OpenAiErrorBody } from '../../lib/wire-errors.ts';
 import type { Ledger } from '../ledger.ts';
-import { sharedFields, unknownFields } from '../protocol.ts';
+import { sharedFields, unknownFields } from '../protocol/index.ts';
 import type { CompleteDeps } from './complete.ts';
-import { clientGone, type GatewayRoutes, nameIgnored } from './serve.ts';
-import { refusedByOrchestrator } from './errors.ts';
+import { clientGone, type GatewayRoutes, listOf, nameIgnored } from './serve.ts';
+import { refusal } from './errors.ts';
+import { failover, type Tried } from './failover.ts';
 import type { Candidate } from './pool.ts';
+import { postForJson } from './upstream.ts';
 
 /** OpenAI's limit on the inputs of one request. */
 const MAX_INPUTS = 2048;
@@ -100,8 +103,8 @@ interface Embedded {
 export function registerEmbeddings(scope: FastifyInstance, routes: GatewayRoutes): void {
   scope.post<{ Body: EmbeddingsBody }>(
     '/v1/embeddings',
-    { schema: embeddingsRoute, onRequest: routes.requireOwner },
-    async (req, reply) => embeddings(req, reply, routes),
+    { schema: embeddingsRoute, onRequest: routes.auth.hook },
+    (req, reply) => embeddings(req, reply, routes),
   );
 }
 
@@ -110,12 +113,18 @@ async function embeddings(
   reply: FastifyReply,
   routes: GatewayRoutes,
 ): Promise<unknown> {
-  const body = req.body;
+  const { body } = req;
+  const input = listOf(body.input);
   nameIgnored(reply.raw, unknownFields(body, EmbeddingsBody));
-  const input = typeof body.input === 'string' ? [body.input] : body.input;
   const candidates = await candidatesFor(routes.complete, body.model);
   const gone = clientGone(reply.raw);
-  const out = await firstAnswer(routes, { owner: routes.ownerOf(req), model: body.model, input, candidates, gone });
+  const out = await firstAnswer(routes, {
+    owner: routes.auth.of(req).owner,
+    model: body.model,
+    input,
+    candidates,
+    gone,
+  });
   return {
     object: 'list',
     data: out.data.map((d, index) => ({
@@ -177,47 +186,29 @@ interface Attempted {
   gone: AbortSignal;
 }
 
-/** Tries the candidates in order; the first answer is charged and returned. */
+/** Tries the candidates in order (failover.ts); the first answer is charged and returned. */
 async function firstAnswer(routes: GatewayRoutes, a: Attempted): Promise<Embedded> {
   const deps = routes.complete;
-  const failures: MediaplaneError[] = [];
   const requestId = `embd-${randomUUID()}`;
-  for (const c of a.candidates) {
-    const charge = await openCharge(routes.ledger, { ...a, candidate: c, requestId });
-    c.orchestrator.inflight++;
-    try {
-      const out = await ask(c, a, deps.firstTokenTimeoutMs);
-      await charge.settle(out.usage.prompt_tokens);
-      return out;
-    } catch (err) {
-      await charge.release();
-      const e = asError(err, deps.firstTokenTimeoutMs);
-      // The caller's mistake (the orchestrator's 400) is the answer; so is a client gone.
-      if (e.statusCode === 400 || a.gone.aborted) throw e;
-      deps.metrics.failedBeforeFirstToken(a.model, c.orchestrator.url);
-      deps.log.warn(
-        { orchestrator: c.orchestrator.url, model: a.model, err: e.message },
-        'embeddings failed; trying the next',
-      );
-      deps.pool.markDown(c.orchestrator);
-      failures.push(e);
-    } finally {
-      c.orchestrator.inflight--;
-    }
-  }
-  throw summarize(a.model, failures);
-}
-
-/** What the client is told when every orchestrator failed (as chat's failover.ts says it). */
-function summarize(model: string, failures: MediaplaneError[]): MediaplaneError {
-  const n = failures.length;
-  if (n > 0 && failures.every((f) => f instanceof TimeoutError))
-    return new TimeoutError(`every orchestrator for ${model} timed out (${n} tried)`);
-  if (failures.every((f) => f instanceof UpstreamUnavailableError))
-    return new UpstreamUnavailableError(`every orchestrator for ${model} is busy or down (${n} tried)`);
-  return new UpstreamFailedError(
-    `the orchestrators for ${model} failed and no other could take the request (${n} tried)`,
+  let answered: Embedded | undefined;
+  const ended = await failover(
+    deps,
+    { candidates: a.candidates, model: a.model, requestId, clientGone: a.gone },
+    {
+      charge: (c) => openCharge(routes.ledger, { ...a, candidate: c, requestId }),
+      ask: (c) => ask(c, { ...a, requestId }, deps.firstTokenTimeoutMs),
+      deliver: async (out: Embedded, charge) => {
+        await charge.settle(out.usage.prompt_tokens);
+        answered = out;
+        const tokens = out.usage.prompt_tokens;
+        return { outcome: 'completed', usage: { prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens } };
+      },
+    },
   );
+  if (ended.outcome === 'completed' && answered) return answered;
+  if (ended.outcome === 'failed' || ended.outcome === 'refused') throw ended.error;
+  // No one is left to read it: what the log says of a client gone mid-request.
+  throw new UpstreamUnavailableError('the client went away before the answer');
 }
 
 interface EmbeddingsCharge {
@@ -234,7 +225,7 @@ interface EmbeddingsCharge {
 async function openCharge(
   ledger: Ledger,
   o: { owner: string; model: string; input: string[]; candidate: Candidate; requestId: string },
-): Promise<EmbeddingsCharge> {
+): Promise<EmbeddingsCharge | MediaplaneError> {
   const c = o.candidate;
   const entry = {
     owner: o.owner,
@@ -250,7 +241,7 @@ async function openCharge(
     };
   const reservation = await ledger.reserve({ ...entry, pricePerToken: c.pricePerToken });
   if (!reservation)
-    throw new PaymentRequiredError(
+    return new PaymentRequiredError(
       `balance too low for up to ${entry.maxTokens} input tokens at ${c.pricePerToken} USD per token; add credits or send less input`,
     );
   return {
@@ -260,21 +251,28 @@ async function openCharge(
 }
 
 /** One orchestrator's answer, or the error that says why not. */
-async function ask(c: Candidate, a: Attempted, timeoutMs: number): Promise<Embedded> {
+async function ask(c: Candidate, a: Attempted & { requestId: string }, timeoutMs: number): Promise<Tried<Embedded>> {
   // The answer comes whole: the first-token timeout bounds all of it.
-  const signal = AbortSignal.any([a.gone, AbortSignal.timeout(timeoutMs)]);
-  const res = await fetch(`${c.base}/v1/embeddings`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(c.secret ? { authorization: `Bearer ${c.secret}` } : {}) },
-    body: JSON.stringify({ model: a.model, input: a.input }),
-    signal,
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw refusal(res.status, text);
-  const out = parsed(text);
-  if (!Array.isArray(out.data) || out.data.length !== a.input.length || typeof out.usage?.prompt_tokens !== 'number')
-    throw new UpstreamFailedError('the orchestrator answered embeddings in an unknown shape');
-  return { data: [...out.data].sort((x, y) => x.index - y.index), usage: out.usage };
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await postForJson(`${c.base}/v1/embeddings`, JSON.stringify({ model: a.model, input: a.input }), {
+      secret: c.secret,
+      requestId: a.requestId,
+      signal: AbortSignal.any([a.gone, timeout]),
+    });
+    if (!res.ok) return refusal(res);
+    const out = parsed(res.text);
+    if (!Array.isArray(out.data) || out.data.length !== a.input.length || typeof out.usage?.prompt_tokens !== 'number')
+      throw new UpstreamFailedError('the orchestrator answered embeddings in an unknown shape');
+    return { kind: 'answered', answer: { data: [...out.data].sort((x, y) => x.index - y.index), usage: out.usage } };
+  } catch (err) {
+    if (err instanceof MediaplaneError) return { kind: 'failed', error: err };
+    if (timeout.aborted) return { kind: 'failed', error: new TimeoutError(`no answer within ${timeoutMs} ms`) };
+    return {
+      kind: 'failed',
+      error: new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err }),
+    };
+  }
 }
 
 function parsed(text: string): Partial<Embedded> {
@@ -283,29 +281,4 @@ function parsed(text: string): Partial<Embedded> {
   } catch {
     return {};
   }
-}
-
-/** An orchestrator's error status: its 400 is the caller's request (passed on), the rest fail over. */
-function refusal(status: number, text: string): MediaplaneError {
-  let error: { message?: unknown; code?: unknown; param?: unknown } = {};
-  try {
-    error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
-  } catch {
-    // not JSON
-  }
-  const message = typeof error.message === 'string' ? error.message : text.slice(0, 300) || `status ${status}`;
-  if (status === 400)
-    return refusedByOrchestrator({
-      message,
-      code: typeof error.code === 'string' ? error.code : undefined,
-      param: typeof error.param === 'string' ? error.param : undefined,
-    });
-  if (status === 503 || status === 404 || status === 401) return new UpstreamUnavailableError(`${status}: ${message}`);
-  return new UpstreamFailedError(`${status}: ${message}`);
-}
-
-function asError(err: unknown, timeoutMs: number): MediaplaneError {
-  if (err instanceof MediaplaneError) return err;
-  if (err instanceof Error && err.name === 'TimeoutError') return new TimeoutError(`no answer within ${timeoutMs} ms`);
-  return new UpstreamUnavailableError(`unreachable: ${(err as Error).message}`, { cause: err });
 }

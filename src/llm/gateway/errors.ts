@@ -1,7 +1,14 @@
-// The gateway's reading of an orchestrator's refusal. Its errors reach the wire as every LLM
-// error does, through lib/wire-errors.ts openAiWireError.
+// The gateway's reading of an orchestrator's refusal, for chat and embeddings alike. Its
+// errors reach the wire as every LLM error does, through lib/wire-errors.ts openAiWireError.
 
-import { ContextLengthExceededError, type MediaplaneError, RequestRefusedError } from '../../lib/errors.ts';
+import {
+  ContextLengthExceededError,
+  type MediaplaneError,
+  RequestRefusedError,
+  UpstreamFailedError,
+  UpstreamUnavailableError,
+} from '../../lib/errors.ts';
+import type { ErrorBody } from '../openai-wire/index.ts';
 
 /**
  * An orchestrator's 400: the caller's request as the orchestrator refused it. The gateway
@@ -18,4 +25,17 @@ export function refusedByOrchestrator(opened: {
   return opened.code === 'context_length_exceeded'
     ? new ContextLengthExceededError(opened.message, options)
     : new RequestRefusedError(opened.message, { ...options, code: opened.code ?? 'invalid_request' });
+}
+
+/**
+ * What an orchestrator's error status means: its 400 is the caller's request ('rejected', the
+ * answer), a 503, 404 or 401 an orchestrator busy, without the model or not ours to use, and
+ * anything else a failure ('failed': the next orchestrator is tried).
+ */
+export function refusal(body: ErrorBody): { kind: 'rejected' | 'failed'; error: MediaplaneError } {
+  if (body.status === 400) return { kind: 'rejected', error: refusedByOrchestrator(body) };
+  const text = `${body.status}: ${body.message}`;
+  if (body.status === 503 || body.status === 404 || body.status === 401)
+    return { kind: 'failed', error: new UpstreamUnavailableError(text) };
+  return { kind: 'failed', error: new UpstreamFailedError(text) };
 }

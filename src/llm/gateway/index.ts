@@ -1,60 +1,70 @@
-// The gateway role: POST /llm and the OpenAI-compatible /v1/chat/completions, /v1/models and
-// /v1/models/{id}, GET /api/ledger, and POST /llm/orchestrators for self-registration. It
-// shares the app (and port) of the transcoding API; orchestrators are reached over HTTP only.
+// The gateway role: POST /llm and the OpenAI-compatible /v1/chat/completions, /v1/completions,
+// /v1/embeddings, /v1/models and /v1/models/{id}, GET /api/ledger, and POST /llm/orchestrators
+// for self-registration. It shares the app (and port) of the transcoding API; orchestrators are
+// reached over HTTP only. Its parts (the orchestrator pool, the ledger, billing) are built by
+// the composition root, src/main.ts, and handed in (issue #26); a new route is a file with a
+// register function, added to LLM_ROUTES.
 
 import type { AddressInfo } from 'node:net';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../../accounts/index.ts';
-import type { Config } from '../../config/index.ts';
-import type { Db } from '../../db/index.ts';
-import type { Static } from '@sinclair/typebox';
-import { AuthError, InternalError, ModelNotFoundError, NotFoundError } from '../../lib/errors.ts';
+import { NotFoundError } from '../../lib/errors.ts';
+import { requestAuth } from '../../lib/request-auth.ts';
 import { schemaValidatorCompiler } from '../../lib/schema-validator.ts';
 import { llmWireErrorFor, tasksWireError, wireErrorHandler } from '../../lib/wire-errors.ts';
-import { Ledger } from '../ledger.ts';
-import { secretMatches } from '../../lib/bearer.ts';
-import { ChatRequestBody, forwardedBodyLimit, toChatRequest, unknownFields } from '../protocol.ts';
-import { Billing } from './billing.ts';
-import type { CompleteDeps } from './complete.ts';
-import { gatewayMetrics } from './metrics.ts';
-import { OrchestratorPool } from './pool.ts';
-import {
-  chatRoute,
-  type LedgerQuery,
-  ledgerRoute,
-  modelRoute,
-  modelsRoute,
-  type RegistrationBody,
-  registrationRoute,
-} from './schemas.ts';
-import { type GatewayRoutes, serveCompletion } from './serve.ts';
+import type { Ledger } from '../ledger.ts';
+import { forwardedBodyLimit } from '../protocol/index.ts';
+import type { Billing } from './billing.ts';
+import { registerChat } from './chat-routes.ts';
 import { registerCompletions } from './completions.ts';
 import { registerEmbeddings } from './embeddings.ts';
+import { registerLedger } from './ledger-route.ts';
+import { gatewayMetrics } from './metrics.ts';
+import { registerModels } from './model-routes.ts';
+import type { OrchestratorPool } from './pool.ts';
+import { registerRegistration } from './registration-route.ts';
+import type { GatewayRoutes, GatewaySettings } from './serve.ts';
+
+export { Billing } from './billing.ts';
+export { OrchestratorPool } from './pool.ts';
+export type { GatewaySettings } from './serve.ts';
+
+/** The routes of the LLM error shape (OpenAI's), in the order the OpenAPI document lists them. */
+const LLM_ROUTES: ReadonlyArray<(scope: FastifyInstance, routes: GatewayRoutes) => void> = [
+  registerChat,
+  registerCompletions,
+  registerEmbeddings,
+  registerModels,
+  registerRegistration,
+];
+
+/** The settings of the gateway (config/gateway.ts and the orchestrator secret), not the whole Config. */
+export interface GatewayOptions extends GatewaySettings {
+  gatewayMaxPricePerToken: number;
+  gatewayFirstTokenTimeoutMs: number;
+  gatewayIdleTimeoutMs: number;
+  /** MEDIAPLANE_BODY_LIMIT_BYTES: what the gateway forwards is held to it (protocol forwardedBodyLimit). */
+  bodyLimitBytes: number;
+}
 
 export interface GatewayDeps {
-  config: Config;
-  db: Db;
+  settings: GatewayOptions;
+  pool: OrchestratorPool;
+  ledger: Ledger;
+  billing: Billing;
   accounts: Accounts;
   log: Logger;
-  /** Orchestrator base URLs in addition to MEDIAPLANE_GATEWAY_ORCHESTRATORS; a path such as
-   * `/orchestrator` means this same server (the local orchestrator of `mediaplane start`). */
-  orchestrators?: string[];
   /** Where its metrics go (the registry GET /metrics serves); a private one when absent. */
-  metrics?: MetricsRegistry;
-  /** The secret of the orchestrators given as a path (the local one of `mediaplane start`,
-   * kept in the data dir); MEDIAPLANE_ORCHESTRATOR_SECRET when absent. Sent to those only. */
-  localOrchestratorSecret?: string | undefined;
+  metrics?: MetricsRegistry | undefined;
 }
 
-/** A model as OpenAI's GET /v1/models lists it, with whether it is loaded somewhere. */
-function modelObject(m: { id: string; warm: boolean }) {
-  return { id: m.id, object: 'model' as const, created: 0, owned_by: m.id.split('/')[0] ?? 'unknown', warm: m.warm };
-}
-
-/** For orchestrators given as a path: this server's own address once it listens. */
-function selfBase(app: FastifyInstance): (url: string) => string | undefined {
+/**
+ * For the pool's orchestrators given as a path (`/orchestrator`: the local one of `mediaplane
+ * start`): this server's own address once it listens.
+ */
+export function selfBase(app: FastifyInstance): (url: string) => string | undefined {
   return (url) => {
     if (!url.startsWith('/')) return url;
     const addr = app.server.address() as AddressInfo | string | null;
@@ -69,49 +79,44 @@ function selfBase(app: FastifyInstance): (url: string) => string | undefined {
   };
 }
 
+/** Registers the gateway's routes on `app` and starts polling its pool; close() stops that. */
 export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): Promise<{ close(): Promise<void> }> {
-  const { config } = deps;
-  const log = deps.log.child({ role: 'gateway' });
-  const pool = new OrchestratorPool({
-    urls: [...config.gatewayOrchestrators, ...(deps.orchestrators ?? [])],
-    resolveBase: selfBase(app),
-    secret: config.orchestratorSecret,
-    localSecret: deps.localOrchestratorSecret,
-    pollMs: config.gatewayPollMs,
+  const { settings, pool } = deps;
+  const log = deps.log;
+  const routes: GatewayRoutes = {
+    settings,
     log,
-  });
-  const ledger = new Ledger(deps.db);
-  const completeDeps: CompleteDeps = {
     pool,
-    billing: new Billing(ledger, { usageBased: config.gatewayUsageBased }),
-    log,
-    metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), pool),
-    maxForwardBytes: forwardedBodyLimit(config.bodyLimitBytes),
-    maxPricePerToken: config.gatewayMaxPricePerToken,
-    firstTokenTimeoutMs: config.gatewayFirstTokenTimeoutMs,
-    idleTimeoutMs: config.gatewayIdleTimeoutMs,
+    ledger: deps.ledger,
+    // Accounts reuses a checked key for MEDIAPLANE_AUTH_CACHE_MS: without that, every chat
+    // request pays a database query (~1.2 ms on PGlite) before its first token.
+    auth: requestAuth((header) => deps.accounts.requirePrincipal(header)),
+    complete: {
+      pool,
+      billing: deps.billing,
+      log,
+      metrics: gatewayMetrics(deps.metrics ?? new MetricsRegistry(), pool),
+      maxForwardBytes: forwardedBodyLimit(settings.bodyLimitBytes),
+      maxPricePerToken: settings.gatewayMaxPricePerToken,
+      firstTokenTimeoutMs: settings.gatewayFirstTokenTimeoutMs,
+      idleTimeoutMs: settings.gatewayIdleTimeoutMs,
+    },
   };
+  await registerScopes(app, routes);
+  pool.start();
+  // The first poll waits for the server to listen (a path-style orchestrator needs its port).
+  app.addHook('onReady', async () => {
+    setImmediate(() => void pool.refresh());
+  });
+  return {
+    async close() {
+      pool.stop();
+    },
+  };
+}
 
-  // The owner of each request's API key, checked before its body is read or validated (as on
-  // the task API: one auth path, one message). Accounts reuses a checked key for
-  // MEDIAPLANE_AUTH_CACHE_MS: without that, every chat request pays a database query (~1.2 ms
-  // on PGlite) before its first token.
-  const owners = new WeakMap<FastifyRequest, string>();
-  const requireOwner = async (req: FastifyRequest): Promise<void> => {
-    owners.set(req, (await deps.accounts.requirePrincipal(req.headers.authorization)).owner);
-  };
-  const ownerOf = (req: FastifyRequest): string => {
-    const who = owners.get(req);
-    if (who === undefined) throw new InternalError('the route has no requireOwner hook');
-    return who;
-  };
-
-  const routes: GatewayRoutes = { config, log, complete: completeDeps, ledger, requireOwner, ownerOf };
-  const chat = async (req: FastifyRequest<{ Body: ChatRequestBody }>, reply: FastifyReply): Promise<unknown> => {
-    const body = toChatRequest(req.body, { defaultMaxTokens: config.gatewayDefaultMaxTokens });
-    return serveCompletion(routes, req, reply, { body, ignored: unknownFields(req.body, ChatRequestBody) });
-  };
-
+/** The LLM routes in their error shape, unknown paths under their prefixes, and the ledger in the task API's. */
+async function registerScopes(app: FastifyInstance, routes: GatewayRoutes): Promise<void> {
   // Chat text is free text: these scopes validate without the task API's plain-text rule.
   const validatorCompiler = schemaValidatorCompiler();
   await app.register(async (scope) => {
@@ -120,54 +125,9 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     scope.removeContentTypeParser('text/plain');
     scope.setValidatorCompiler(validatorCompiler);
     // OpenAI's shape; under /llm with `detail` beside it for @livepeer/ai (lib/wire-errors.ts).
-    scope.setErrorHandler(wireErrorHandler((err, req) => llmWireErrorFor(req.url)(err), log));
-    const chatOptions = (summary: string, livepeer: boolean) => ({
-      schema: chatRoute(summary, { livepeer }),
-      onRequest: requireOwner,
-    });
-    scope.post<{ Body: ChatRequestBody }>('/llm', chatOptions('Chat completion', true), chat);
-    scope.post<{ Body: ChatRequestBody }>(
-      '/v1/chat/completions',
-      chatOptions('Chat completion (OpenAI-compatible)', false),
-      chat,
-    );
-    for (const register of [registerCompletions, registerEmbeddings]) register(scope, routes);
-    scope.get('/v1/models', { schema: modelsRoute, onRequest: requireOwner }, async () => {
-      if (pool.models().length === 0) await pool.refresh();
-      return { object: 'list', data: pool.models().map(modelObject) };
-    });
-    // The openai SDK sends `org%2Fname` (one segment, decoded into :id); curl users type
-    // `org/name`, which only the wildcard route (kept out of the OpenAPI document) matches.
-    const oneModel = async (id: string) => {
-      if (!pool.offers(id)) await pool.refresh();
-      const m = pool.models().find((x) => x.id === id);
-      if (!m) throw new ModelNotFoundError(`The model ${JSON.stringify(id)} does not exist: no orchestrator offers it`);
-      return modelObject(m);
-    };
-    scope.get<{ Params: { id: string } }>(
-      '/v1/models/:id',
-      { schema: modelRoute, onRequest: requireOwner },
-      async (req) => oneModel(req.params.id),
-    );
-    scope.get<{ Params: { '*': string } }>('/v1/models/*', { onRequest: requireOwner }, async (req) =>
-      oneModel(req.params['*']),
-    );
-    const registrationSecret = async (req: FastifyRequest): Promise<void> => {
-      const secret = config.orchestratorSecret;
-      if (!secret || !secretMatches(req.headers.authorization, secret))
-        throw new AuthError('registration needs the shared orchestrator secret');
-    };
-    scope.post<{ Body: Static<typeof RegistrationBody> }>(
-      '/llm/orchestrators',
-      { schema: registrationRoute, onRequest: registrationSecret },
-      async (req, reply) => {
-        pool.add(req.body.url, true);
-        void pool.refresh();
-        return reply.status(204).send();
-      },
-    );
+    scope.setErrorHandler(wireErrorHandler((err, req) => llmWireErrorFor(req.url)(err), routes.log));
+    for (const register of LLM_ROUTES) register(scope, routes);
   });
-
   // Unknown paths under the LLM prefixes answer in the LLM error shape that OpenAI clients
   // parse, not Fastify's default body.
   for (const prefix of ['/v1', '/llm']) {
@@ -182,30 +142,10 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
       { prefix },
     );
   }
-
   // The ledger belongs to the owner-facing /api, so it answers in that API's error shape.
   await app.register(async (scope) => {
     scope.setValidatorCompiler(validatorCompiler);
-    scope.setErrorHandler(wireErrorHandler(tasksWireError, log));
-    scope.get<{ Querystring: Static<typeof LedgerQuery> }>(
-      '/api/ledger',
-      { schema: ledgerRoute, onRequest: requireOwner },
-      async (req) => {
-        const who = ownerOf(req);
-        const limit = req.query.limit ?? 100;
-        return { owner: who, balanceUsd: Number(await ledger.balance(who)), entries: await ledger.entries(who, limit) };
-      },
-    );
+    scope.setErrorHandler(wireErrorHandler(tasksWireError, routes.log));
+    registerLedger(scope, routes);
   });
-
-  pool.start();
-  // The first poll waits for the server to listen (a path-style orchestrator needs its port).
-  app.addHook('onReady', async () => {
-    setImmediate(() => void pool.refresh());
-  });
-  return {
-    async close() {
-      pool.stop();
-    },
-  };
 }

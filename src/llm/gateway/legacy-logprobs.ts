@@ -1,9 +1,10 @@
 // The `logprobs` of OpenAI's legacy text completion (POST /v1/completions, `logprobs: k`):
 // parallel arrays instead of the chat API's list of entries, alternatives as a map from token
 // text to its log probability. Engines give the chat form (TokenLogprob); this is its
-// translation, for whole answers and for each streamed chunk.
+// translation, for whole answers and for each streamed chunk. (The vLLM engine reads vLLM's
+// legacy chunks the other way, legacyToChatLogprobs in orchestrator/engines/vllm/stream.ts.)
 
-import type { TokenLogprob } from '../protocol.ts';
+import type { TokenLogprob } from '../protocol/index.ts';
 
 export interface LegacyLogprobs {
   tokens: string[];
@@ -15,7 +16,7 @@ export interface LegacyLogprobs {
 }
 
 /** `entries` in the legacy form; `offset`: where the first of them starts in the choice's text. */
-export function legacyLogprobs(entries: readonly TokenLogprob[], offset = 0): LegacyLogprobs {
+export function chatToLegacyLogprobs(entries: readonly TokenLogprob[], offset = 0): LegacyLogprobs {
   const out: LegacyLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
   let at = offset;
   for (const e of entries) {

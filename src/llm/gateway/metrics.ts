@@ -4,7 +4,7 @@
 // configured or registered ones, so a client cannot grow them.
 
 import { Counter, Gauge, Histogram, type Registry as MetricsRegistry } from 'prom-client';
-import type { Usage } from '../protocol.ts';
+import type { Usage } from '../protocol/index.ts';
 import type { OrchestratorPool } from './pool.ts';
 
 /** How a completion that reached an orchestrator ended. */

@@ -3,7 +3,7 @@
 // (issue #16: it used to be counted at seven).
 
 import type { MediaplaneError } from '../../lib/errors.ts';
-import type { Usage } from '../protocol.ts';
+import type { Usage } from '../protocol/index.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
 export type Ended =

@@ -6,7 +6,7 @@
 // orchestrator advertises, so a request goes only to one that can honour it (issue #17).
 
 import type { Logger } from 'pino';
-import type { Capabilities, Feature } from '../protocol.ts';
+import { type Capabilities, type Feature, readCapabilities } from '../protocol/index.ts';
 import { getJson } from './upstream.ts';
 
 export interface Orchestrator {
@@ -102,12 +102,18 @@ export class OrchestratorPool {
     const base = this.#resolveBase(o.url);
     if (!base) return;
     try {
-      const caps = await getJson<Capabilities>(`${base}/capabilities`, {
-        secret: this.#secretFor(o),
-        timeoutMs: Math.min(2000, this.#pollMs * 2),
-      });
-      if (!Array.isArray(caps.models) || typeof caps.pricePerToken !== 'number')
-        throw new Error('malformed capabilities');
+      const read = readCapabilities(
+        await getJson<unknown>(`${base}/capabilities`, {
+          secret: this.#secretFor(o),
+          timeoutMs: Math.min(2000, this.#pollMs * 2),
+        }),
+      );
+      // A malformed advertisement is refused by name (issue #26), logged on every poll that gets one.
+      if ('error' in read) {
+        this.#log.warn({ orchestrator: o.url, problems: read.error.messages }, 'orchestrator capabilities refused');
+        throw read.error;
+      }
+      const { caps } = read;
       if (!o.reachable)
         this.#log.info({ orchestrator: o.url, models: caps.models.map((m) => m.id) }, 'orchestrator reachable');
       o.caps = caps;

@@ -10,9 +10,9 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MediaplaneError, UpstreamFailedError } from '../../lib/errors.ts';
 import { drained, formatSse, type SseBatch } from '../../lib/sse.ts';
-import type { Usage } from '../protocol.ts';
-import type { Committed } from './failover.ts';
-import type { CompletionChunk } from './upstream.ts';
+import type { Usage } from '../protocol/index.ts';
+import type { OpenAiChunk } from '../openai-wire/index.ts';
+import type { Committed } from './chat-attempt.ts';
 
 export interface RelayOptions {
   /** stream_options.include_usage: the usage chunk goes on to the client. */
@@ -123,7 +123,7 @@ function relayEvents(batch: SseBatch, got: Delivered, opts: RelayOptions): Batch
     if (ev.event === 'error') return { out, end: 'error' };
     if (ev.data === '[DONE]') return { out: `${out}data: [DONE]\n\n`, end: 'done' };
     if (ev.data.includes('"usage":{')) {
-      got.usage = (JSON.parse(ev.data) as CompletionChunk).usage ?? undefined;
+      got.usage = (JSON.parse(ev.data) as OpenAiChunk).usage ?? undefined;
       if (!opts.includeUsage) continue;
     } else got.delivered++;
     out += formatSse({ data: opts.rewrite ? opts.rewrite(ev.data) : ev.data });

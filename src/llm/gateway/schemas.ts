@@ -1,12 +1,12 @@
 // The gateway's route schemas (API.md section B): they validate requests, type the handlers
 // and make the OpenAPI document (api/openapi.ts collects every route's schema). The chat body
-// itself is llm/protocol.ts ChatRequestBody, which orchestrators check too. Response schemas
+// itself is llm/protocol/ ChatRequestBody, which orchestrators check too. Response schemas
 // also serialize the answer, so each object keeps properties it does not list.
 
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { LlmErrorBody, OpenAiErrorBody, TasksErrorBody } from '../../lib/wire-errors.ts';
-import { ChatRequestBody } from '../protocol.ts';
+import { ChatRequestBody } from '../protocol/index.ts';
 
 const open = { additionalProperties: true };
 const nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);

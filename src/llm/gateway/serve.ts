@@ -7,26 +7,39 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from '../../config/index.ts';
+import type { Principal } from '../../accounts/index.ts';
+import type { RequestAuth } from '../../lib/request-auth.ts';
 import { llmWireErrorFor, logAnswered } from '../../lib/wire-errors.ts';
 import type { Ledger } from '../ledger.ts';
-import type { ChatRequest } from '../protocol.ts';
+import type { ChatRequest } from '../protocol/index.ts';
 import { type AnswerShape, type CompleteDeps, complete } from './complete.ts';
+import type { OrchestratorPool } from './pool.ts';
 
 /** The response header naming the top-level request fields that were ignored (API.md section B). */
 export const IGNORED_FIELDS_HEADER = 'x-mediaplane-ignored-fields';
 
 /** What a gateway route file needs: the completion machinery, the settings and the owner of each request. */
 export interface GatewayRoutes {
-  config: Config;
+  settings: GatewaySettings;
   log: Logger;
   complete: CompleteDeps;
+  /** The orchestrators (what the model and registration routes read and add to). */
+  pool: OrchestratorPool;
   /** The owners' balances and charges (what a route that is no completion charges with). */
   ledger: Ledger;
-  /** onRequest hook: checks the API key (401 otherwise) and remembers its owner. */
-  requireOwner(req: FastifyRequest): Promise<void>;
-  /** The owner requireOwner found for `req`. */
-  ownerOf(req: FastifyRequest): string;
+  /**
+   * API keys, checked before a body is read or validated (as on the task API: one auth path,
+   * one message): each route names `onRequest: auth.hook`; `auth.of(req).owner` is the key's owner.
+   */
+  auth: RequestAuth<Principal>;
+}
+
+/** The settings the gateway's routes read (config/gateway.ts, config/orchestrator.ts): these, not the whole Config (issue #26). */
+export interface GatewaySettings {
+  /** MEDIAPLANE_GATEWAY_DEFAULT_MAX_TOKENS: max_tokens of a request that sets none. */
+  gatewayDefaultMaxTokens: number;
+  /** MEDIAPLANE_ORCHESTRATOR_SECRET: what an orchestrator registering itself must send. */
+  orchestratorSecret?: string | undefined;
 }
 
 /**
@@ -46,7 +59,7 @@ export async function serveCompletion(
   if (body.stream) reply.hijack();
   try {
     const out = await complete(routes.complete, {
-      owner: routes.ownerOf(req),
+      owner: routes.auth.of(req).owner,
       body,
       res,
       clientGone: gone,
@@ -73,6 +86,11 @@ export async function serveCompletion(
  */
 export function nameIgnored(res: ServerResponse, ignored: readonly string[]): void {
   if (ignored.length > 0) res.setHeader(IGNORED_FIELDS_HEADER, ignoredHeader(ignored));
+}
+
+/** OpenAI's "a string or a list of them" fields (prompt, input) as a list. */
+export function listOf(x: string | string[]): string[] {
+  return typeof x === 'string' ? [x] : x;
 }
 
 /** A signal aborted when the client goes away before its answer is all written. */

@@ -1,35 +1,13 @@
 // HTTP to orchestrators with node:http and keep-alive sockets: fewer layers per chunk than
-// fetch's web streams, which matters when every token is one SSE event on the hot path.
+// fetch's web streams, which matters when every token is one SSE event on the hot path. Chat
+// and embeddings are asked through the same POST here; what comes back is read by the shared
+// OpenAI-wire reader (llm/openai-wire, issue #26).
 
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { type SseBatch, SseBatcher } from '../../lib/sse.ts';
-import { REQUEST_ID_HEADER, type FinishReason, type TokenLogprob, type Usage } from '../protocol.ts';
-
-/** A piece of tool call `index` of a choice, as OpenAI streams them: id, type and name on the first only. */
-export interface ToolCallDelta {
-  index?: number;
-  id?: string;
-  type?: 'function';
-  function?: { name?: string; arguments?: string };
-}
-
-/** One choice of a chunk (API.md section B, the orchestrator -> gateway wire). */
-export interface ChunkChoice {
-  index?: number;
-  delta?: { role?: string; content?: string | null; tool_calls?: ToolCallDelta[] | null };
-  logprobs?: { content?: TokenLogprob[] | null } | null;
-  finish_reason?: FinishReason | null;
-}
-
-/** The parts of an orchestrator's `data:` chunk the gateway reads (the rest passes through). */
-export interface CompletionChunk {
-  id?: string;
-  model?: string;
-  choices?: ChunkChoice[];
-  usage?: Usage | null;
-  created?: number;
-}
+import { type ErrorBody, readErrorBody } from '../openai-wire/index.ts';
+import { REQUEST_ID_HEADER } from '../protocol/index.ts';
 
 const agents = {
   'http:': new http.Agent({ keepAlive: true, maxSockets: 1024 }),
@@ -142,41 +120,50 @@ export class SseReader {
   }
 }
 
-export type Opened =
-  | { ok: true; events: SseReader }
-  | { ok: false; status: number; message: string; code?: string | undefined; param?: string | undefined };
+export type Opened = { ok: true; events: SseReader } | ({ ok: false } & ErrorBody);
 
-export async function openCompletion(
-  base: string,
-  body: string,
-  opts: { secret?: string | undefined; requestId: string; signal: AbortSignal },
-): Promise<Opened> {
-  const res = await request(`${base}/v1/chat/completions`, {
+interface PostOptions {
+  secret?: string | undefined;
+  requestId: string;
+  signal: AbortSignal;
+}
+
+function post(url: string, body: string, o: PostOptions & { accept: string }): Promise<IncomingMessage> {
+  return request(url, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      accept: 'text/event-stream',
-      [REQUEST_ID_HEADER]: opts.requestId,
-      ...authHeaders(opts.secret),
+      accept: o.accept,
+      [REQUEST_ID_HEADER]: o.requestId,
+      ...authHeaders(o.secret),
     },
     body,
-    signal: opts.signal,
+    signal: o.signal,
   });
+}
+
+/** The error answer of a response that is not the one asked for (a 200 of another type: 502). */
+async function refused(res: IncomingMessage, maxChars: number): Promise<{ ok: false } & ErrorBody> {
   const status = res.statusCode ?? 0;
-  if (status === 200 && String(res.headers['content-type']).startsWith('text/event-stream')) {
-    return { ok: true, events: new SseReader(res) };
-  }
   const text = await readText(res).catch(() => '');
-  let message = text.slice(0, 500) || `status ${status}`;
-  let code: string | undefined;
-  let param: string | undefined;
-  try {
-    const j = JSON.parse(text) as { error?: { message?: unknown; code?: unknown; param?: unknown } };
-    if (typeof j.error?.message === 'string') message = j.error.message;
-    if (typeof j.error?.code === 'string') code = j.error.code;
-    if (typeof j.error?.param === 'string') param = j.error.param;
-  } catch {
-    // not JSON: keep the text
-  }
-  return { ok: false, status: status === 200 ? 502 : status, message, code, param };
+  return { ok: false, ...readErrorBody(status === 200 ? 502 : status, text, { maxChars }) };
+}
+
+/** Asks `base` for a chat completion, always streamed (API.md section B): its events, or its error. */
+export async function openCompletion(base: string, body: string, opts: PostOptions): Promise<Opened> {
+  const res = await post(`${base}/v1/chat/completions`, body, { ...opts, accept: 'text/event-stream' });
+  if (res.statusCode === 200 && String(res.headers['content-type']).startsWith('text/event-stream'))
+    return { ok: true, events: new SseReader(res) };
+  return refused(res, 500);
+}
+
+/** POSTs `body` to `url` for a JSON answer (embeddings): its text, or its error. */
+export async function postForJson(
+  url: string,
+  body: string,
+  opts: PostOptions,
+): Promise<{ ok: true; text: string } | ({ ok: false } & ErrorBody)> {
+  const res = await post(url, body, { ...opts, accept: 'application/json' });
+  if (res.statusCode !== 200) return refused(res, 300);
+  return { ok: true, text: await readText(res) };
 }

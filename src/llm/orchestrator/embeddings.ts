@@ -9,7 +9,7 @@ import type { LlamaEmbeddingContext, LlamaModel } from 'node-llama-cpp';
 import { ContextLengthExceededError, ModelNotFoundError, NotFoundError } from '../../lib/errors.ts';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { schemaChecker } from '../../lib/schema-validator.ts';
-import { forwardedBodyLimit, MODEL_ID_RE } from '../protocol.ts';
+import { forwardedBodyLimit, MODEL_ID_RE } from '../protocol/index.ts';
 import type { Engine } from './engine.ts';
 import type { Slots } from './slots.ts';
 

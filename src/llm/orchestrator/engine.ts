@@ -1,6 +1,9 @@
 // The Engine interface (STYLE.md, practice 7): an orchestrator runs one engine; adding a kind
-// means adding a file under engines/ and one line in engines/index.ts.
+// means adding a folder under engines/ (its index.ts the face, issue #26), one line in
+// engines/index.ts and its options in EngineOptions (main.ts maps the settings to them).
+// Engines see only the domain types of llm/protocol/types.ts (.dependency-cruiser.cjs).
 
+import { randomInt } from 'node:crypto';
 import { ContextLengthExceededError } from '../../lib/errors.ts';
 import type {
   ChatMessage,
@@ -11,7 +14,7 @@ import type {
   ToolChoice,
   ToolDef,
   Usage,
-} from '../protocol.ts';
+} from '../protocol/types.ts';
 
 export interface GenerateParams {
   /** Chat messages, rendered with the model's chat template; ignored when `prompt` is set. */
@@ -52,6 +55,18 @@ export interface ToolCallPiece {
   arguments: string;
 }
 
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/**
+ * A tool call's id as OpenAI's look: `call_` and 24 random alphanumerics. One function for
+ * every engine (issue #26), for the calls they generate or that came without one.
+ */
+export function toolCallId(): string {
+  let id = 'call_';
+  for (let i = 0; i < 24; i++) id += ALPHANUMERIC[randomInt(ALPHANUMERIC.length)];
+  return id;
+}
+
 /**
  * Events of one generation, for every choice (`index`, 0..n-1):
  * - `text`: answer text as it is generated; several tokens may arrive as one event when the
@@ -77,7 +92,7 @@ export interface EngineModel {
 
 export interface Engine {
   readonly name: string;
-  /** What it can honour beyond plain chat, advertised to gateways (protocol.ts Feature). */
+  /** What it can honour beyond plain chat, advertised to gateways (llm/protocol/types.ts Feature). */
   readonly features: readonly Feature[];
   /** Output tokens computed since start, abandoned requests included. */
   readonly tokensComputed: number;

@@ -7,33 +7,54 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import ipaddr from 'ipaddr.js';
-import type { Config } from '../../config/index.ts';
 import { ConfigError, settingsHelp } from '../../config/index.ts';
 import { processMetrics, serveMetrics } from '../../lib/metrics.ts';
-import { clientErrorHandler, serverTimeoutOptions } from '../../lib/http-server.ts';
+import { clientErrorHandler, type ServerTimeouts, serverTimeoutOptions } from '../../lib/http-server.ts';
 import { jsonBodyParser } from '../../lib/json-body.ts';
 import { openAiWireError } from '../../lib/wire-errors.ts';
-import { createEngine } from './engines/index.ts';
+import { createEngine, type EngineOptions } from './engines/index.ts';
 import { orchestratorMetrics } from './metrics.ts';
 import { orchestratorRoutes, type OrchestratorState } from './routes.ts';
 import { Slots } from './slots.ts';
-import { startRegistration } from './register.ts';
+import { type RegistrationOptions, startRegistration } from './register.ts';
 
-export { TuningError } from './tuning.ts';
+export { TuningError, type Tuning } from './tuning.ts';
 export type { Engine } from './engine.ts';
+export { createEngine, type EngineOptions } from './engines/index.ts';
 
 /** Where the orchestrator's routes live when it shares the app of `mediaplane start`. */
 export const ORCHESTRATOR_PREFIX = '/orchestrator';
 
+/** The settings an orchestrator needs (issue #26: its own options, not the whole Config; main.ts maps them). */
+export interface OrchestratorOptions {
+  engine: EngineOptions;
+  /** Where it listens on its own (MEDIAPLANE_HOST, MEDIAPLANE_PORT); unused when mounted. */
+  host: string;
+  port: number;
+  /** MEDIAPLANE_ORCHESTRATOR_SECRET: asked of gateways, and sent when registering. */
+  secret?: string | undefined;
+  /** USD per output token, advertised. */
+  pricePerToken: number;
+  /** Least ms between two SSE writes of a stream (StreamPacer). */
+  streamIntervalMs: number;
+  /** MEDIAPLANE_BODY_LIMIT_BYTES and MEDIAPLANE_BODY_MAX_DEPTH, as on the shared app. */
+  bodyLimitBytes: number;
+  bodyMaxDepth: number;
+  timeouts: ServerTimeouts;
+  /** Sequences per model (MAX_NUM_SEQS) and the queue in front of them. */
+  slots: { total: number; maxQueue: number; queueMs: number };
+  registration: Omit<RegistrationOptions, 'secret'>;
+}
+
 export interface OrchestratorDeps {
-  config: Config;
+  options: OrchestratorOptions;
   log: Logger;
-  /** Mount on this app (call before it listens) instead of listening on config.host:config.port. */
+  /** Mount on this app (call before it listens) instead of listening on options.host:options.port. */
   app?: FastifyInstance;
   /** The registry the shared app's GET /metrics serves; on its own it serves this one (or its own
    * processMetrics) at /metrics. */
   metrics?: MetricsRegistry;
-  /** The secret gateways must send; config.orchestratorSecret when absent (`mediaplane start`
+  /** The secret gateways must send; options.secret when absent (`mediaplane start`
    * passes the one it keeps in the data dir). */
   secret?: string | undefined;
 }
@@ -46,13 +67,13 @@ export interface OrchestratorDeps {
  * loopback address only. Checked before the engine loads anything.
  */
 function requiredSecret(deps: OrchestratorDeps): string | undefined {
-  const secret = deps.secret ?? deps.config.orchestratorSecret;
+  const secret = deps.secret ?? deps.options.secret;
   if (secret) return secret;
   if (deps.app)
     throw new ConfigError([
       'MEDIAPLANE_ORCHESTRATOR_SECRET: required by an orchestrator mounted on a shared server (mediaplane start keeps a generated one in MEDIAPLANE_DATA_DIR)',
     ]);
-  const host = deps.config.host;
+  const host = deps.options.host;
   if (!isLoopback(host)) {
     throw new ConfigError([
       `MEDIAPLANE_ORCHESTRATOR_SECRET: required when the orchestrator listens on ${JSON.stringify(host)} (MEDIAPLANE_HOST), which is not a loopback address; set the same secret on its gateways, or listen on 127.0.0.1`,
@@ -73,28 +94,24 @@ function isLoopback(host: string): boolean {
  * on the same app resolves against its own address.
  */
 export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?: string; close(): Promise<void> }> {
-  const { config } = deps;
+  const { options } = deps;
   const log = deps.log.child({ role: 'orchestrator' });
   const secret = requiredSecret(deps);
-  const engine = createEngine(config, log);
+  const engine = createEngine(options.engine, log);
   await engine.start();
   const slots = new Map<string, Slots>();
   const state: OrchestratorState = {
     engine,
-    pricePerToken: config.orchestratorPricePerToken,
-    streamIntervalMs: config.orchestratorStreamIntervalMs,
+    pricePerToken: options.pricePerToken,
+    streamIntervalMs: options.streamIntervalMs,
     secret,
-    bodyLimitBytes: config.bodyLimitBytes,
+    bodyLimitBytes: options.bodyLimitBytes,
     log,
     stats: { active: 0 },
     slots: (model) => {
       let s = slots.get(model);
       if (!s) {
-        s = new Slots({
-          total: config.maxNumSeqs,
-          maxQueue: config.orchestratorMaxQueue,
-          queueMs: config.orchestratorQueueMs,
-        });
+        s = new Slots(options.slots);
         slots.set(model, s);
       }
       return s;
@@ -110,10 +127,10 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
     } else {
       const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
         loggerInstance: log,
-        bodyLimit: config.bodyLimitBytes,
-        ...serverTimeoutOptions(config),
+        bodyLimit: options.bodyLimitBytes,
+        ...serverTimeoutOptions(options.timeouts),
         clientErrorHandler: clientErrorHandler({
-          requestTimeoutMs: config.requestTimeoutMs,
+          requestTimeoutMs: options.timeouts.requestTimeoutMs,
           answer: (e) => openAiWireError(e),
         }),
       });
@@ -123,21 +140,21 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
       app.addContentTypeParser(
         'application/json',
         { parseAs: 'string' },
-        jsonBodyParser({ maxDepth: config.bodyMaxDepth }),
+        jsonBodyParser({ maxDepth: options.bodyMaxDepth }),
       );
       const metrics = deps.metrics ?? processMetrics();
       orchestratorMetrics(metrics, state);
       // Outside the routes' scope, so the secret is not asked for it.
       serveMetrics(app, metrics);
       await app.register(async (scope) => orchestratorRoutes(scope, state));
-      url = await app.listen({ host: config.host, port: config.port });
+      url = await app.listen({ host: options.host, port: options.port });
       log.info({ url, engine: engine.name }, 'orchestrator listening');
     }
   } catch (err) {
     await engine.close();
     throw err;
   }
-  const registration = startRegistration({ config, log });
+  const registration = startRegistration({ ...options.registration, secret: options.secret, log });
   return {
     url,
     async close() {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { NotFoundError, UpstreamUnavailableError } from '../../lib/errors.ts';
-import { MODEL_ID_RE } from '../protocol.ts';
+import { MODEL_ID_RE } from '../protocol/index.ts';
 
 async function dirs(path: string): Promise<string[]> {
   const entries = await readdir(path, { withFileTypes: true }).catch(() => []);

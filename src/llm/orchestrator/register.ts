@@ -2,13 +2,21 @@
 // where it is, with the shared secret, and repeats it so a restarted gateway learns it again.
 
 import type { Logger } from 'pino';
-import type { Config } from '../../config/index.ts';
 
 export const REGISTER_PATH = '/llm/orchestrators';
 const EVERY_MS = 10_000;
 
-export function startRegistration(opts: { config: Config; log: Logger }): { stop(): void } {
-  const { orchestratorRegisterWith: gateways, orchestratorSecret: secret, orchestratorPublicUrl: url } = opts.config;
+export interface RegistrationOptions {
+  /** MEDIAPLANE_ORCHESTRATOR_REGISTER_WITH: the gateways' base URLs. */
+  gateways: readonly string[];
+  /** MEDIAPLANE_ORCHESTRATOR_SECRET, which the gateways share. */
+  secret?: string | undefined;
+  /** MEDIAPLANE_ORCHESTRATOR_PUBLIC_URL: where the gateways reach this orchestrator. */
+  publicUrl?: string | undefined;
+}
+
+export function startRegistration(opts: RegistrationOptions & { log: Logger }): { stop(): void } {
+  const { gateways, secret, publicUrl: url } = opts;
   if (gateways.length === 0) return { stop() {} };
   if (!secret || !url) {
     opts.log.warn(

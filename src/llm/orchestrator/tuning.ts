@@ -1,12 +1,11 @@
-// The tuning variables (API.md section B, "Orchestrators"): read once from the config and
-// checked against each model's own metadata before anything is loaded. A bad value stops the
-// orchestrator with a message naming the variable and the rule, like a bad setting does.
+// The tuning variables (API.md section B, "Orchestrators"): read once from the config (main.ts
+// tuningFromConfig) and checked against each model's own metadata before anything is loaded. A
+// bad value stops the orchestrator with a message naming the variable and the rule, like a bad
+// setting does.
 
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { readGgufFileInfo } from 'node-llama-cpp';
-import type { Config } from '../../config/index.ts';
-import { explicitSettings, settings } from '../../config/index.ts';
 import { MediaplaneError } from '../../lib/errors.ts';
 
 export interface Tuning {
@@ -38,24 +37,6 @@ export class TuningError extends MediaplaneError {
     super(`invalid tuning variables for ${model}:\n  ${problems.join('\n  ')}`);
     this.problems = problems;
   }
-}
-
-export function tuningFromConfig(config: Config): Tuning {
-  return {
-    use8bit: config.use8bit,
-    pipelineParallelSize: config.pipelineParallelSize,
-    tensorParallelSize: config.tensorParallelSize,
-    maxModelLen: config.maxModelLen,
-    // "Left at its default" means not set at all (issue #4): an explicit MAX_MODEL_LEN=8192 is
-    // checked like any other value. A config loadConfig did not make (a hand-built object)
-    // cannot tell, so there a value equal to the default counts as the default.
-    maxModelLenIsDefault: !(
-      explicitSettings(config)?.has('maxModelLen') ?? config.maxModelLen !== settings.maxModelLen.default
-    ),
-    maxNumBatchedTokens: config.maxNumBatchedTokens,
-    maxNumSeqs: config.maxNumSeqs,
-    gpuMemoryUtilization: config.gpuMemoryUtilization,
-  };
 }
 
 function count(v: unknown): number | undefined {

@@ -7,6 +7,7 @@ import { StoreMemory } from '@storacha/client/stores/memory';
 import * as Service from '@storacha/client/service';
 import { DID } from '@ucanto/core';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError } from '../../lib/errors.ts';
+import type { PublishedFile } from '../types.ts';
 import type { AgentSigner } from './agent.ts';
 import { validateDwebProof } from './proof.ts';
 
@@ -29,13 +30,7 @@ export interface PublishOptions {
   signal?: AbortSignal;
 }
 
-export interface PublishedFile {
-  /** Relative to the root, `/`-separated, no leading slash. */
-  path: string;
-  cid: string;
-  size: number;
-  url: string;
-}
+export type { PublishedFile } from '../types.ts';
 
 export interface PublishResult {
   rootCid: string;

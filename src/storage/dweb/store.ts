@@ -5,13 +5,14 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { StorageDeniedError } from '../../lib/errors.ts';
 import { checkedObjectKey } from '../../lib/object-path.ts';
-import type { ObjectStore, PutBody, PutOptions } from '../types.ts';
+import type { ObjectStore, Published, PutBody, PutOptions } from '../types.ts';
 import { publishDirectory, type PublishOptions, type PublishResult } from './publish.ts';
 import { validateDwebProof } from './proof.ts';
 
 // The dweb ObjectStore (storage/types.ts): content addressing needs the whole tree before
 // there is a root CID, so `put` collects files in a staging folder and `close` publishes it
-// as one UnixFS directory and answers `baseUrl: ipfs://<root>`.
+// as one UnixFS directory and answers `baseUrl: ipfs://<root>` with each file's CID and
+// gateway URL (path style) in `files`.
 
 export interface DwebStoreOptions extends Omit<PublishOptions, 'signal'> {
   /** Parent of the staging folder (the job's scratch dir is best); the OS temp dir when absent. */
@@ -22,7 +23,7 @@ export class DwebObjectStore implements ObjectStore {
   readonly description: string;
   readonly #opts: DwebStoreOptions;
   #staging: Promise<string> | undefined;
-  /** What `close` published, for the per-file CIDs and gateway URLs of the task output. */
+  /** What `close` published, the root CID among it. */
   published: PublishResult | undefined;
 
   constructor(opts: DwebStoreOptions) {
@@ -56,12 +57,12 @@ export class DwebObjectStore implements ObjectStore {
     else await pipeline(body.stream, createWriteStream(dest), { signal: opts.signal });
   }
 
-  async close(signal: AbortSignal): Promise<{ baseUrl?: string }> {
+  async close(signal: AbortSignal): Promise<Published> {
     const root = await this.#dir();
     try {
       const { stagingParent: _unused, ...publish } = this.#opts;
       this.published = await publishDirectory(root, { ...publish, signal });
-      return { baseUrl: `ipfs://${this.published.rootCid}` };
+      return { baseUrl: `ipfs://${this.published.rootCid}`, files: this.published.files };
     } finally {
       await rm(root, { recursive: true, force: true });
     }

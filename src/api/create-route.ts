@@ -1,0 +1,35 @@
+// A POST that creates something (a task, a webhook) once per Idempotency-Key (idempotency.ts):
+// the API key's check named on the route, the body checked by its schema, and a retried
+// request with the same key answered as the first was. One shape for every create route.
+
+import type { TSchema } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Principal } from '../accounts/index.ts';
+import type { RequestAuth } from '../lib/request-auth.ts';
+import { TasksErrorBody } from '../lib/wire-errors.ts';
+import { IdempotencyConflictBody, IdempotencyHeaders, type IdempotencyKeys } from './idempotency.ts';
+
+export interface CreateRoute<B> {
+  url: string;
+  summary: string;
+  /** The body's schema, and the created thing's as it is answered. */
+  body: TSchema;
+  answer: TSchema;
+  auth: RequestAuth<Principal>;
+  idempotency: IdempotencyKeys;
+  /** Checks the body further, creates, and returns the wire shape of what was created. */
+  create(req: FastifyRequest<{ Body: B }>, who: Principal): Promise<unknown>;
+}
+
+export function createRoute<B>(app: FastifyInstance, o: CreateRoute<B>): void {
+  const schema = {
+    summary: o.summary,
+    headers: IdempotencyHeaders,
+    body: o.body,
+    response: { 200: o.answer, 409: IdempotencyConflictBody, 422: TasksErrorBody },
+  };
+  app.post<{ Body: B }>(o.url, { onRequest: o.auth.hook, schema }, async (req, reply) => {
+    const who = o.auth.of(req);
+    return o.idempotency.once(req, reply, who.owner, () => o.create(req, who));
+  });
+}

@@ -1,0 +1,75 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { dashManifest, timelineOf, type DashInput } from '../dash.ts';
+import type { HlsOutput } from '../renditions.ts';
+import { storageKey, type UploadQueue } from '../uploads.ts';
+import type { EncodedMedia, OutputRun } from './format.ts';
+import { publishHls, type HlsTree, type Published } from './hls-publish.ts';
+import { hlsTreeFormat } from './hls-tree.ts';
+
+/** The fMP4 (CMAF) tree's result: its HLS master, and the DASH manifest over the same segments. */
+export type CmafOutput = HlsOutput & { dash?: string };
+
+/**
+ * HLS with fMP4 (CMAF) segments and a DASH manifest over the same segments (`outputs.fmp4`):
+ * every encoder, audio always in its own rendition group, as CMAF expects.
+ */
+export const fmp4 = hlsTreeFormat<'fmp4', CmafOutput>(
+  {
+    key: 'fmp4',
+    label: 'fMP4 (HLS and DASH)',
+    segments: 'fmp4',
+    encoders: ['H.264', 'HEVC', 'AV1', 'VP9'],
+    muxesSingleTrack: false,
+  },
+  publishCmaf,
+);
+
+/** The fMP4 tree: its HLS master, then DASH over the same segments. */
+async function publishCmaf(run: OutputRun, tree: HlsTree): Promise<CmafOutput> {
+  const hls = await publishHls(run, run.queue, tree);
+  const dash = await publishDash(run, run.queue, tree, hls);
+  return { ...hls.output, dash };
+}
+
+/**
+ * The DASH manifest of the fMP4 tree, over the same init segments and fragments as its HLS
+ * master: the timelines are read from the fragments themselves. Uploaded last, like a master.
+ */
+async function publishDash(
+  enc: EncodedMedia,
+  queue: UploadQueue,
+  tree: HlsTree,
+  published: { video: Published[]; audio: Published[] },
+): Promise<string> {
+  const local = (rel: string): string => path.join(enc.outDir, tree.dir, rel);
+  const input: DashInput = {
+    video: await Promise.all(
+      enc.renditions.map(async (r, i) => {
+        const p = published.video[i] as Published;
+        const { width, height, fps } = r;
+        const timeline = await timelineOf(local(p.rel));
+        return { name: r.name, dir: p.rel, bandwidth: p.peak, width, height, fps, codecs: p.codecs, timeline };
+      }),
+    ),
+    audio: await Promise.all(
+      enc.media.audioTracks.map(async (a, i) => {
+        const p = published.audio[i] as Published;
+        const timeline = await timelineOf(local(p.rel));
+        const labels = { lang: a.language, label: a.title, default: a.default };
+        return { dir: p.rel, ...labels, channels: 2, sampleRate: 48000, bandwidth: p.peak, codecs: p.codecs, timeline };
+      }),
+    ),
+    subtitles: enc.media.subtitles.map((s) => ({
+      uri: `subtitles/${s.index}/0.vtt`,
+      lang: s.language,
+      label: s.title,
+      default: s.default,
+    })),
+  };
+  const file = local('index.mpd');
+  await writeFile(file, dashManifest(input));
+  queue.add(storageKey(tree.prefix, 'index.mpd'), file);
+  await queue.drain();
+  return `/${storageKey(tree.prefix, 'index.mpd')}`;
+}

@@ -1,0 +1,127 @@
+import path from 'node:path';
+import { settledAll } from '../../lib/settled.ts';
+import { signMp4 } from '../c2pa.ts';
+import { AAC_ARGS, AUDIO_BITRATE, trackLabels } from '../encoders.ts';
+import type { AudioTrack } from '../probe.ts';
+import { renditionOutput, type AudioOutput, type RenditionOutput } from '../renditions.ts';
+import { StreamedMp4 } from '../streamed-mp4.ts';
+import { storageKey } from '../uploads.ts';
+import type { OutputFormat, OutputRun } from './format.ts';
+
+/** Where ffmpeg writes the MP4s, relative to the job's output folder. */
+export const layout = {
+  mp4File: (r: string): string => `mp4/${r}.mp4`,
+  /** An audio-only input's MP4 output. */
+  audioMp4: 'mp4/audio.m4a',
+} as const;
+
+export type Mp4Output = (RenditionOutput | AudioOutput)[];
+
+/**
+ * One faststart MP4 per rendition with every audio track (`outputs.mp4`), or an audio-only
+ * input's `audio.m4a`; the only files C2PA signs (issue 5).
+ */
+export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
+  key: 'mp4',
+  label: 'MP4',
+  requested: true,
+  encoders: ['H.264', 'HEVC', 'AV1', 'VP9'],
+  signs: true,
+  writes: (plan) => !!plan.kinds.mp4,
+  dirs: () => ['mp4'],
+  muxesAudio: () => true,
+  videoTarget: (_plan, r) => `[f=mp4:movflags=+faststart]${layout.mp4File(r.name)}`,
+  outputArgs: (plan) => (plan.renditions.length === 0 ? audioOnlyMp4Args(plan.probe.audioTracks) : []),
+  open: (run, prefix) => {
+    const streams = streamedMp4s(run, prefix);
+    return {
+      poll: (onError) => {
+        for (const s of streams.values()) s.poll(onError);
+      },
+      publish: () => uploadMp4s(run, streams, prefix),
+    };
+  },
+};
+
+/** An audio-only input's MP4 output: every track in one `.m4a`. */
+function audioOnlyMp4Args(tracks: readonly AudioTrack[]): string[] {
+  const maps = tracks.flatMap((a) => ['-map', `0:a:${a.index}`]);
+  return [
+    ...maps,
+    '-map_metadata',
+    '-1',
+    ...AAC_ARGS,
+    ...trackLabels(tracks),
+    '-movflags',
+    '+faststart',
+    layout.audioMp4,
+  ];
+}
+
+/** An MP4 per rendition that can go up during the encode: S3-like stores, and no C2PA (it signs the finished file). */
+function streamedMp4s(run: OutputRun, prefix: string): Map<string, StreamedMp4> {
+  const parts = run.store.parts;
+  const out = new Map<string, StreamedMp4>();
+  if (!parts || run.c2pa) return out;
+  for (const r of run.renditions) {
+    const s = new StreamedMp4({
+      parts,
+      key: storageKey(prefix, `${r.name}.mp4`),
+      file: path.join(run.outDir, layout.mp4File(r.name)),
+      put: { contentType: 'video/mp4', signal: run.signal },
+    });
+    run.queue.whenAbandoned(() => s.abandon());
+    out.set(r.name, s);
+  }
+  return out;
+}
+
+/** Issue 5 hook: C2PA-sign each MP4 in place before upload; a signing failure fails the task. */
+async function signAll(run: OutputRun, files: readonly string[]): Promise<void> {
+  const c2pa = run.c2pa;
+  if (!c2pa) return;
+  for (const [i, rel] of files.entries()) {
+    const file = path.join(run.outDir, rel);
+    const parent = { path: run.plan.input, ...(c2pa.inputTitle ? { title: c2pa.inputTitle } : {}) };
+    const title = run.renditions[i]?.name ?? 'audio';
+    await signMp4({ input: file, output: file, title, parent, signer: c2pa.signer, signal: run.jobSignal });
+  }
+}
+
+/** The MP4 outputs: one per rendition, or an audio-only input's `audio.m4a`. */
+async function uploadMp4s(run: OutputRun, streams: Map<string, StreamedMp4>, prefix: string): Promise<Mp4Output> {
+  const { queue, renditions } = run;
+  const files = renditions.length > 0 ? renditions.map((r) => layout.mp4File(r.name)) : [layout.audioMp4];
+  await signAll(run, files);
+  const key = (rel: string): string => storageKey(prefix, path.basename(rel));
+  const streamed = new Map<string, number>();
+  await settledAll(
+    files.map(async (rel, i) => {
+      const stream = streams.get(renditions[i]?.name ?? '');
+      const size = await stream?.finish();
+      if (size === undefined) return queue.add(key(rel), path.join(run.outDir, rel));
+      streamed.set(key(rel), size);
+      run.log?.debug(
+        { rendition: renditions[i]?.name, size, partsDuringEncode: stream?.earlyParts },
+        'mp4 uploaded while encoding',
+      );
+    }),
+  );
+  await queue.drain();
+  const size = (rel: string): number => streamed.get(key(rel)) ?? queue.sizes.get(key(rel)) ?? 0;
+  const signed = run.c2pa ? { signed: true } : {};
+  if (renditions.length === 0)
+    return [
+      {
+        name: 'audio',
+        path: `/${key(layout.audioMp4)}`,
+        bitrate: AUDIO_BITRATE,
+        size: size(layout.audioMp4),
+        ...signed,
+      },
+    ];
+  return renditions.map((r) => ({
+    ...renditionOutput(r, `/${key(layout.mp4File(r.name))}`, size(layout.mp4File(r.name))),
+    ...signed,
+  }));
+}
