@@ -7,13 +7,6 @@ import { BadRequestError } from './errors.ts';
 // recursive walk of the schema) (issue #25): the nesting is measured on the text, before any
 // object is built, and a body past MEDIAPLANE_BODY_MAX_DEPTH is the caller's mistake, a 400.
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-
 /**
  * Whether JSON text nests objects and arrays more than `maxDepth` levels (`{}` is one level).
  * One pass over the text with a counter: no recursion, so no body can overflow it. Brackets
@@ -23,14 +16,14 @@ export function nestedDeeperThan(text: string, maxDepth: number): boolean {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+    const c = text[i];
     if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') {
       if (++depth > maxDepth) return true;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+    } else if (c === '}' || c === ']') depth--;
   }
   return false;
 }

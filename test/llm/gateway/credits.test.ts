@@ -1,17 +1,17 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Accounts } from '../../src/accounts/index.ts';
-import { openDb } from '../../src/db/index.ts';
-import { databaseFor, databaseKinds } from '../helpers/server.ts';
-import { runCreditsCommand } from '../../src/cli/credits.ts';
-import { Ledger } from '../../src/llm/ledger.ts';
+import { Accounts } from '../../../src/accounts/index.ts';
+import { openDb } from '../../../src/db/index.ts';
+import { databaseFor, databaseKinds } from '../../helpers/server.ts';
+import { runCreditsCommand } from '../../../src/cli/credits.ts';
+import { Ledger } from '../../../src/llm/ledger.ts';
 import {
   type OrchestratorProcess,
   startGateway,
   startOrchestratorProcess,
   TINY,
   type TestGateway,
-} from '../helpers/llm.ts';
+} from '../../helpers/llm.ts';
 
 function capture(): { text: () => string; write(s: string): void } {
   let buf = '';

@@ -6,9 +6,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { Livepeer } from '@livepeer/ai';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { quietLog, readSse, startGateway, testConfig, STORIES, TINY, type TestGateway } from '../helpers/llm.ts';
-import { orchestratorOptions } from '../../src/main.ts';
+import { startOrchestrator } from '../../../src/llm/orchestrator/index.ts';
+import { quietLog, readSse, startGateway, testConfig, STORIES, TINY, type TestGateway } from '../../helpers/llm.ts';
+import { orchestratorOptions } from '../../../src/main.ts';
 
 let gw: TestGateway;
 let orch: { close(): Promise<void> };

@@ -24,15 +24,15 @@ import {
   type LlamaContext,
   type LlamaModel,
 } from 'node-llama-cpp';
-import { ValidationError } from '../../src/lib/errors.ts';
+import { ValidationError } from '../../../src/lib/errors.ts';
 import {
   createJsonGrammar,
   responseFormatSchema,
   tokensOutsideUtf8,
   toolCallSchema,
-} from '../../src/llm/orchestrator/engines/llamacpp/index.ts';
-import type { ResponseFormat, ToolChoice, ToolDef } from '../../src/llm/protocol/index.ts';
-import { MODELS_DIR, TINY } from '../helpers/llm.ts';
+} from '../../../src/llm/orchestrator/engines/llamacpp/index.ts';
+import type { ResponseFormat, ToolChoice, ToolDef } from '../../../src/llm/protocol/index.ts';
+import { MODELS_DIR, TINY } from '../../helpers/llm.ts';
 
 const SCHEMAS = 200;
 // Completions per schema: more than one covers more of what the grammar allows.

@@ -22,7 +22,7 @@ import type {
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import { type LocalLlm, MODELS_DIR, startLocalLlm, TINY } from '../helpers/llm.ts';
+import { type LocalLlm, MODELS_DIR, startLocalLlm, TINY } from '../../helpers/llm.ts';
 
 let llm: LocalLlm | undefined;
 let client: OpenAI;

@@ -11,7 +11,7 @@ import {
   TINY,
   type OrchestratorProcess,
   type TestGateway,
-} from '../helpers/llm.ts';
+} from '../../helpers/llm.ts';
 
 const PRICE = 0.000001; // USD per output token
 const SECRET = 'test-shared-secret-0123456789';

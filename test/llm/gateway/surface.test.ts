@@ -13,8 +13,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { Livepeer } from '@livepeer/ai';
-import { textCompletion, textCompletionRewriter } from '../../src/llm/gateway/assemble.ts';
-import { readSse, startGateway, type TestGateway } from '../helpers/llm.ts';
+import { textCompletion, textCompletionRewriter } from '../../../src/llm/gateway/assemble.ts';
+import { readSse, startGateway, type TestGateway } from '../../helpers/llm.ts';
 
 const MODEL = 'fake/model';
 const PLAIN = 'fake/plain';

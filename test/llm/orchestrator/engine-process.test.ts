@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { pdeathsigWorks } from '../../src/lib/tied-process.ts';
-import { processGone } from '../../src/tasks/processes.ts';
-import { startOrchestratorProcess, TINY } from '../helpers/llm.ts';
-import { waitFor } from '../helpers/server.ts';
-import { childrenOf } from '../tasks/procfs.ts';
+import { pdeathsigWorks } from '../../../src/lib/tied-process.ts';
+import { processGone } from '../../../src/tasks/processes.ts';
+import { startOrchestratorProcess, TINY } from '../../helpers/llm.ts';
+import { waitFor } from '../../helpers/server.ts';
+import { childrenOf } from '../../tasks/procfs.ts';
 
-const FAKE = fileURLToPath(new URL('./fixtures/fake-vllm.ts', import.meta.url));
+const FAKE = fileURLToPath(new URL('../fixtures/fake-vllm.ts', import.meta.url));
 
 /** The stand-in among `parent`'s children (its command line names the fixture). */
 function standIn(parent: number): number | undefined {

@@ -8,15 +8,15 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { vllmArgs } from '../../src/llm/orchestrator/engines/vllm/index.ts';
-import { checkTuning, readGgufMeta } from '../../src/llm/orchestrator/tuning.ts';
-import { createEngine } from '../../src/llm/orchestrator/engines/index.ts';
-import type { GenerateEvent } from '../../src/llm/orchestrator/engine.ts';
-import { chunk, chunkEncoder } from '../../src/llm/protocol/index.ts';
-import { formatSse } from '../../src/lib/sse.ts';
-import { loadConfig } from '../../src/config/index.ts';
-import { downloadFromHub } from '../../src/llm/orchestrator/models.ts';
+import { startOrchestrator } from '../../../src/llm/orchestrator/index.ts';
+import { vllmArgs } from '../../../src/llm/orchestrator/engines/vllm/index.ts';
+import { checkTuning, readGgufMeta } from '../../../src/llm/orchestrator/tuning.ts';
+import { createEngine } from '../../../src/llm/orchestrator/engines/index.ts';
+import type { GenerateEvent } from '../../../src/llm/orchestrator/engine.ts';
+import { chunk, chunkEncoder } from '../../../src/llm/protocol/index.ts';
+import { formatSse } from '../../../src/lib/sse.ts';
+import { loadConfig } from '../../../src/config/index.ts';
+import { downloadFromHub } from '../../../src/llm/orchestrator/models.ts';
 import {
   MODELS_DIR,
   orchestratorFailure,
@@ -26,8 +26,8 @@ import {
   STORIES,
   testConfig,
   TINY,
-} from '../helpers/llm.ts';
-import { orchestratorOptions, tuningFromConfig } from '../../src/main.ts';
+} from '../../helpers/llm.ts';
+import { orchestratorOptions, tuningFromConfig } from '../../../src/main.ts';
 
 const body = (extra: object = {}): string =>
   JSON.stringify({ model: TINY, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, ...extra });
@@ -232,7 +232,7 @@ test('vLLM flags: every tuning variable maps to its vLLM flag', () => {
 test('vLLM engine with a fake vLLM child: started with the mapped flags, relays tokens, stopped with SIGTERM', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'mp-vllm-'));
   const record = join(dir, 'record.txt');
-  const fake = fileURLToPath(new URL('./fixtures/fake-vllm.ts', import.meta.url));
+  const fake = fileURLToPath(new URL('../fixtures/fake-vllm.ts', import.meta.url));
   process.env.FAKE_VLLM_RECORD = record;
   try {
     const config = testConfig({

@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
-import { ContextLengthExceededError, UpstreamFailedError, ValidationError } from '../../src/lib/errors.ts';
-import type { Engine, GenerateEvent, GenerateParams } from '../../src/llm/orchestrator/engine.ts';
-import { createEngine } from '../../src/llm/orchestrator/engines/index.ts';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { quietLog, startGateway, testConfig, TINY, type TestGateway } from '../helpers/llm.ts';
-import { orchestratorOptions } from '../../src/main.ts';
+import { ContextLengthExceededError, UpstreamFailedError, ValidationError } from '../../../src/lib/errors.ts';
+import type { Engine, GenerateEvent, GenerateParams } from '../../../src/llm/orchestrator/engine.ts';
+import { createEngine } from '../../../src/llm/orchestrator/engines/index.ts';
+import { startOrchestrator } from '../../../src/llm/orchestrator/index.ts';
+import { quietLog, startGateway, testConfig, TINY, type TestGateway } from '../../helpers/llm.ts';
+import { orchestratorOptions } from '../../../src/main.ts';
 
-const FAKE = fileURLToPath(new URL('./fixtures/fake-vllm.ts', import.meta.url));
+const FAKE = fileURLToPath(new URL('../fixtures/fake-vllm.ts', import.meta.url));
 
 let dir: string;
 let engine: Engine;

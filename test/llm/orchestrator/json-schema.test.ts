@@ -9,15 +9,15 @@ import { after, before, describe, it } from 'node:test';
 import { getLlama, type GbnfJsonSchema, type Llama } from 'node-llama-cpp';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { ValidationError } from '../../src/lib/errors.ts';
+import { ValidationError } from '../../../src/lib/errors.ts';
 import {
   createJsonGrammar,
   patchGrammar,
   responseFormatSchema,
   toolCallSchema,
   toolCallSchemas,
-} from '../../src/llm/orchestrator/engines/llamacpp/index.ts';
-import type { ResponseFormat, ToolDef } from '../../src/llm/protocol/index.ts';
+} from '../../../src/llm/orchestrator/engines/llamacpp/index.ts';
+import type { ResponseFormat, ToolDef } from '../../../src/llm/protocol/index.ts';
 
 const fmt = (schema: object): ResponseFormat => ({
   type: 'json_schema',

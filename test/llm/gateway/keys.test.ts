@@ -5,9 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify from 'fastify';
-import { Accounts } from '../../src/accounts/index.ts';
-import { openDb } from '../../src/db/index.ts';
-import { registerTestGateway, testConfig } from '../helpers/llm.ts';
+import { Accounts } from '../../../src/accounts/index.ts';
+import { openDb } from '../../../src/db/index.ts';
+import { registerTestGateway, testConfig } from '../../helpers/llm.ts';
 
 test('a revoked key gets 401 from the gateway once the cache TTL has passed', async () => {
   const db = await openDb({});

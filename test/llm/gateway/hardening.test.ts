@@ -14,14 +14,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { secretMatches } from '../../src/lib/bearer.ts';
-import type { RoleSet } from '../../src/main.ts';
-import { MODELS_DIR, quietLog, testConfig, TINY } from '../helpers/llm.ts';
-import { startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
-import { orchestratorOptions } from '../../src/main.ts';
+import { startOrchestrator } from '../../../src/llm/orchestrator/index.ts';
+import { secretMatches } from '../../../src/lib/bearer.ts';
+import type { RoleSet } from '../../../src/main.ts';
+import { MODELS_DIR, quietLog, testConfig, TINY } from '../../helpers/llm.ts';
+import { startTestServer, waitFor, type TestServer } from '../../helpers/server.ts';
+import { orchestratorOptions } from '../../../src/main.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/mediaplane.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../../bin/mediaplane.js', import.meta.url));
 // What `mediaplane start` runs, less the worker (no transcoding here).
 const START_ROLES: RoleSet = { api: true, worker: false, gateway: true, orchestrator: true };
 const BODY_LIMIT = 4096;

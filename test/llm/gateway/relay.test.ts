@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readSse, startGateway, TINY, type TestGateway } from '../helpers/llm.ts';
+import { readSse, startGateway, TINY, type TestGateway } from '../../helpers/llm.ts';
 
 let script: Buffer[] = [];
 let server: Server;

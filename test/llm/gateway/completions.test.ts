@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type OpenAI from 'openai';
-import { type LocalLlm, readSse, startLocalLlm, TINY } from '../helpers/llm.ts';
+import { type LocalLlm, readSse, startLocalLlm, TINY } from '../../helpers/llm.ts';
 
 const PROMPT = 'Once upon a time';
 

@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Ajv } from 'ajv';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { CALL_TOKEN, modelWithChatTemplate, ONE_TOKEN_CALL_TEMPLATE, type TemplateModel } from '../helpers/gguf.ts';
-import { MODELS_DIR, quietLog, readSse, testConfig, TINY } from '../helpers/llm.ts';
-import { orchestratorOptions } from '../../src/main.ts';
+import { startOrchestrator } from '../../../src/llm/orchestrator/index.ts';
+import { CALL_TOKEN, modelWithChatTemplate, ONE_TOKEN_CALL_TEMPLATE, type TemplateModel } from '../../helpers/gguf.ts';
+import { MODELS_DIR, quietLog, readSse, testConfig, TINY } from '../../helpers/llm.ts';
+import { orchestratorOptions } from '../../../src/main.ts';
 
 interface Orchestrator {
   url?: string | undefined;

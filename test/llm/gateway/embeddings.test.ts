@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type OpenAI from 'openai';
 import { readGgufFileInfo } from 'node-llama-cpp';
-import { startOrchestrator } from '../../src/llm/orchestrator/index.ts';
-import { Ledger } from '../../src/llm/ledger.ts';
+import { startOrchestrator } from '../../../src/llm/orchestrator/index.ts';
+import { Ledger } from '../../../src/llm/ledger.ts';
 import {
   type LocalLlm,
   MODELS_DIR,
@@ -20,8 +20,8 @@ import {
   testConfig,
   TINY,
   type TestGateway,
-} from '../helpers/llm.ts';
-import { orchestratorOptions } from '../../src/main.ts';
+} from '../../helpers/llm.ts';
+import { orchestratorOptions } from '../../../src/main.ts';
 
 let llm: LocalLlm;
 let gw: TestGateway;
