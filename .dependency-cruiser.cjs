@@ -5,7 +5,7 @@
 
 /** A path regex for one folder of src/ (and everything under it). */
 const folder = (name) => `^src/${name}/`;
-const DOMAINS = '^src/(accounts|api|config|db|lib|llm|storage|tasks|transcode|webhooks)/';
+const DOMAINS = '^src/(accounts|api|assets|config|db|lib|llm|storage|tasks|transcode|webhooks)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -82,6 +82,21 @@ module.exports = {
       severity: 'error',
       from: { path: folder('webhooks') },
       to: { path: [folder('transcode'), folder('storage'), folder('llm'), folder('accounts')] },
+    },
+    {
+      name: 'assets-below-the-api',
+      comment:
+        'assets/ (issue #27) keeps videos: it may use tasks/, transcode/ and storage/ (the built-in store), never the LLM side or the webhooks; its wire shapes are in api/contract/.',
+      severity: 'error',
+      from: { path: folder('assets') },
+      to: { path: [folder('llm'), folder('webhooks'), folder('accounts')] },
+    },
+    {
+      name: 'no-domain-to-assets',
+      comment: 'Only the API edge and main.ts use assets/; the domains it builds on know nothing of it.',
+      severity: 'error',
+      from: { path: [folder('tasks'), folder('transcode'), folder('storage'), folder('webhooks'), folder('llm')] },
+      to: { path: folder('assets') },
     },
     {
       name: 'gateway-and-orchestrator-talk-over-http',

@@ -3,6 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
+import { AssetStore, createUploadHandler, UPLOAD_TASK_TYPE, UploadStaging } from './assets/index.ts';
+import { type BuiltinStore, createBuiltinStore } from './storage/builtin/index.ts';
 import { buildApp, purgeExpiredIdempotencyKeys, toWireTask, TRANSCODE_TASK_TYPE } from './api/index.ts';
 import { type Config, explicitSettings, settings } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
@@ -35,6 +37,9 @@ export interface Core {
   tasks: TaskStore;
   queue: Queue;
   webhooks: WebhookStore;
+  /** The built-in store (issue #27): assets, and transcodes that name no storage. */
+  builtinStore: BuiltinStore;
+  assets: AssetStore;
   /** The service's UCAN identity users delegate their Storacha space to. */
   agent: AgentSigner;
   /** Undefined when C2PA signing is not configured. */
@@ -53,14 +58,18 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
   });
+  const builtinStore = createBuiltinStore(config);
+  const tasks = new TaskStore(db, { follow: { maxPerOwner: config.maxEventStreamsPerOwner } });
   return {
     config,
     log,
     db,
     agent,
     c2paSigner,
+    builtinStore,
+    assets: new AssetStore(db, { tasks, store: builtinStore, uploadExpiryMs: config.uploadUrlTtlMs }),
     accounts: new Accounts(db, { authCacheMs: config.authCacheMs }),
-    tasks: new TaskStore(db, { follow: { maxPerOwner: config.maxEventStreamsPerOwner } }),
+    tasks,
     queue: new Queue(db, {
       leaseMs: config.leaseMs,
       maxRetries: config.maxRetries,
@@ -150,6 +159,13 @@ async function createApp(
     bodyMaxDepth: config.bodyMaxDepth,
     timeouts: config,
     publicUrl: config.publicUrl,
+    storeServe: config.storeServe,
+    storePresignSeconds: config.storePresignSeconds,
+    uploadStaging: new UploadStaging({
+      dir: join(resolve(config.dataDir), 'uploads'),
+      store: core.builtinStore,
+      maxBytes: config.uploadMaxBytes,
+    }),
     maxQueuedPerOwner: config.maxQueuedPerOwner,
     idempotencyMaxWaiters: config.idempotencyMaxWaiters,
     requesterSalt: await requesterSalt(config),
@@ -169,7 +185,10 @@ export function createWorker(core: Core): Worker {
     db: core.db,
     queue: core.queue,
     // One handler per task type; the API's contract for the type says what its params are.
-    handlers: { [TRANSCODE_TASK_TYPE]: transcode },
+    handlers: {
+      [TRANSCODE_TASK_TYPE]: transcode,
+      [UPLOAD_TASK_TYPE]: createUploadHandler({ config: core.config, store: core.builtinStore, log: core.log }),
+    },
     log: core.log.child({ role: 'worker' }),
     scratchRoot: join(resolve(core.config.dataDir), 'scratch'),
     concurrency: core.config.workerConcurrency,

@@ -4,6 +4,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { Accounts } from '../accounts/index.ts';
+import type { AssetStore, UploadStaging } from '../assets/index.ts';
+import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { jsonBodyParser } from '../lib/json-body.ts';
@@ -24,6 +26,10 @@ import { plainTextKeyword, withPlainText } from './plain-text.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
+import { assetRoutes } from './asset-routes.ts';
+import { mediaRoutes } from './media-routes.ts';
+import { publicBase } from './public-base.ts';
+import { uploadRoutes } from './upload-routes.ts';
 import { webhookRoutes, type WebhookResender, type WebhookStoreLike } from './webhook-routes.ts';
 
 export interface ApiDeps {
@@ -50,6 +56,14 @@ export interface ApiDeps {
   idempotencyMaxWaiters?: number | undefined;
   requesterSalt: string;
   version: string;
+  /** The built-in store (issue #27): /media serves it. */
+  builtinStore: BuiltinStore;
+  /** MEDIAPLANE_STORE_SERVE and MEDIAPLANE_STORE_PRESIGN_SECONDS. */
+  storeServe: 'proxy' | 'redirect';
+  storePresignSeconds: number;
+  assets: AssetStore;
+  /** Where upload bytes wait until they are whole (this process's data dir). */
+  uploadStaging: UploadStaging;
   /** The registry GET /metrics serves, shared with the other roles of the process (lib/metrics processMetrics). */
   metrics?: MetricsRegistry;
 }
@@ -103,6 +117,12 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.get('/api/openapi.json', async () => openapi());
 
   if (!deps.transcodeApi) return app;
+  const base = publicBase(app, deps.publicUrl);
+  await mediaRoutes(app, {
+    store: deps.builtinStore,
+    serve: deps.storeServe,
+    presignSeconds: deps.storePresignSeconds,
+  });
   await app.register(
     async (api) => {
       // Every route under /api names this check itself (lib/request-auth.ts, issue #26); an
@@ -116,6 +136,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
       await taskRoutes(api, { ...deps, auth, idempotency });
       await webhookRoutes(api, { ...deps, auth, idempotency });
+      await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
+      await assetRoutes(api, { ...deps, auth, idempotency, publicBase: base });
     },
     { prefix: '/api' },
   );

@@ -6,6 +6,7 @@ import { orchestratorSettings } from './orchestrator.ts';
 import { dwebSettings } from './dweb.ts';
 import { c2paSettings } from './c2pa.ts';
 import { webhookSettings } from './webhooks.ts';
+import { assetSettings } from './assets.ts';
 
 // Every setting the service reads, in one table per domain: name, type, default, description
 // (STYLE.md, practice 2). `--help` and the README's settings table are generated from it.
@@ -295,6 +296,7 @@ export const settings = {
   ...dwebSettings,
   ...c2paSettings,
   ...webhookSettings,
+  ...assetSettings,
 };
 
 export type Settings = typeof settings;

@@ -1,0 +1,81 @@
+import { defineSettings } from './types.ts';
+
+// Settings of the built-in store and of assets (issue #27, spec/API.md section C).
+export const assetSettings = defineSettings({
+  storeUrl: {
+    env: 'MEDIAPLANE_STORE_URL',
+    type: 'string',
+    group: 'storage',
+    default: undefined,
+    defaultText: '(unset: the folder media/ in the data dir)',
+    description:
+      'The built-in store as an S3-protocol bucket, s3://BUCKET/PREFIX (needed once workers run on several machines); assets and transcodes without `storage` are kept there.',
+  },
+  storeEndpoint: {
+    env: 'MEDIAPLANE_STORE_ENDPOINT',
+    type: 'string',
+    group: 'storage',
+    default: undefined,
+    defaultText: '(unset: AWS S3)',
+    description: 'The S3-protocol endpoint of MEDIAPLANE_STORE_URL (MinIO, Garage, R2, ...).',
+  },
+  storeRegion: {
+    env: 'MEDIAPLANE_STORE_REGION',
+    type: 'string',
+    group: 'storage',
+    default: 'us-east-1',
+    description: 'The region of MEDIAPLANE_STORE_URL.',
+  },
+  storeAccessKeyId: {
+    env: 'MEDIAPLANE_STORE_ACCESS_KEY_ID',
+    type: 'string',
+    group: 'storage',
+    default: undefined,
+    secret: true,
+    description: 'Access key id for MEDIAPLANE_STORE_URL.',
+  },
+  storeSecretAccessKey: {
+    env: 'MEDIAPLANE_STORE_SECRET_ACCESS_KEY',
+    type: 'string',
+    group: 'storage',
+    default: undefined,
+    secret: true,
+    description: 'Secret access key for MEDIAPLANE_STORE_URL.',
+  },
+  storeServe: {
+    env: 'MEDIAPLANE_STORE_SERVE',
+    type: 'enum',
+    group: 'storage',
+    default: 'proxy',
+    values: ['proxy', 'redirect'] as const,
+    description:
+      'How /media/ serves what a bucket store holds: `proxy` streams it through the service, `redirect` answers 302 to a presigned URL of the bucket (the folder store always streams).',
+  },
+  storePresignSeconds: {
+    env: 'MEDIAPLANE_STORE_PRESIGN_SECONDS',
+    type: 'int',
+    group: 'storage',
+    default: 3600,
+    min: 10,
+    max: 604_800,
+    description: 'How long a presigned URL of MEDIAPLANE_STORE_SERVE=redirect stays valid.',
+  },
+  uploadMaxBytes: {
+    env: 'MEDIAPLANE_UPLOAD_MAX_BYTES',
+    type: 'int',
+    group: 'storage',
+    default: 30 * 1024 ** 3,
+    defaultText: '32212254720 (30 GiB)',
+    min: 1,
+    description: 'Largest file a direct or tus upload may send (413 above it; nothing is kept).',
+  },
+  uploadUrlTtlMs: {
+    env: 'MEDIAPLANE_UPLOAD_URL_TTL_MS',
+    type: 'int',
+    group: 'storage',
+    default: 24 * 3600_000,
+    min: 1000,
+    description:
+      'How long the upload URLs of POST /api/asset/request-upload stay valid; an upload not finished by then fails and its bytes are freed.',
+  },
+});

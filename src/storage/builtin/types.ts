@@ -1,0 +1,50 @@
+import type { Readable } from 'node:stream';
+import type { InputSource, ObjectStore } from '../types.ts';
+
+// The service's own store (issue #27, spec/API.md section C): where assets and the outputs of
+// a transcode without `storage` are kept and served from. A folder in the data directory by
+// default (folder.ts), or an S3-protocol bucket (s3.ts, MEDIAPLANE_STORE_URL) once workers
+// run on several machines. Keys follow lib/object-path.ts like every store's.
+
+/** What the store says of one whole object. */
+export interface StoredObject {
+  size: number;
+  /** A strong validator, quoted as HTTP writes it (`"..."`). */
+  etag: string;
+  lastModified: Date;
+}
+
+/** Bytes `start` to `end` of an object, both included (HTTP's byte ranges). */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface BuiltinStore {
+  /** Words for logs and errors (`folder /data/media`, `s3 bucket "media" at https://...`); never a credential. */
+  readonly description: string;
+  /**
+   * An ObjectStore for one job's outputs, every key it is given written under `prefix`
+   * (`asset/<playbackId>/`, `task/<taskId>/`). A file is visible to `stat` and `read` only
+   * once it is whole: a folder store writes beside it and renames; an S3 PUT is atomic.
+   */
+  writer(prefix: string): ObjectStore;
+  /** The object, or undefined when there is none (or it is not whole yet). */
+  stat(key: string): Promise<StoredObject | undefined>;
+  /** Streams the object, or `range` of it; the caller has checked the range against `stat`. */
+  read(key: string, range?: ByteRange, signal?: AbortSignal): Promise<Readable>;
+  /**
+   * A URL a client may GET the object at for `seconds`, for the redirect way of serving
+   * (MEDIAPLANE_STORE_SERVE=redirect). Only stores that can sign URLs have it (S3).
+   */
+  presign?(key: string, seconds: number): Promise<string>;
+  /**
+   * Stores a whole local file at `key`. With `move` the file may be taken instead of copied
+   * (a folder store on the same filesystem renames it); the caller must not use it afterwards.
+   */
+  putFile(key: string, file: string, o: { contentType: string; signal: AbortSignal; move?: boolean }): Promise<void>;
+  /** Where a job reads `key` from: the folder store's own file (not copied), or a download from S3. */
+  input(key: string): InputSource;
+  /** Removes every object under `prefix` (`asset/<playbackId>/`); removing nothing is no error. */
+  removePrefix(prefix: string): Promise<void>;
+}
