@@ -24,6 +24,7 @@ const SERIAL = new Set([
   'test/tasks/worker.test.ts', // a cancel reaches the job within 5 s; leases
   'test/transcode/handler.test.ts', // a cancelled encode stops within 15 s
   'test/transcode/playback.test.ts', // Chromium plays the renditions in real time
+  'test/assets/quickstart.test.ts', // Chromium plays an asset and a transcode in real time
   'test/webhooks/limits.test.ts', // a delivery within 2.5 s while another receiver hangs
 ]);
 

@@ -5,7 +5,15 @@ import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
 import { AssetStore, createUploadHandler, UPLOAD_TASK_TYPE, UploadStaging } from './assets/index.ts';
 import { type BuiltinStore, createBuiltinStore } from './storage/builtin/index.ts';
-import { buildApp, purgeExpiredIdempotencyKeys, toWireTask, TRANSCODE_TASK_TYPE } from './api/index.ts';
+import {
+  buildApp,
+  configuredBase,
+  publicBase,
+  purgeExpiredIdempotencyKeys,
+  toWireTask,
+  TRANSCODE_TASK_TYPE,
+  type PublicBase,
+} from './api/index.ts';
 import { type Config, explicitSettings, settings } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
@@ -179,6 +187,7 @@ export function createWorker(core: Core): Worker {
     config: core.config,
     log: core.log,
     c2paSigner: core.c2paSigner,
+    builtinStore: core.builtinStore,
     objectStores: { 'dweb.storage': dweb, 'web3.storage': dweb },
   });
   return new Worker({
@@ -204,13 +213,17 @@ export function createWorker(core: Core): Worker {
  * deliveries go on while any of them is up; they share the work through the database.
  * The payload's task is the task as GET /api/task/{id} shows it (the API's wire shape).
  */
-export function createWebhookDispatcher(core: Core, metrics?: MetricsRegistry): WebhookDispatcher {
+export function createWebhookDispatcher(
+  core: Core,
+  metrics?: MetricsRegistry,
+  base: PublicBase = configuredBase(core.config),
+): WebhookDispatcher {
   const { config } = core;
   return new WebhookDispatcher({
     db: core.db,
     log: core.log.child({ role: 'webhooks' }),
     metrics,
-    render: (e) => ({ task: toWireTask(taskOfEvent(e)) }),
+    render: (e) => ({ task: toWireTask(taskOfEvent(e), base) }),
     allowPrivateUrls: config.allowPrivateUrls,
     timeoutMs: config.webhookTimeoutMs,
     maxAgeMs: config.webhookMaxAgeMs,
@@ -317,7 +330,9 @@ export async function startRoles(
   // One registry for the process: GET /metrics shows every role that runs in it.
   const metrics = processMetrics();
   const delivers = roles.api || roles.worker;
-  const webhookDispatcher = createWebhookDispatcher(core, delivers ? metrics : undefined);
+  // Links in webhook payloads start where the API's do: the app's address once it listens.
+  let links = configuredBase(config);
+  const webhookDispatcher = createWebhookDispatcher(core, delivers ? metrics : undefined, () => links());
   const running: StartedRoles = { core, webhookDispatcher, stop: async () => {} };
   try {
     if (roles.api || roles.gateway) {
@@ -338,6 +353,7 @@ export async function startRoles(
       }
       closers.unshift(() => app.close());
       running.url = await app.listen({ port: config.port, host: config.host });
+      links = publicBase(app, config.publicUrl);
       running.app = app;
       log.info({ url: running.url, version: VERSION }, 'HTTP server listening');
     }

@@ -134,7 +134,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
         return transcodeApiNotFound(req, reply);
       });
       const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
-      await taskRoutes(api, { ...deps, auth, idempotency });
+      await taskRoutes(api, { ...deps, auth, idempotency, publicBase: base });
       await webhookRoutes(api, { ...deps, auth, idempotency });
       await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
       await assetRoutes(api, { ...deps, auth, idempotency, publicBase: base });

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../accounts/index.ts';
@@ -7,8 +6,10 @@ import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { TaskStore } from '../tasks/index.ts';
 import { toWireTask, TranscodeRequest, transcodeTask, type TranscodeParams } from './contract/index.ts';
 import { createRoute } from './create-route.ts';
+import type { PublicBase } from './public-base.ts';
 import type { IdempotencyKeys } from './idempotency.ts';
 import { ListQuery, type PageOptions, pageOf } from './paging.ts';
+import { requesterId } from './requester-id.ts';
 import { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
 import { taskEventsRoute } from './task-events-route.ts';
 
@@ -23,12 +24,14 @@ export interface TaskRoutesDeps {
   idempotency: IdempotencyKeys;
   /** MEDIAPLANE_PUBLIC_URL: absolute links start with it; without it links are relative. */
   publicUrl?: string | undefined;
+  /** Absolute URLs of what the built-in store holds (api/public-base.ts). */
+  publicBase: PublicBase;
 }
 
 const TaskId = Type.Object({ id: Type.String({ maxLength: 64 }) });
 // The Task is described loosely here (its full shape is in spec/API.md); responses are
 // built by contract/task.ts, not filtered by this schema.
-const TaskSchema = Type.Object(
+export const TaskSchema = Type.Object(
   {
     id: Type.String(),
     type: Type.String(),
@@ -42,8 +45,6 @@ const Errors = TasksErrorBody;
 export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Promise<void> {
   const { auth } = deps;
   const onRequest = auth.hook;
-  const requesterId = (ip: string) =>
-    createHash('sha256').update(`${deps.requesterSalt}:${ip}`).digest('hex').slice(0, 32);
 
   createRoute<TranscodeParams>(app, {
     url: '/transcode',
@@ -58,11 +59,11 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
         owner: p.owner,
         projectId: p.projectId,
         ...transcodeTask(params),
-        requesterId: requesterId(req.ip),
+        requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
       });
       req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
-      return toWireTask(row);
+      return toWireTask(row, deps.publicBase);
     },
   });
 
@@ -78,12 +79,13 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     },
     async (req, reply) => {
       const read = (page: PageOptions) => deps.tasks.list(auth.of(req).owner, page);
-      return (await pageOf(req, reply, { publicUrl: deps.publicUrl, read })).tasks.map(toWireTask);
+      const page = await pageOf(req, reply, { publicUrl: deps.publicUrl, read });
+      return page.tasks.map((t) => toWireTask(t, deps.publicBase));
     },
   );
 
   oneTaskRoutes(app, deps);
-  await taskEventsRoute(app, { tasks: deps.tasks, auth });
+  await taskEventsRoute(app, { tasks: deps.tasks, auth, publicBase: deps.publicBase });
 }
 
 /** The routes on one task by its id: read it, cancel it, retry it; another owner's is a 404. */
@@ -118,6 +120,6 @@ function oneTaskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): void {
         params: TaskId,
         response: r.method === 'GET' ? { 200: TaskSchema, 404: Errors } : { 200: TaskSchema },
       },
-      handler: async (req) => toWireTask(await r.act(deps.auth.of(req).owner, req.params.id)),
+      handler: async (req) => toWireTask(await r.act(deps.auth.of(req).owner, req.params.id), deps.publicBase),
     });
 }

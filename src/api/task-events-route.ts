@@ -6,6 +6,7 @@ import { SseWriter } from '../lib/sse.ts';
 import { TasksErrorBody, tasksWireError } from '../lib/wire-errors.ts';
 import type { TaskRow, TaskStore } from '../tasks/index.ts';
 import { toWireTask } from './contract/index.ts';
+import type { PublicBase } from './public-base.ts';
 
 // GET /api/task/{id}/events (spec/API.md section A, issue #18): the task now, then each
 // change of phase or progress, as Server-Sent Events; the stream ends when the task does.
@@ -18,6 +19,8 @@ export interface TaskEventsDeps {
   auth: RequestAuth<{ owner: string }>;
   /** A comment line this often keeps proxies from closing a quiet stream (default 15 s). */
   keepAliveMs?: number;
+  /** Absolute URLs of what the built-in store holds, as GET /api/task/{id} shows them. */
+  publicBase: PublicBase;
 }
 
 const KEEP_ALIVE_MS = 15_000;
@@ -65,7 +68,8 @@ export async function taskEventsRoute(app: FastifyInstance, deps: TaskEventsDeps
     const onClose = (): void => stop.abort();
     reply.raw.on('close', onClose);
     try {
-      await stream(reply.raw, first.value, rows, { log: req.log, keepAliveMs: deps.keepAliveMs ?? KEEP_ALIVE_MS });
+      const keepAliveMs = deps.keepAliveMs ?? KEEP_ALIVE_MS;
+      await stream(reply.raw, first.value, rows, { log: req.log, keepAliveMs, base: deps.publicBase });
     } finally {
       reply.raw.off('close', onClose);
       open.delete(stop);
@@ -79,12 +83,12 @@ async function stream(
   res: ServerResponse,
   first: TaskRow,
   rows: AsyncGenerator<TaskRow>,
-  o: { log: FastifyBaseLogger; keepAliveMs: number },
+  o: { log: FastifyBaseLogger; keepAliveMs: number; base: PublicBase },
 ): Promise<void> {
   res.writeHead(200, HEADERS);
   const out = new SseWriter(res);
   const keepAlive = setInterval(() => void out.raw(': keep-alive\n\n'), o.keepAliveMs);
-  const send = (row: TaskRow) => out.send({ event: 'task', data: JSON.stringify(toWireTask(row)) });
+  const send = (row: TaskRow) => out.send({ event: 'task', data: JSON.stringify(toWireTask(row, o.base)) });
   try {
     await send(first);
     for await (const row of rows) await send(row);

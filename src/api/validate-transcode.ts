@@ -2,7 +2,7 @@ import { hostProblem } from '../lib/net-guard.ts';
 import { pathStyleHint } from '../storage/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
-import { OUTPUT_KINDS, profileProblems, signingProblem, writtenBy } from '../transcode/index.ts';
+import { OUTPUT_KINDS, type OutputKind, profileProblems, signingProblem, writtenBy } from '../transcode/index.ts';
 import type { TranscodeParams } from './contract/index.ts';
 
 // The rules of POST /api/transcode that JSON Schema cannot say well. Each message names the
@@ -46,26 +46,40 @@ async function checkInput(p: TranscodeParams, rules: TranscodeRules, problems: s
       problems.push('input.endpoint: must start with https:// or http://');
     return;
   }
-  const raw = p.input.url;
+  await checkInputUrl('input.url', p.input.url, rules, problems);
+}
+
+/**
+ * The rules of a URL to fetch a video from (POST /api/transcode's `input.url`, POST
+ * /api/asset/upload/url's `url`), each problem reported under `field`.
+ */
+export async function checkInputUrl(
+  field: string,
+  raw: string,
+  rules: Pick<TranscodeRules, 'allowPrivateUrls'>,
+  problems: string[],
+): Promise<void> {
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(raw)?.[0].toLowerCase();
   if (!scheme || !URL_SCHEMES.includes(scheme)) {
-    problems.push('input.url: must start with https://, http://, ipfs:// or ar://');
+    problems.push(`${field}: must start with https://, http://, ipfs:// or ar://`);
     return;
   }
   if (scheme === 'ipfs:' || scheme === 'ar:') {
-    if (!/^(ipfs|ar):\/\/[A-Za-z0-9_-]+/.test(raw)) problems.push(`input.url: must be ${scheme}//<id>[/path]`);
+    if (!/^(ipfs|ar):\/\/[A-Za-z0-9_-]+/.test(raw)) problems.push(`${field}: must be ${scheme}//<id>[/path]`);
     return;
   }
-  const url = await checkHttpUrl('input.url', raw, rules, problems);
+  const url = await checkHttpUrl(field, raw, rules, problems);
   // Subdomain-style gateway URLs cannot be mapped back to a CID reliably: path style only.
   const hint = url && pathStyleHint(url);
   if (hint)
     problems.push(
-      `input.url: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`,
+      `${field}: subdomain-style gateway URLs are not supported; use the path style https://GATEWAY/ipfs/CID/file (for this URL: ${hint})`,
     );
 }
 
 async function checkStorage(p: TranscodeParams, rules: TranscodeRules, problems: string[]): Promise<void> {
+  // No storage: the built-in store (spec/API.md section C).
+  if (!p.storage) return;
   if (p.storage.type === 's3') {
     const url = await checkHttpUrl('storage.endpoint', p.storage.endpoint, rules, problems);
     if (url && !['http:', 'https:'].includes(url.protocol))
@@ -133,10 +147,18 @@ function profileBoundsProblems(prof: Profile, field: string): string[] {
   return problems;
 }
 
-function checkProfiles(p: TranscodeParams, problems: string[]): void {
+/**
+ * The ladder's rules for the outputs a job writes. `words: 'failure'` words the output
+ * format's rules without naming POST /api/transcode's `outputs` field (an asset has none).
+ */
+export function checkProfiles(
+  profiles: readonly Profile[] | undefined,
+  o: { outputs: Partial<Record<OutputKind, unknown>>; words?: 'rule' | 'failure' },
+  problems: string[],
+): void {
   const seen = new Set<string>();
   let ladderPixels = 0;
-  p.profiles?.forEach((prof, i) => {
+  profiles?.forEach((prof, i) => {
     if (seen.has(prof.name)) problems.push(`profiles[${i}].name: must be unique (${prof.name} is used twice)`);
     seen.add(prof.name);
     // The name is a folder of the HLS outputs (`<hls.path>/<name>/index.m3u8`): `..` would
@@ -144,7 +166,8 @@ function checkProfiles(p: TranscodeParams, problems: string[]): void {
     const nameProblem = objectPathProblem(prof.name);
     if (nameProblem) problems.push(`profiles[${i}].name: ${nameProblem}`);
     // Reserved names and the encoders each output format takes: the transcode domain's rules.
-    for (const x of profileProblems(prof, writtenBy(p.outputs))) problems.push(`profiles[${i}].${x.field}: ${x.rule}`);
+    for (const x of profileProblems(prof, writtenBy(o.outputs)))
+      problems.push(`profiles[${i}].${x.field}: ${x[o.words ?? 'rule']}`);
     if (prof.width % 2 !== 0 || prof.height % 2 !== 0)
       problems.push(`profiles[${i}]: width and height must be even numbers (4:2:0 chroma, every encoder)`);
     problems.push(...profileBoundsProblems(prof, `profiles[${i}]`));
@@ -164,7 +187,7 @@ export async function checkTranscodeRequest(p: TranscodeParams, rules: Transcode
   await checkInput(p, rules, problems);
   await checkStorage(p, rules, problems);
   checkPaths(p, problems);
-  checkProfiles(p, problems);
+  checkProfiles(p.profiles, { outputs: p.outputs }, problems);
   if (p.c2pa === true && !rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
   const unsigned = p.c2pa === true ? signingProblem(p.outputs) : undefined;
   if (unsigned) problems.push(`c2pa: ${unsigned}`);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/index.ts';
+import type { Db, Queryable } from '../db/index.ts';
 import { InvalidStateError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
 import { CHANNEL_PROGRESS, notifyTasks, returningEvent, TASK_EVENTS_CHANNEL, withEvent } from './events.ts';
@@ -20,6 +20,13 @@ export interface CreateTask {
   params: Record<string, unknown>;
   requesterId: string | null;
   maxQueuedPerOwner: number;
+  /** The task's id when the caller made it already (a record that names its task is written with it). */
+  id?: string;
+  /**
+   * `pending`: not claimable until `enqueue` (a direct upload waits for its bytes); it counts
+   * against the owner's queued tasks all the same. Default `waiting`.
+   */
+  phase?: 'waiting' | 'pending';
 }
 
 export interface ListOptions {
@@ -38,16 +45,31 @@ export class TaskStore {
     this.#follower = new TaskFollower(db, [TASK_EVENTS_CHANNEL, CHANNEL_PROGRESS], opts.follow);
   }
 
-  async create(t: CreateTask): Promise<TaskRow> {
+  /**
+   * `q`: a transaction of the caller's, when the task is written with other rows that name it
+   * (an asset, assets/store.ts); its NOTIFYs are then delivered when that transaction commits.
+   */
+  async create(t: CreateTask, q: Queryable = this.#db): Promise<TaskRow> {
     // The per-owner limit and the insert are one statement, so concurrent API processes
     // can overshoot it only by the requests in flight at the same instant. The count stops
-    // at the limit, so its cost does not grow with an owner's history.
-    const rows = await this.#db.query<TaskRow>(
+    // at the limit, so its cost does not grow with an owner's history. A pending task is
+    // scheduled when it is enqueued.
+    const phase = t.phase ?? 'waiting';
+    const rows = await q.query<TaskRow>(
       withEvent(`INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at)
-       SELECT $1, $2, $3, $4, 'waiting', $5, $6, now()
+       SELECT $1, $2, $3, $4, $8::text, $5, $6, CASE WHEN $8::text = 'waiting' THEN now() END
        WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') LIMIT $7) AS queued) < $7
        ${returningEvent(`'task.spawned'`)}`),
-      [randomUUID(), t.owner, t.projectId, t.type, JSON.stringify(t.params), t.requesterId, t.maxQueuedPerOwner],
+      [
+        t.id ?? randomUUID(),
+        t.owner,
+        t.projectId,
+        t.type,
+        JSON.stringify(t.params),
+        t.requesterId,
+        t.maxQueuedPerOwner,
+        phase,
+      ],
     );
     const row = rows[0];
     if (!row)
@@ -55,8 +77,42 @@ export class TaskStore {
         `too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`,
         { retryAfterMs: QUEUED_RETRY_AFTER_MS },
       );
-    await notifyTasks(this.#db, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
+    await notifyTasks(q, phase === 'waiting' ? [CHANNEL_WORK, TASK_EVENTS_CHANNEL] : [TASK_EVENTS_CHANNEL], [row.id]);
     return row;
+  }
+
+  /**
+   * A pending task becomes `waiting` (claimable): what it waited for is there (a direct
+   * upload's bytes). Undefined when the task is not pending (cancelled, failed, queued already).
+   */
+  async enqueue(id: string, q: Queryable = this.#db): Promise<TaskRow | undefined> {
+    const rows = await q.query<TaskRow>(
+      withEvent(`UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now()
+       WHERE id = $1 AND phase = 'pending' ${returningEvent(`'task.updated'`)}`),
+      [id],
+    );
+    const row = rows[0];
+    if (row) await notifyTasks(q, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
+    return row;
+  }
+
+  /**
+   * Fails those of these tasks that are still pending, with `message` (what they waited for
+   * never came: an upload URL expired). Returns the tasks it failed.
+   */
+  async failPending(ids: readonly string[], message: string, q: Queryable = this.#db): Promise<TaskRow[]> {
+    if (ids.length === 0) return [];
+    const rows = await q.query<TaskRow>(
+      withEvent(`UPDATE tasks SET phase = 'failed', error_message = $2, updated_at = now()
+       WHERE id = ANY($1::uuid[]) AND phase = 'pending' ${returningEvent(`'task.failed'`)}`),
+      [ids, message],
+    );
+    await notifyTasks(
+      q,
+      [TASK_EVENTS_CHANNEL],
+      rows.map((r) => r.id),
+    );
+    return rows;
   }
 
   /** The owner's task; another owner's id is "not found", as if it did not exist. */

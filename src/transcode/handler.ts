@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
 import { ValidationError } from '../lib/errors.ts';
+import type { BuiltinStore } from '../storage/builtin/index.ts';
 import { createInputSource, createObjectStore, type ObjectStoreFactory } from '../storage/index.ts';
 import { checkedHandler, type JobHandler } from '../tasks/index.ts';
 import type { C2paSigner } from './c2pa.ts';
@@ -16,7 +17,12 @@ export interface TranscodeHandlerDeps {
   objectStores?: Partial<Record<string, ObjectStoreFactory>>;
   /** Issue 5: the C2PA signer from `loadC2paSigner(config)`; undefined when signing is not configured. */
   c2paSigner?: C2paSigner | undefined;
+  /** The service's own store (issue #27): where a job that names no `storage` writes. */
+  builtinStore?: BuiltinStore | undefined;
 }
+
+/** Where a job that names no storage writes in the built-in store: under its task (served at /media/task/<id>/...). */
+export const builtinOutputPrefix = (taskId: string): string => `task/${taskId}/`;
 
 // What a stored `transcode-file` task's params must be for this handler to run them (issue
 // #26): the shape of a TranscodeJob, checked when a worker takes the task. Not the API's
@@ -47,13 +53,15 @@ const StoredTranscodeJob = Type.Object({
     Type.Object({ url: Type.String() }),
     Type.Object({ type: Type.Literal('s3'), ...S3Bucket, path: Type.String() }),
   ]),
-  storage: Type.Union([
-    Type.Object({ type: Type.Literal('s3'), ...S3Bucket }),
-    Type.Object({
-      type: literals('dweb.storage', 'web3.storage'),
-      credentials: Type.Object({ proof: Type.String() }),
-    }),
-  ]),
+  storage: Type.Optional(
+    Type.Union([
+      Type.Object({ type: Type.Literal('s3'), ...S3Bucket }),
+      Type.Object({
+        type: literals('dweb.storage', 'web3.storage'),
+        credentials: Type.Object({ proof: Type.String() }),
+      }),
+    ]),
+  ),
   // Each output kind a folder; which kinds there are is transcode's own list, not repeated here.
   outputs: Type.Record(Type.String(), Type.Object({ path: Type.String() })),
   profiles: Type.Optional(Type.Array(StoredProfile)),
@@ -74,7 +82,9 @@ export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<u
       throw new ValidationError('c2pa: C2PA signing is not configured on this server');
     const unsigned = params.c2pa ? signingProblem(params.outputs) : undefined;
     if (unsigned) throw new ValidationError(`c2pa: ${unsigned}`);
-    const store = createObjectStore(params.storage, deps.config, deps.objectStores);
+    const store = params.storage
+      ? createObjectStore(params.storage, deps.config, deps.objectStores)
+      : builtinWriter(deps, ctx.taskId);
     return runPipeline(deps.config, {
       source: createInputSource(params.input, deps.config),
       store,
@@ -88,4 +98,9 @@ export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<u
       log,
     });
   });
+}
+
+function builtinWriter(deps: TranscodeHandlerDeps, taskId: string) {
+  if (!deps.builtinStore) throw new ValidationError('storage: this server has no built-in store; name a storage');
+  return deps.builtinStore.writer(builtinOutputPrefix(taskId));
 }

@@ -12,7 +12,8 @@ import type { ProfileSpec } from './renditions.ts';
  */
 export type TranscodeJob = {
   input: InputSpec;
-  storage: StorageTarget;
+  /** Absent: the built-in store (issue #27). */
+  storage?: StorageTarget;
   outputs: OutputFolders;
   profiles?: readonly ProfileSpec[];
   targetSegmentSizeSecs?: number;

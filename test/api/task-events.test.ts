@@ -176,7 +176,7 @@ for (const { kind, skip } of await databaseKinds()) {
       // The route on an app of its own, with a short interval (15 s on the API).
       const app = Fastify();
       const auth = { hook: async () => {}, of: () => ({ owner: 'alice' }) };
-      await taskEventsRoute(app, { tasks: server.running.core.tasks, auth, keepAliveMs: 10 });
+      await taskEventsRoute(app, { tasks: server.running.core.tasks, auth, keepAliveMs: 10, publicBase: () => '' });
       const url = await app.listen({ port: 0, host: '127.0.0.1' });
       try {
         const id = await create();

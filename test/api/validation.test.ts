@@ -12,7 +12,6 @@ const cases: Array<{ name: string; body?: unknown; raw?: string; status: number;
   { name: 'malformed JSON', raw: '{"input": ', status: 400, expect: /not valid JSON/ },
   { name: 'body is an array', body: [1, 2], status: 422, expect: /\(body\): must be an object/ },
   { name: 'missing input', body: { ...base, input: undefined }, status: 422, expect: /^input: is required/ },
-  { name: 'missing storage', body: { ...base, storage: undefined }, status: 422, expect: /^storage: is required/ },
   { name: 'missing outputs', body: { ...base, outputs: undefined }, status: 422, expect: /^outputs: is required/ },
   { name: 'empty outputs', body: { ...base, outputs: {} }, status: 422, expect: /^outputs: must have at least 1/ },
   {

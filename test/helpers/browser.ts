@@ -74,9 +74,10 @@ export function findChromium(): string | undefined {
 
 /**
  * Starts headless Chromium and the page server for `s3`'s objects. Resolves with the reason
- * instead when Chromium is missing or cannot start, for the tests to skip with.
+ * instead when Chromium is missing or cannot start, for the tests to skip with. Without `s3`
+ * the page plays absolute URLs of another origin (the service's /media, which sends CORS).
  */
-export async function startBrowserPlayer(s3: TestS3): Promise<BrowserPlayer | { skip: string }> {
+export async function startBrowserPlayer(s3?: TestS3): Promise<BrowserPlayer | { skip: string }> {
   const executablePath = findChromium();
   if (!executablePath)
     return {
@@ -167,7 +168,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 };
 
 /** The page, the player libraries, and /media/<bucket>/<key> read from S3 (Range passed on). */
-async function startPageServer(s3: TestS3): Promise<http.Server> {
+async function startPageServer(s3: TestS3 | undefined): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const pathname = new URL(req.url ?? '/', 'http://x').pathname;
     const asset = ASSETS[pathname];
@@ -182,7 +183,7 @@ async function startPageServer(s3: TestS3): Promise<http.Server> {
       return;
     }
     const media = /^\/media\/([^/]+)\/(.+)$/.exec(pathname);
-    if (!media?.[1] || !media[2]) {
+    if (!s3 || !media?.[1] || !media[2]) {
       res.writeHead(404).end();
       return;
     }

@@ -92,7 +92,10 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.ok(!JSON.stringify(e.task).includes('AKIATESTKEY'), 'no storage credential');
       // What a webhook shows of it is what GET /api/task/{id} shows.
       const got = await server.call('GET', `/api/task/${row.id}`, { key });
-      assert.deepEqual(toWireTask(taskOfEvent(e)), got.body);
+      assert.deepEqual(
+        toWireTask(taskOfEvent(e), () => ''),
+        got.body,
+      );
     });
 
     it('a refused create (the queue limit) writes no event', async () => {

@@ -1,5 +1,6 @@
 import { InternalError } from '../../lib/errors.ts';
 import type { TaskRow } from '../../tasks/index.ts';
+import type { PublicBase } from '../public-base.ts';
 import { wireTask, type TaskWireShape, type WireTask } from './task.ts';
 import { TRANSCODE_TASK_TYPE, transcodeTaskWire } from './transcode.ts';
 
@@ -22,9 +23,9 @@ const WIRE_SHAPES: Readonly<Record<string, TaskWireShape>> = {
 };
 
 /** The Task of spec/API.md for a stored row, in the shape of its type. */
-export function toWireTask(row: TaskRow): WireTask {
+export function toWireTask(row: TaskRow, base: PublicBase): WireTask {
   const shape = WIRE_SHAPES[row.type];
   // Only this API creates tasks, and only of the types above.
   if (!shape) throw new InternalError(`no wire shape for task type ${row.type}`);
-  return wireTask(row, shape);
+  return wireTask(row, shape, base);
 }

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { OutputKind, TranscodeJob } from '../../transcode/index.ts';
+import { builtinOutputPrefix, type OutputKind, type TranscodeJob } from '../../transcode/index.ts';
+import { mediaUrl, type PublicBase } from '../public-base.ts';
 import type { TaskWireShape } from './task.ts';
 
 // The wire contract of the transcoding task (spec/API.md section A), at the API's edge
@@ -146,7 +147,12 @@ export const CreatorId = Type.Union([
 export const TranscodeRequest = Type.Object(
   {
     input: Type.Union([UrlInputBody, S3InputBody]),
-    storage: Type.Union([S3StorageBody, DwebStorageBody]),
+    storage: Type.Optional(
+      Type.Union([S3StorageBody, DwebStorageBody], {
+        description:
+          "Where the outputs go. Absent: the service's built-in store, and each output in output.transcodeFile gets an absolute `url` beside its `path` (the livepeer SDK always sends storage).",
+      }),
+    ),
     outputs: Outputs,
     profiles: Type.Optional(Type.Array(Profile, { minItems: 1, maxItems: 10 })),
     // Issue #15: 1e-300 passed `exclusiveMinimum: 0` and cut one-frame segments.
@@ -174,7 +180,7 @@ export function transcodeTask(params: TranscodeParams): { type: typeof TRANSCODE
 
 /** The params as they may be shown: no secret left in them. */
 export type RedactedParams = Omit<TranscodeParams, 'storage'> & {
-  storage: S3StorageParams | { type: DwebStorageParams['type'] };
+  storage?: S3StorageParams | { type: DwebStorageParams['type'] };
 };
 
 /** The spec's credential redaction: S3 keys show as `***`, the UCAN proof is omitted. */
@@ -184,6 +190,7 @@ export function redactParams(p: TranscodeParams): RedactedParams {
     credentials: { accessKeyId: '***', secretAccessKey: '***' },
   });
   const input = 'type' in p.input ? redactS3(p.input) : p.input;
+  if (!p.storage) return { ...p, input };
   const storage = p.storage.type === 's3' ? redactS3(p.storage) : { type: p.storage.type };
   return { ...p, input, storage };
 }
@@ -205,5 +212,24 @@ export const transcodeTaskWire: TaskWireShape = {
     const params = hideInputQuery(redactParams(stored as TranscodeParams));
     return { outputs: params.outputs, 'transcode-file': params };
   },
-  output: (stored) => ({ transcodeFile: stored }),
+  output: (stored, task, base) =>
+    // Outputs in the built-in store are served under /media: each gets its absolute URL.
+    ({ transcodeFile: task.params.storage ? stored : withUrls(stored, builtinOutputPrefix(task.id), base) }),
 };
+
+/**
+ * `output` with a `url` beside every `path` (and a `posterUrl` beside the thumbnails'
+ * `poster`), at any depth: renditions, audio and subtitle tracks are nested.
+ */
+function withUrls(output: unknown, prefix: string, base: PublicBase): Record<string, unknown> {
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object') return v;
+    const o: Record<string, unknown> = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    const url = (p: unknown) => (typeof p === 'string' ? mediaUrl(base, prefix + p.replace(/^\/+/, '')) : undefined);
+    if (url(o.path)) o.url = url(o.path);
+    if (url(o.poster)) o.posterUrl = url(o.poster);
+    return o;
+  };
+  return walk(output) as Record<string, unknown>;
+}
