@@ -7,6 +7,20 @@
 export const ASSET_PHASES = ['uploading', 'waiting', 'processing', 'ready', 'failed', 'deleting', 'deleted'] as const;
 export type AssetPhase = (typeof ASSET_PHASES)[number];
 
+/**
+ * The webhook events of assets (spec/API.md section C), written into the outbox of task
+ * events (task_events) by migration 010's asset_event: `task_id` holds the asset's id and
+ * `task` the asset row as JSON (AssetRow's columns, its times as ISO strings).
+ */
+export const ASSET_EVENT_NAMES = [
+  'asset.created',
+  'asset.updated',
+  'asset.ready',
+  'asset.failed',
+  'asset.deleted',
+] as const;
+export type AssetEventName = (typeof ASSET_EVENT_NAMES)[number];
+
 /** Where an asset's bytes came from (Livepeer's `source`). */
 export type AssetSource =
   | { type: 'url'; url: string }
@@ -50,4 +64,80 @@ export interface UploadSessions {
    * staged can be freed.
    */
   expire(limit: number): Promise<string[]>;
+}
+
+/** What a finished `upload` (or `clip`) task returns, copied onto its asset when the task completes. */
+export interface AssetOutput {
+  /** 'audio' when the source had no video; the trigger copies it onto the asset. */
+  type: 'video' | 'audio';
+  /** As Livepeer's SDK models it (components/asset.ts VideoSpec): seconds, bits per second. */
+  videoSpec: { format?: string; duration?: number; bitrate?: number; tracks: AssetTrack[] };
+  /** Bytes of the source. */
+  size: number;
+  hash: { hash: string; algorithm: 'md5' | 'sha256' }[];
+  /** The source in the built-in store (`asset/<playbackId>/source`): the asset's downloadUrl. */
+  source: { key: string };
+  /** Keys in the built-in store. */
+  hls?: { key: string };
+  mp4?: { key: string; width?: number; height?: number; bitrate?: number; size?: number }[];
+  /** The storyboard (`key`, WebVTT) and the poster image (`poster`). */
+  thumbnails?: { key: string; poster?: string };
+  [extra: string]: unknown;
+}
+
+/** One track of the source, as Livepeer's SDK models it (components/asset.ts Tracks). */
+export interface AssetTrack {
+  type: 'video' | 'audio';
+  codec: string;
+  startTime?: number;
+  duration?: number;
+  bitrate?: number;
+  width?: number;
+  height?: number;
+  pixelFormat?: string;
+  fps?: number;
+  channels?: number;
+  sampleRate?: number;
+  bitDepth?: number;
+}
+
+/** An asset as stored, with its task's progress. */
+export interface AssetRow {
+  id: string;
+  owner: string;
+  project_id: string;
+  playback_id: string;
+  name: string;
+  type: 'video' | 'audio';
+  phase: AssetPhase;
+  error_message: string | null;
+  /** The task's progress while the asset is processing (null in every other phase). */
+  progress: number | null;
+  task_id: string;
+  source: AssetSource;
+  spec: AssetSpec;
+  playback_policy: Record<string, unknown> | null;
+  creator_id: unknown;
+  output: AssetOutput | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface CreateAsset {
+  owner: string;
+  projectId: string;
+  name: string;
+  source: AssetSource;
+  spec: AssetSpec;
+  playbackPolicy?: Record<string, unknown> | undefined;
+  creatorId?: unknown;
+  requesterId: string | null;
+  maxQueuedPerOwner: number;
+  /**
+   * The task type that makes the asset, and its params. The store adds `assetId` and
+   * `playbackId` to them, and for a direct upload `input: {key}` (the source's key).
+   */
+  task: { type: string; params: Record<string, unknown> };
+  /** A direct upload: the task waits (`pending`) for the bytes, and an upload token is made. */
+  upload?: boolean;
 }

@@ -36,7 +36,8 @@ const S3Bucket = {
 };
 const literals = <const T extends readonly string[]>(...values: T) =>
   Type.Union(values.map((v: T[number]) => Type.Literal(v)));
-const StoredProfile = Type.Object({
+/** A stored rendition profile (ProfileSpec); the `upload` task of assets/ stores the same. */
+export const StoredProfile = Type.Object({
   name: Type.String(),
   width: Type.Integer(),
   height: Type.Integer(),

@@ -3,7 +3,7 @@ export type { ProfileSpec, RenditionOutput } from './renditions.ts';
 export { OUTPUT_KINDS, type OutputFolder, type OutputFolders, type OutputKind } from './outputs/index.ts';
 export { profileProblems, signingProblem, writtenBy, type ProfileProblem } from './profile-rules.ts';
 export { loadC2paSigner, type C2paSigner } from './c2pa.ts';
-export { builtinOutputPrefix, createTranscodeHandler, type TranscodeHandlerDeps } from './handler.ts';
+export { builtinOutputPrefix, createTranscodeHandler, StoredProfile, type TranscodeHandlerDeps } from './handler.ts';
 export { runPipeline, type PipelineJob, type PipelineSettings } from './pipeline.ts';
 export { probe, requireVideo, type MediaInfo, type ProbeResult } from './probe.ts';
 export { planLadder, type Rendition } from './ladder.ts';
