@@ -17,6 +17,7 @@ import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
 // belongs here; everything else runs beside other files.
 const SERIAL = new Set([
   'test/api/http-limits.test.ts', // a socket closed within 5x the 400 ms request timeout
+  'test/api/upload-restart.test.ts', // SIGKILLs the service mid-upload and starts it again
   'test/fuzz/schemas.test.ts', // /healthz within 1 s during a 1 MiB schema
   'test/tasks/crash-encode.test.ts', // SIGKILLs a worker; its ffmpeg dead within 1 s; 1.5 s leases
   'test/tasks/crash-hygiene.test.ts', // SIGKILLs parents; children dead within 1 s
@@ -25,6 +26,7 @@ const SERIAL = new Set([
   'test/transcode/handler.test.ts', // a cancelled encode stops within 15 s
   'test/transcode/playback.test.ts', // Chromium plays the renditions in real time
   'test/assets/quickstart.test.ts', // Chromium plays an asset and a transcode in real time
+  'test/assets/distributed.test.ts', // a worker process beside the API; Chromium plays in real time
   'test/webhooks/limits.test.ts', // a delivery within 2.5 s while another receiver hangs
 ]);
 

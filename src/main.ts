@@ -3,33 +3,34 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
-import { AssetStore, createUploadHandler, UPLOAD_TASK_TYPE, UploadStaging } from './assets/index.ts';
+import { AssetStore, createUploadHandler, UPLOAD_TASK_TYPE, UploadStaging, uploadSweepJobs } from './assets/index.ts';
 import { type BuiltinStore, createBuiltinStore } from './storage/builtin/index.ts';
 import {
   buildApp,
   configuredBase,
   publicBase,
   purgeExpiredIdempotencyKeys,
-  toWireTask,
   TRANSCODE_TASK_TYPE,
+  webhookPayload,
   type PublicBase,
 } from './api/index.ts';
-import { type Config, explicitSettings, settings } from './config/index.ts';
+import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { readOrCreate } from './lib/state-file.ts';
 import { ensurePrivateDir } from './lib/private-dir.ts';
-import { Queue, TaskStore, taskOfEvent, Worker } from './tasks/index.ts';
+import { Queue, TaskStore, Worker } from './tasks/index.ts';
 import { purgeWebhookDeliveries, purgeWebhookLogs, WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
 import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
 import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
-import { Billing, OrchestratorPool, registerGateway, selfBase } from './llm/gateway/index.ts';
-import { Ledger } from './llm/ledger.ts';
-import { type OrchestratorOptions, startOrchestrator, type Tuning } from './llm/orchestrator/index.ts';
+import { startOrchestrator } from './llm/orchestrator/index.ts';
+import { localOrchestratorSecret, orchestratorOptions, startGateway } from './main-llm.ts';
+
+export { orchestratorOptions, startGateway, tuningFromConfig } from './main-llm.ts';
 
 // The composition root (STYLE.md, practice 1): the only place that builds the database,
 // queue, stores and apps and passes them in. Each role below takes what it needs.
@@ -75,7 +76,13 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     agent,
     c2paSigner,
     builtinStore,
-    assets: new AssetStore(db, { tasks, store: builtinStore, uploadExpiryMs: config.uploadUrlTtlMs }),
+    assets: new AssetStore(db, {
+      tasks,
+      store: builtinStore,
+      uploadExpiryMs: config.uploadUrlTtlMs,
+      // A cancelled worker may still write a file for a while: a deleted asset's files are removed again after it.
+      deleteGraceMs: config.leaseMs * 2,
+    }),
     accounts: new Accounts(db, { authCacheMs: config.authCacheMs }),
     tasks,
     queue: new Queue(db, {
@@ -95,64 +102,15 @@ async function requesterSalt(config: Config): Promise<string> {
   );
 }
 
-/**
- * The secret the local orchestrator of `mediaplane start` asks of its gateway: the setting,
- * else one generated on first start and kept in the data dir. Its routes are on the public
- * port, and without it anyone could generate text there with no key and no charge (issue #15).
- */
-async function localOrchestratorSecret(config: Config): Promise<string> {
-  return (
-    config.orchestratorSecret ??
-    readOrCreate(join(config.dataDir, 'orchestrator-secret'), () => randomBytes(32).toString('base64url'))
-  );
-}
-
-/** The tuning variables of the settings (API.md section B, "Orchestrators"). */
-export function tuningFromConfig(c: Config): Tuning {
-  return {
-    use8bit: c.use8bit,
-    pipelineParallelSize: c.pipelineParallelSize,
-    tensorParallelSize: c.tensorParallelSize,
-    maxModelLen: c.maxModelLen,
-    // "Left at its default" means not set at all (issue #4): an explicit MAX_MODEL_LEN=8192 is
-    // checked like any other value. A config loadConfig did not make (a hand-built object)
-    // cannot tell, so there a value equal to the default counts as the default.
-    maxModelLenIsDefault: !(explicitSettings(c)?.has('maxModelLen') ?? c.maxModelLen !== settings.maxModelLen.default),
-    maxNumBatchedTokens: c.maxNumBatchedTokens,
-    maxNumSeqs: c.maxNumSeqs,
-    gpuMemoryUtilization: c.gpuMemoryUtilization,
-  };
-}
-
-/** The orchestrator's options from the settings (issue #26: the LLM side takes no Config). */
-export function orchestratorOptions(config: Config): OrchestratorOptions {
-  const c = config;
-  return {
-    engine: {
-      kind: c.orchestratorEngine,
-      modelsDir: c.modelsDir,
-      models: c.orchestratorModels,
-      tuning: tuningFromConfig(c),
-      llamaCpp: { threads: c.llmThreads, gpu: c.llmGpu, quantization: c.llmQuantization, hubUrl: c.modelHubUrl },
-      vllm: { url: c.vllmUrl, command: c.vllmCommand, startTimeoutMs: c.vllmStartTimeoutMs },
-    },
-    host: c.host,
-    port: c.port,
-    secret: c.orchestratorSecret,
-    pricePerToken: c.orchestratorPricePerToken,
-    streamIntervalMs: c.orchestratorStreamIntervalMs,
-    bodyLimitBytes: c.bodyLimitBytes,
-    bodyMaxDepth: c.bodyMaxDepth,
-    timeouts: { requestTimeoutMs: c.requestTimeoutMs, keepAliveTimeoutMs: c.keepAliveTimeoutMs },
-    slots: { total: c.maxNumSeqs, maxQueue: c.orchestratorMaxQueue, queueMs: c.orchestratorQueueMs },
-    registration: { gateways: c.orchestratorRegisterWith, publicUrl: c.orchestratorPublicUrl },
-  };
-}
-
 /** The HTTP server: the transcoding API under /api when `transcodeApi`, and the operational routes. */
 async function createApp(
   core: Core,
-  o: { transcodeApi: boolean; webhookDispatcher: WebhookDispatcher; metrics: MetricsRegistry },
+  o: {
+    transcodeApi: boolean;
+    webhookDispatcher: WebhookDispatcher;
+    metrics: MetricsRegistry;
+    uploadStaging: UploadStaging;
+  },
 ): Promise<FastifyInstance> {
   const { config } = core;
   return buildApp({
@@ -169,11 +127,6 @@ async function createApp(
     publicUrl: config.publicUrl,
     storeServe: config.storeServe,
     storePresignSeconds: config.storePresignSeconds,
-    uploadStaging: new UploadStaging({
-      dir: join(resolve(config.dataDir), 'uploads'),
-      store: core.builtinStore,
-      maxBytes: config.uploadMaxBytes,
-    }),
     maxQueuedPerOwner: config.maxQueuedPerOwner,
     idempotencyMaxWaiters: config.idempotencyMaxWaiters,
     requesterSalt: await requesterSalt(config),
@@ -196,7 +149,12 @@ export function createWorker(core: Core): Worker {
     // One handler per task type; the API's contract for the type says what its params are.
     handlers: {
       [TRANSCODE_TASK_TYPE]: transcode,
-      [UPLOAD_TASK_TYPE]: createUploadHandler({ config: core.config, store: core.builtinStore, log: core.log }),
+      [UPLOAD_TASK_TYPE]: createUploadHandler({
+        config: core.config,
+        store: core.builtinStore,
+        log: core.log,
+        c2paSigner: core.c2paSigner,
+      }),
     },
     log: core.log.child({ role: 'worker' }),
     scratchRoot: join(resolve(core.config.dataDir), 'scratch'),
@@ -209,9 +167,9 @@ export function createWorker(core: Core): Worker {
 }
 
 /**
- * Delivers task events to webhooks. Every process with the API or worker role runs one, so
+ * Delivers task and asset events to webhooks. Every process with the API or worker role runs one, so
  * deliveries go on while any of them is up; they share the work through the database.
- * The payload's task is the task as GET /api/task/{id} shows it (the API's wire shape).
+ * The payload is the task or the asset as GET /api/task/{id} or /api/asset/{id} shows it (the API's wire shape).
  */
 export function createWebhookDispatcher(
   core: Core,
@@ -223,7 +181,7 @@ export function createWebhookDispatcher(
     db: core.db,
     log: core.log.child({ role: 'webhooks' }),
     metrics,
-    render: (e) => ({ task: toWireTask(taskOfEvent(e), base) }),
+    render: (e) => webhookPayload(e, base),
     allowPrivateUrls: config.allowPrivateUrls,
     timeoutMs: config.webhookTimeoutMs,
     maxAgeMs: config.webhookMaxAgeMs,
@@ -233,39 +191,6 @@ export function createWebhookDispatcher(
     concurrency: config.webhookConcurrency,
     resendsPerMinute: config.webhookResendsPerMinute,
     stopGraceMs: Math.min(config.shutdownGraceMs, config.webhookTimeoutMs),
-  });
-}
-
-/**
- * The LLM gateway on `app`, its parts built here and handed in (issue #26). Orchestrators are
- * the configured ones and `orchestrators` (with the local one of `mediaplane start`, given as a
- * path on this server, which gets `localSecret` instead of MEDIAPLANE_ORCHESTRATOR_SECRET).
- */
-export function startGateway(
-  app: FastifyInstance,
-  core: Pick<Core, 'config' | 'log' | 'db' | 'accounts'>,
-  o: { orchestrators?: string[]; metrics?: MetricsRegistry; localSecret?: string | undefined },
-): Promise<{ close(): Promise<void> }> {
-  const { config } = core;
-  const log = core.log.child({ role: 'gateway' });
-  const pool = new OrchestratorPool({
-    urls: [...config.gatewayOrchestrators, ...(o.orchestrators ?? [])],
-    resolveBase: selfBase(app),
-    secret: config.orchestratorSecret,
-    localSecret: o.localSecret,
-    pollMs: config.gatewayPollMs,
-    log,
-  });
-  const ledger = new Ledger(core.db);
-  const billing = new Billing(ledger, { usageBased: config.gatewayUsageBased });
-  return registerGateway(app, {
-    settings: config,
-    pool,
-    ledger,
-    billing,
-    accounts: core.accounts,
-    log,
-    metrics: o.metrics,
   });
 }
 
@@ -291,8 +216,27 @@ export function createRetentionSweep(core: Core, o: { everyMs?: number; batch?: 
       { name: 'webhook_deliveries', run: (limit) => purgeWebhookDeliveries(db, { ...events, limit }) },
       { name: 'task_events', run: (limit) => queue.purgeEvents({ ...events, limit }) },
       { name: 'idempotency_keys', run: (limit) => purgeExpiredIdempotencyKeys(db, limit) },
+      // Deleted assets whose files could not all be removed at once (issue #27).
+      { name: 'asset_deletes', run: (limit) => core.assets.finishDeletes(limit) },
     ],
   });
+}
+
+/**
+ * Fails uploads past their URL's expiry and frees what this API process staged (issue #27):
+ * the staged bytes are on this process's disk, so each API process sweeps its own. Returns
+ * how to stop it.
+ */
+function startUploadSweep(core: Core, staging: UploadStaging): () => Promise<void> {
+  const sweep = new Sweeper({
+    log: core.log.child({ role: 'uploads' }),
+    // Often enough that an expired upload's bytes go within half its lifetime.
+    everyMs: Math.max(1000, Math.min(60_000, core.config.uploadUrlTtlMs / 2)),
+    batch: 100,
+    jobs: uploadSweepJobs(core.assets, staging),
+  });
+  sweep.start();
+  return () => sweep.stop();
 }
 
 export interface RoleSet {
@@ -336,7 +280,13 @@ export async function startRoles(
   const running: StartedRoles = { core, webhookDispatcher, stop: async () => {} };
   try {
     if (roles.api || roles.gateway) {
-      const app = await createApp(core, { transcodeApi: roles.api, webhookDispatcher, metrics });
+      const uploadStaging = new UploadStaging({
+        dir: join(resolve(config.dataDir), 'uploads'),
+        store: core.builtinStore,
+        maxBytes: config.uploadMaxBytes,
+      });
+      const app = await createApp(core, { transcodeApi: roles.api, webhookDispatcher, metrics, uploadStaging });
+      if (roles.api) closers.unshift(startUploadSweep(core, uploadStaging));
       // Routes are added before listen; the local orchestrator first, so the gateway's
       // first poll (once the server is ready) finds it.
       const orchestrators = [...config.gatewayOrchestrators];

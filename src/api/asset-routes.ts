@@ -1,21 +1,227 @@
-import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../accounts/index.ts';
-import type { AssetStore } from '../assets/index.ts';
+import { type AssetSource, type AssetSpec, type AssetStore, UPLOAD_TASK_TYPE } from '../assets/index.ts';
+import { InternalError, NotFoundError, ValidationError } from '../lib/errors.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
+import { TasksErrorBody } from '../lib/wire-errors.ts';
+import {
+  AssetPatchBody,
+  AssetSchema,
+  PlaybackInfoSchema,
+  RequestUploadBody,
+  toPlaybackInfo,
+  toWireAsset,
+  UploadUrlBody,
+  withoutQuery,
+} from './contract/asset.ts';
+import { toWireTask } from './contract/index.ts';
+import { createRoute } from './create-route.ts';
 import type { IdempotencyKeys } from './idempotency.ts';
+import { ListQuery, pageOf } from './paging.ts';
 import type { PublicBase } from './public-base.ts';
-import type { TranscodeRules } from './validate-transcode.ts';
+import { requesterId } from './requester-id.ts';
+import { TaskSchema } from './routes.ts';
+import { uploadUrls } from './upload-routes.ts';
+import { checkInputUrl, checkProfiles, type TranscodeRules } from './validate-transcode.ts';
 
 export interface AssetRoutesDeps {
   auth: RequestAuth<Principal>;
   assets: AssetStore;
   idempotency: IdempotencyKeys;
   publicBase: PublicBase;
+  /** MEDIAPLANE_PUBLIC_URL, for the list's `Link` (api/paging.ts). */
+  publicUrl?: string | undefined;
   /** The input rules of POST /api/transcode, for POST /api/asset/upload/url. */
   rules: TranscodeRules;
   maxQueuedPerOwner: number;
   requesterSalt: string;
 }
 
+const AssetId = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const Errors = TasksErrorBody;
+
+type AssetOptions = RequestUploadBody & { url?: string };
+
+/** The rules of a create body that JSON Schema cannot say: the URL's, the ladder's, signing's. */
+async function checkAssetBody(b: AssetOptions, rules: TranscodeRules): Promise<void> {
+  const problems: string[] = [];
+  if (b.url !== undefined) await checkInputUrl('url', b.url, rules, problems);
+  // An asset is always HLS (TS), with MP4 renditions when asked: the formats its ladder must suit.
+  checkProfiles(
+    b.profiles ?? undefined,
+    { outputs: { hls: {}, mp4: b.staticMp4 ? {} : undefined }, words: 'failure' },
+    problems,
+  );
+  if (b.c2pa === true) {
+    if (!rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
+    if (b.staticMp4 !== true) problems.push('c2pa: signing applies to the MP4 renditions; set staticMp4 to true');
+  }
+  if (problems.length > 0) throw new ValidationError(problems);
+}
+
+/** What the asset asks of its processing, as the asset keeps it and its upload task gets it. */
+function specOf(b: AssetOptions): AssetSpec & { targetSegmentSizeSecs?: number } {
+  const spec: AssetSpec & { targetSegmentSizeSecs?: number } = {};
+  if (b.staticMp4 !== undefined) spec.staticMp4 = b.staticMp4;
+  if (b.profiles) spec.profiles = b.profiles;
+  if (b.c2pa !== undefined) spec.c2pa = b.c2pa;
+  if (b.targetSegmentSizeSecs !== undefined) spec.targetSegmentSizeSecs = b.targetSegmentSizeSecs;
+  return spec;
+}
+
 /** The asset routes of spec/API.md section C, and GET /api/playback/{playbackId}. */
-export async function assetRoutes(_api: FastifyInstance, _deps: AssetRoutesDeps): Promise<void> {}
+export async function assetRoutes(api: FastifyInstance, deps: AssetRoutesDeps): Promise<void> {
+  const base = deps.publicBase;
+
+  /** Creates the asset and its `upload` task for a checked body. */
+  const create = async (req: FastifyRequest<{ Body: AssetOptions }>, who: Principal, source: AssetSource) => {
+    const b = req.body;
+    await checkAssetBody(b, deps.rules);
+    const spec = specOf(b);
+    const made = await deps.assets.create({
+      owner: who.owner,
+      projectId: who.projectId,
+      name: b.name,
+      source,
+      spec,
+      playbackPolicy: b.playbackPolicy ?? undefined,
+      creatorId: b.creatorId,
+      requesterId: requesterId(deps.requesterSalt, req.ip),
+      maxQueuedPerOwner: deps.maxQueuedPerOwner,
+      task: { type: UPLOAD_TASK_TYPE, params: { ...(b.url === undefined ? {} : { input: { url: b.url } }), ...spec } },
+      upload: source.type === 'directUpload',
+    });
+    req.log.info({ assetId: made.asset.id, taskId: made.task.id, owner: who.owner }, 'asset created');
+    return { ...made, asset: toWireAsset(made.asset, base), task: toWireTask(made.task, base) };
+  };
+
+  createRoute<RequestUploadBody>(api, {
+    url: '/asset/request-upload',
+    summary: 'Create an asset and the URLs to upload its file to (a direct PUT, or tus 1.0)',
+    body: RequestUploadBody,
+    answer: Type.Object({
+      url: Type.String({ description: 'PUT the raw file here; no API key (the URL is the capability), expires.' }),
+      tusEndpoint: Type.String({ description: 'Or upload with tus 1.0 (resumable) here.' }),
+      asset: AssetSchema,
+      task: TaskSchema,
+    }),
+    auth: deps.auth,
+    // No Idempotency-Key here: its kept answer would hold the upload URL, a live capability,
+    // in the database for 24 h (only the token's hash is stored anywhere else). Livepeer
+    // takes none on this route either; a retried request makes a second asset, which
+    // expires unused.
+    create: async (req, who) => {
+      const { asset, task, uploadToken } = await create(req, who, { type: 'directUpload' });
+      if (!uploadToken) throw new InternalError('the asset store made no upload token');
+      return { ...uploadUrls(base, uploadToken), asset, task };
+    },
+  });
+
+  createRoute<UploadUrlBody>(api, {
+    url: '/asset/upload/url',
+    summary: 'Create an asset from a video at a URL (fetched by its upload task)',
+    body: UploadUrlBody,
+    answer: Type.Object({ asset: AssetSchema, task: TaskSchema }),
+    auth: deps.auth,
+    idempotency: deps.idempotency,
+    create: async (req, who) => {
+      // The source shows the URL without its query, where a signature would be; the task
+      // keeps it whole to fetch it (tasks/model.ts drops it once the task ends).
+      const { asset, task } = await create(req, who, { type: 'url', url: withoutQuery(req.body.url) });
+      return { asset, task };
+    },
+  });
+
+  oneAssetRoutes(api, deps);
+  playbackRoute(api, deps);
+}
+
+/** The list, and the routes on one asset by its id; another owner's asset is a 404. */
+function oneAssetRoutes(api: FastifyInstance, deps: AssetRoutesDeps): void {
+  const { auth, assets, publicBase: base } = deps;
+  const onRequest = auth.hook;
+  api.get<{ Querystring: ListQuery }>(
+    '/asset',
+    {
+      onRequest,
+      schema: {
+        summary: 'List assets, newest first',
+        querystring: ListQuery,
+        response: { 200: Type.Array(AssetSchema) },
+      },
+    },
+    async (req, reply) => {
+      const read = (page: { limit: number; cursor?: string | undefined }) => assets.list(auth.of(req).owner, page);
+      const page = await pageOf(req, reply, { publicUrl: deps.publicUrl, read });
+      return page.assets.map((a) => toWireAsset(a, base));
+    },
+  );
+  api.get<{ Params: Static<typeof AssetId> }>(
+    '/asset/:id',
+    { onRequest, schema: { summary: 'Get an asset', params: AssetId, response: { 200: AssetSchema, 404: Errors } } },
+    async (req) => toWireAsset(await assets.get(auth.of(req).owner, req.params.id), base),
+  );
+  api.patch<{ Params: Static<typeof AssetId>; Body: AssetPatchBody }>(
+    '/asset/:id',
+    {
+      onRequest,
+      schema: {
+        summary: 'Rename an asset or change its playback policy',
+        params: AssetId,
+        body: AssetPatchBody,
+        response: { 200: AssetSchema, 404: Errors, 422: Errors },
+      },
+    },
+    async (req) => {
+      const { name, playbackPolicy } = req.body;
+      const patch = {
+        ...(name === undefined ? {} : { name }),
+        ...(playbackPolicy === undefined ? {} : { playbackPolicy }),
+      };
+      return toWireAsset(await assets.update(auth.of(req).owner, req.params.id, patch), base);
+    },
+  );
+  api.delete<{ Params: Static<typeof AssetId> }>(
+    '/asset/:id',
+    {
+      onRequest,
+      schema: {
+        summary: 'Delete an asset and every file of it',
+        params: AssetId,
+        response: { 204: Type.Null({ description: 'Deleted' }), 404: Errors },
+      },
+    },
+    async (req, reply) => {
+      await assets.remove(auth.of(req).owner, req.params.id);
+      return reply.status(204).send();
+    },
+  );
+}
+
+const PlaybackId = Type.Object({ id: Type.String({ maxLength: 64, description: "The asset's playbackId" }) });
+
+/**
+ * GET /api/playback/{playbackId}. As on Livepeer, no API key: a player asks it, and the
+ * playbackId is the capability (the media URLs it lists are public too; issue #28's playback
+ * policies will guard them). An asset that is not ready is a 422, as on Livepeer.
+ */
+function playbackRoute(api: FastifyInstance, deps: AssetRoutesDeps): void {
+  api.get<{ Params: Static<typeof PlaybackId> }>(
+    '/playback/:id',
+    {
+      schema: {
+        summary: 'Playback info of an asset by its playbackId: its HLS, MP4 and thumbnail URLs (no API key needed)',
+        params: PlaybackId,
+        response: { 200: PlaybackInfoSchema, 404: Errors, 422: Errors },
+      },
+    },
+    async (req) => {
+      const asset = await deps.assets.byPlaybackId(req.params.id);
+      if (!asset || asset.phase === 'deleting' || asset.phase === 'deleted') throw new NotFoundError();
+      if (asset.phase !== 'ready')
+        throw new ValidationError(`id: the asset is not ready for playback (it is ${asset.phase})`);
+      return toPlaybackInfo(asset, deps.publicBase);
+    },
+  );
+}

@@ -16,20 +16,23 @@ export interface CreateRoute<B> {
   body: TSchema;
   answer: TSchema;
   auth: RequestAuth<Principal>;
-  idempotency: IdempotencyKeys;
+  /** Absent: the route takes no Idempotency-Key (its answer must not be kept; see asset-routes.ts). */
+  idempotency?: IdempotencyKeys;
   /** Checks the body further, creates, and returns the wire shape of what was created. */
   create(req: FastifyRequest<{ Body: B }>, who: Principal): Promise<unknown>;
 }
 
 export function createRoute<B>(app: FastifyInstance, o: CreateRoute<B>): void {
+  const { idempotency } = o;
   const schema = {
     summary: o.summary,
-    headers: IdempotencyHeaders,
+    ...(idempotency ? { headers: IdempotencyHeaders } : {}),
     body: o.body,
-    response: { 200: o.answer, 409: IdempotencyConflictBody, 422: TasksErrorBody },
+    response: { 200: o.answer, ...(idempotency ? { 409: IdempotencyConflictBody } : {}), 422: TasksErrorBody },
   };
   app.post<{ Body: B }>(o.url, { onRequest: o.auth.hook, schema }, async (req, reply) => {
     const who = o.auth.of(req);
-    return o.idempotency.once(req, reply, who.owner, () => o.create(req, who));
+    if (!idempotency) return o.create(req, who);
+    return idempotency.once(req, reply, who.owner, () => o.create(req, who));
   });
 }

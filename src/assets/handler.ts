@@ -36,6 +36,7 @@ const StoredUploadJob = Type.Object({
   staticMp4: Type.Optional(Type.Boolean()),
   profiles: Type.Optional(Type.Array(StoredProfile)),
   c2pa: Type.Optional(Type.Boolean()),
+  targetSegmentSizeSecs: Type.Optional(Type.Number()),
 });
 
 export interface UploadHandlerDeps {
@@ -74,6 +75,7 @@ export function createUploadHandler(d: UploadHandlerDeps): JobHandler<unknown, A
       store: d.store.writer(assetPrefix(p.playbackId)),
       outputs,
       profiles: p.profiles,
+      segmentSecs: p.targetSegmentSizeSecs,
       scratchDir: ctx.scratchDir,
       signal: ctx.signal,
       // The pipeline starts again at 0 and skips its own download share: a local file.

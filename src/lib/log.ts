@@ -102,6 +102,27 @@ export function scrubValue(value: unknown, depth = 0, seen = new WeakSet<object>
 
 const scrubObject = (o: Record<string, unknown>): Record<string, unknown> => scrubEntries(o, {}, 0, new WeakSet());
 
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
+/**
+ * A request as Fastify's serializer writes it, with its URL scrubbed: the deep scrub leaves the
+ * request object to its serializer, and an upload URL's query names its capability
+ * (`?token=`, issue #27). This one replaces Fastify's (the logger's own serializers win).
+ */
+const requestSerializer = (req: LoggedRequest) => ({
+  method: req.method,
+  url: typeof req.url === 'string' ? scrubText(req.url) : req.url,
+  host: req.host,
+  remoteAddress: req.ip,
+  remotePort: req.socket?.remotePort,
+});
+
 // Censored after the serializers ran (the deep scrub above runs before them).
 const REDACT = [
   'req.headers.authorization',
@@ -122,7 +143,7 @@ export function createLogger(opts: { level: string; destination?: DestinationStr
       redact: { paths: REDACT, censor: CENSOR },
       // Replaces pino's err serializer (and Fastify's copy of it): `scrub` already made the
       // error a plain object, which that serializer would rebuild as an error of type Object.
-      serializers: { err: (e: unknown) => scrubValue(e) },
+      serializers: { err: (e: unknown) => scrubValue(e), req: requestSerializer },
       formatters: { log: scrubObject },
       // The message and its printf arguments: text built from a URL or an error message.
       hooks: {

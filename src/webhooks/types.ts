@@ -3,8 +3,17 @@ import type { TaskEventName } from '../tasks/index.ts';
 // The webhooks domain's own types (issue #18). The wire shape of a webhook and of a log
 // (Livepeer's) is the API's business (api/contract/); these are what the store returns.
 
-/** The events a webhook may subscribe to: the task events of the outbox. */
-export type WebhookEvent = TaskEventName;
+/**
+ * The events a webhook may subscribe to: the events of the outbox, the task events and the
+ * asset events migration 010 writes into it (named here: webhooks/ knows no assets/).
+ */
+export type WebhookEvent =
+  | TaskEventName
+  | 'asset.created'
+  | 'asset.updated'
+  | 'asset.ready'
+  | 'asset.failed'
+  | 'asset.deleted';
 
 /** What an owner sends to create or replace a webhook. */
 export interface WebhookInput {

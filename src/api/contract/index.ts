@@ -3,6 +3,7 @@ import type { TaskRow } from '../../tasks/index.ts';
 import type { PublicBase } from '../public-base.ts';
 import { wireTask, type TaskWireShape, type WireTask } from './task.ts';
 import { TRANSCODE_TASK_TYPE, transcodeTaskWire } from './transcode.ts';
+import { UPLOAD_TASK_TYPE, uploadTaskWire } from './upload-task.ts';
 
 // The wire contracts of the task API, one file per task type (issue #16): a new task type
 // is a new handler (given to the worker in main.ts) and a new contract file, listed here.
@@ -20,6 +21,7 @@ export {
 /** The task types this API creates, each with its wire shape. */
 const WIRE_SHAPES: Readonly<Record<string, TaskWireShape>> = {
   [TRANSCODE_TASK_TYPE]: transcodeTaskWire,
+  [UPLOAD_TASK_TYPE]: uploadTaskWire,
 };
 
 /** The Task of spec/API.md for a stored row, in the shape of its type. */

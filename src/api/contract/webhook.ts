@@ -8,8 +8,18 @@ import type { DeliveryLogRow, WebhookRow } from '../../webhooks/index.ts';
 // checks every answer with zod, so what it requires is always here). The domain (webhooks/)
 // has its own rows and never imports this file.
 
-/** The events a webhook may subscribe to: the task events (Livepeer has no cancel event). */
-export const WEBHOOK_EVENTS = ['task.spawned', 'task.updated', 'task.completed', 'task.failed'] as const;
+/** The events a webhook may subscribe to: the task events (Livepeer has no cancel event) and the asset events (issue #27). */
+export const WEBHOOK_EVENTS = [
+  'task.spawned',
+  'task.updated',
+  'task.completed',
+  'task.failed',
+  'asset.created',
+  'asset.updated',
+  'asset.ready',
+  'asset.failed',
+  'asset.deleted',
+] as const;
 
 const EVENTS_LIST = WEBHOOK_EVENTS.map((e) => JSON.stringify(e)).join(', ');
 
@@ -34,7 +44,7 @@ export const WebhookRequest = Type.Object(
       Type.Union(
         WEBHOOK_EVENTS.map((e) => Type.Literal(e)),
         {
-          [ERROR_MESSAGE]: `must be one of ${EVENTS_LIST} (this server sends task events only; got {value})`,
+          [ERROR_MESSAGE]: `must be one of ${EVENTS_LIST} (this server sends task and asset events only; got {value})`,
         },
       ),
       {

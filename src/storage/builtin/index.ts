@@ -49,7 +49,11 @@ export function createBuiltinStore(o: BuiltinStoreOptions): BuiltinStore {
     maxAttempts: o.s3MaxAttempts,
     partSizeBytes: o.uploadPartSizeBytes,
     // Its own objects, which an upload's limit bounded already: no size limit of its own.
-    inputLimits: { maxBytes: Number.MAX_SAFE_INTEGER, timeoutMs: o.inputTimeoutMs, idleTimeoutMs: o.inputIdleTimeoutMs },
+    inputLimits: {
+      maxBytes: Number.MAX_SAFE_INTEGER,
+      timeoutMs: o.inputTimeoutMs,
+      idleTimeoutMs: o.inputIdleTimeoutMs,
+    },
   });
 }
 

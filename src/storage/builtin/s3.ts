@@ -8,12 +8,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import {
-  NotFoundError,
-  StorageDeniedError,
-  UpstreamUnavailableError,
-  type MediaplaneError,
-} from '../../lib/errors.ts';
+import { NotFoundError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../../lib/errors.ts';
 import { checkedObjectKey, objectPathProblem } from '../../lib/object-path.ts';
 import type { DownloadLimits } from '../download.ts';
 import { S3InputSource } from '../s3-input.ts';
@@ -192,7 +187,11 @@ function underPrefix(store: ObjectStore, prefix: string): ObjectStore {
     close: (signal) => store.close(signal),
     discard: () => store.discard(),
     ...(parts && {
-      parts: { minBytes: parts.minBytes, partBytes: parts.partBytes, open: (key, opts) => parts.open(prefix + key, opts) },
+      parts: {
+        minBytes: parts.minBytes,
+        partBytes: parts.partBytes,
+        open: (key, opts) => parts.open(prefix + key, opts),
+      },
     }),
   };
 }

@@ -1,0 +1,278 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ASSET_PHASES, assetSourceKey, type AssetOutput, type AssetRow, type AssetSource } from '../../assets/index.ts';
+import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
+import { mediaUrl, type PublicBase } from '../public-base.ts';
+import { CreatorId, Profile } from './transcode.ts';
+
+// The wire contract of assets and playback (spec/API.md section C, issue #27), at the API's
+// edge: the bodies of POST /api/asset/request-upload, POST /api/asset/upload/url and PATCH
+// /api/asset/{id}, and the Asset and the playback info as the `livepeer` SDK parses them
+// (its models components/asset.ts and playbackinfo.ts: zod enums, strict). The SDK sends
+// every field of its payloads (newassetpayload.ts, newassetfromurlpayload.ts,
+// assetpatchpayload.ts) only when the caller sets it; the fields of another feature
+// (`storage` for IPFS export, `encryption`) are unknown properties here, a 422 naming them.
+
+/**
+ * Playback policy types other than `public` are issue #28's (signing keys and JWTs): refused
+ * for now rather than stored, since an asset stored as `jwt` would still play for anyone.
+ */
+const PlaybackPolicy = Type.Object(
+  {
+    type: Type.Literal('public', {
+      description: 'Only `public` for now: anyone with the playbackId may play the asset.',
+      [ERROR_MESSAGE]: 'must be "public" (signed playback, jwt or webhook, is not available on this server yet)',
+    }),
+    webhookId: Type.Optional(Type.String({ maxLength: 256 })),
+    webhookContext: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    refreshInterval: Type.Optional(Type.Number({ minimum: 0 })),
+    allowedOrigins: Type.Optional(Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 })),
+  },
+  { additionalProperties: false },
+);
+
+const AssetName = Type.String({
+  minLength: 1,
+  maxLength: 512,
+  description: 'A title for the asset; not necessarily the file name.',
+});
+
+/** What the two create routes take besides the name (and the URL). */
+const assetOptions = {
+  staticMp4: Type.Optional(
+    Type.Boolean({ description: 'Also write MP4 renditions; the playback info lists them with their sizes.' }),
+  ),
+  playbackPolicy: Type.Optional(Type.Union([PlaybackPolicy, Type.Null()])),
+  profiles: Type.Optional(
+    Type.Union([Type.Array(Profile, { minItems: 1, maxItems: 10 }), Type.Null()], {
+      description:
+        'The ladder, as in POST /api/transcode; absent or null: the default ladder. HLS (TS) is always written, so AV1 and VP9 are refused.',
+    }),
+  ),
+  c2pa: Type.Optional(
+    Type.Boolean({
+      description: 'Sign the MP4 renditions with a C2PA manifest: needs staticMp4 and a server with signing set up.',
+    }),
+  ),
+  creatorId: Type.Optional(CreatorId),
+  targetSegmentSizeSecs: Type.Optional(
+    Type.Number({ minimum: 1, maximum: 60, description: 'Segment duration in seconds, from 1 to 60 (default 6).' }),
+  ),
+};
+
+export const RequestUploadBody = Type.Object({ name: AssetName, ...assetOptions }, { additionalProperties: false });
+export type RequestUploadBody = Static<typeof RequestUploadBody>;
+
+export const UploadUrlBody = Type.Object(
+  {
+    name: AssetName,
+    url: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: "The video to fetch: the rules of POST /api/transcode's input.url (https, http, ipfs://, ar://).",
+    }),
+    ...assetOptions,
+  },
+  { additionalProperties: false },
+);
+export type UploadUrlBody = Static<typeof UploadUrlBody>;
+
+export const AssetPatchBody = Type.Object(
+  {
+    name: Type.Optional(AssetName),
+    playbackPolicy: Type.Optional(Type.Union([PlaybackPolicy, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type AssetPatchBody = Static<typeof AssetPatchBody>;
+
+const ms = { description: 'ms since the epoch' };
+// The answers, for the OpenAPI document and the serializer: open objects (the renderers below
+// build them), so no field the SDK reads is dropped.
+const Open = { additionalProperties: true };
+
+export const AssetSchema = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Union([Type.Literal('video'), Type.Literal('audio')]),
+    playbackId: Type.String(),
+    playbackUrl: Type.Optional(Type.String({ description: 'The HLS master playlist, once the asset is ready.' })),
+    downloadUrl: Type.Optional(Type.String({ description: 'The file as uploaded or fetched, once ready.' })),
+    name: Type.String(),
+    source: Type.Object(
+      { type: Type.Union([Type.Literal('url'), Type.Literal('directUpload'), Type.Literal('clip')]) },
+      { ...Open, description: '`url` (with the URL, its query left out), `directUpload`, or `clip`.' },
+    ),
+    createdAt: Type.Number(ms),
+    status: Type.Object(
+      {
+        phase: Type.Union(ASSET_PHASES.map((p) => Type.Literal(p))),
+        updatedAt: Type.Number(ms),
+        progress: Type.Optional(Type.Number({ description: 'While processing, 0 to 1.' })),
+        errorMessage: Type.Optional(Type.String()),
+      },
+      Open,
+    ),
+    videoSpec: Type.Optional(
+      Type.Object({ format: Type.Optional(Type.String()), duration: Type.Optional(Type.Number()) }, Open),
+    ),
+    size: Type.Optional(Type.Number({ description: 'Bytes of the source file.' })),
+    hash: Type.Optional(Type.Array(Type.Object({ hash: Type.String(), algorithm: Type.String() }))),
+    playbackPolicy: Type.Optional(Type.Object({ type: Type.String() }, Open)),
+    projectId: Type.String(),
+    creatorId: Type.Optional(Type.Object({ type: Type.Literal('unverified'), value: Type.String() })),
+    profiles: Type.Optional(Type.Array(Type.Object({}, Open))),
+  },
+  Open,
+);
+
+export const PlaybackInfoSchema = Type.Object({
+  type: Type.Literal('vod'),
+  meta: Type.Object(
+    {
+      playbackPolicy: Type.Optional(Type.Object({ type: Type.String() }, Open)),
+      source: Type.Array(
+        Type.Object(
+          {
+            hrn: Type.String({ description: 'HLS (TS), MP4, Thumbnails or Thumbnail (JPEG)' }),
+            type: Type.String(),
+            url: Type.String(),
+            size: Type.Optional(Type.Number()),
+            width: Type.Optional(Type.Number()),
+            height: Type.Optional(Type.Number()),
+            bitrate: Type.Optional(Type.Number()),
+          },
+          Open,
+        ),
+      ),
+    },
+    Open,
+  ),
+});
+
+/** The Asset as Livepeer's SDK parses it (components/asset.ts). */
+export interface WireAsset {
+  id: string;
+  type: 'video' | 'audio';
+  playbackId: string;
+  playbackUrl?: string;
+  downloadUrl?: string;
+  name: string;
+  source: Record<string, unknown>;
+  createdAt: number;
+  status: { phase: AssetRow['phase']; updatedAt: number; progress?: number; errorMessage?: string };
+  videoSpec?: Record<string, unknown>;
+  size?: number;
+  hash?: { hash: string; algorithm: string }[];
+  playbackPolicy?: Record<string, unknown>;
+  projectId: string;
+  creatorId?: { type: 'unverified'; value: string };
+  profiles?: unknown[];
+}
+
+/**
+ * A URL as the API shows it: without its query and fragment, where a signed URL carries its
+ * signature (issue #15; tasks/model.ts PARAMS_WITHOUT_SECRETS does the same in the database).
+ */
+export const withoutQuery = (url: string): string => url.replace(/[?#].*$/s, '');
+
+function wireSource(s: AssetSource): Record<string, unknown> {
+  if (s.type === 'url') return { type: 'url', url: withoutQuery(s.url) };
+  return { ...s };
+}
+
+// Livepeer answers a creatorId given as a string as {type: 'unverified', value}, and its SDK
+// accepts only that form in an Asset.
+function wireCreator(c: unknown): WireAsset['creatorId'] {
+  if (typeof c === 'string') return { type: 'unverified', value: c };
+  if (typeof c === 'object' && c !== null && typeof (c as { value?: unknown }).value === 'string')
+    return { type: 'unverified', value: (c as { value: string }).value };
+  return undefined;
+}
+
+// The SDK's track type is video or audio, nothing else: a subtitle or data track the probe
+// found would make it refuse the whole Asset.
+function wireVideoSpec(v: AssetOutput['videoSpec']): Record<string, unknown> {
+  const tracks = v.tracks.filter((t) => (t.type === 'video' || t.type === 'audio') && typeof t.codec === 'string');
+  return { ...v, tracks };
+}
+
+/** The Asset of spec/API.md section C for a stored row; `base` makes its URLs absolute. */
+export function toWireAsset(row: AssetRow, base: PublicBase): WireAsset {
+  const status: WireAsset['status'] = { phase: row.phase, updatedAt: new Date(row.updated_at).getTime() };
+  if (row.progress !== null && row.phase === 'processing') status.progress = row.progress;
+  if (row.error_message !== null) status.errorMessage = row.error_message;
+  const asset: WireAsset = {
+    id: row.id,
+    type: row.type,
+    playbackId: row.playback_id,
+    name: row.name,
+    source: wireSource(row.source),
+    createdAt: new Date(row.created_at).getTime(),
+    status,
+    projectId: row.project_id,
+  };
+  const out = row.output;
+  if (row.phase === 'ready' && out) {
+    if (out.hls) asset.playbackUrl = mediaUrl(base, out.hls.key);
+    asset.downloadUrl = mediaUrl(base, out.source?.key ?? assetSourceKey(row.playback_id));
+  }
+  if (out) {
+    asset.videoSpec = wireVideoSpec(out.videoSpec);
+    asset.size = out.size;
+    asset.hash = out.hash;
+  }
+  if (row.playback_policy) asset.playbackPolicy = row.playback_policy;
+  const creatorId = wireCreator(row.creator_id);
+  if (creatorId) asset.creatorId = creatorId;
+  if (row.spec.profiles) asset.profiles = row.spec.profiles;
+  return asset;
+}
+
+/** One entry of the playback info's `meta.source` (components/playbackinfo.ts: its hrn and type enums). */
+interface PlaybackSource {
+  hrn: 'HLS (TS)' | 'MP4' | 'Thumbnails' | 'Thumbnail (JPEG)';
+  type: 'html5/application/vnd.apple.mpegurl' | 'html5/video/mp4' | 'text/vtt' | 'image/jpeg';
+  url: string;
+  size?: number;
+  width?: number;
+  height?: number;
+  bitrate?: number;
+}
+
+export interface PlaybackInfo {
+  type: 'vod';
+  meta: { playbackPolicy?: Record<string, unknown>; source: PlaybackSource[] };
+}
+
+/** The playback info of a ready asset: HLS first (what a player should pick), then the MP4s and thumbnails. */
+export function toPlaybackInfo(row: AssetRow, base: PublicBase): PlaybackInfo {
+  const out = row.output;
+  const source: PlaybackSource[] = [];
+  if (out?.hls)
+    source.push({ hrn: 'HLS (TS)', type: 'html5/application/vnd.apple.mpegurl', url: mediaUrl(base, out.hls.key) });
+  for (const mp4 of out?.mp4 ?? []) {
+    const entry: PlaybackSource = { hrn: 'MP4', type: 'html5/video/mp4', url: mediaUrl(base, mp4.key) };
+    for (const k of ['size', 'width', 'height', 'bitrate'] as const) {
+      const v = mp4[k];
+      if (v !== undefined) entry[k] = v;
+    }
+    source.push(entry);
+  }
+  if (out?.thumbnails) {
+    source.push({ hrn: 'Thumbnails', type: 'text/vtt', url: mediaUrl(base, out.thumbnails.key) });
+    const poster = out.thumbnails.poster;
+    if (poster) source.push({ hrn: 'Thumbnail (JPEG)', type: 'image/jpeg', url: mediaUrl(base, poster) });
+  }
+  const info: PlaybackInfo = { type: 'vod', meta: { source } };
+  if (row.playback_policy) info.meta.playbackPolicy = row.playback_policy;
+  return info;
+}
+
+/** An asset as the outbox keeps it (an asset event's `task` column: the row as JSON, its times ISO strings). */
+export function assetOfEvent(e: { task: unknown }): AssetRow {
+  const a = e.task as Omit<AssetRow, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string };
+  return { ...a, created_at: new Date(a.created_at), updated_at: new Date(a.updated_at) };
+}
+
+/** Whether an outbox event is an asset's (asset.created, ...) rather than a task's. */
+export const isAssetEvent = (e: { event: string }): boolean => e.event.startsWith('asset.');

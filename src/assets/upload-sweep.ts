@@ -1,0 +1,27 @@
+import type { SweepJob } from '../lib/sweep.ts';
+import type { UploadStaging } from './staging.ts';
+import type { UploadSessions } from './types.ts';
+
+// Unfinished uploads do not keep their bytes (issue #27): a Sweeper (lib/sweep.ts) in each
+// process with the API role runs these jobs, since the staging folder is that process's.
+
+/**
+ * The sweep jobs of uploads: `upload_expiry` fails the uploads past their URL's expiry (their
+ * task and asset fail; sessions.expire) and frees what they staged here; `upload_staging` frees
+ * what is left in this process's staging folder past its URL's expiry, whatever the reason
+ * (an asset deleted mid-upload, an upload expired by another process's sweep, a crash between
+ * the store and the database).
+ */
+export function uploadSweepJobs(sessions: Pick<UploadSessions, 'expire'>, staging: UploadStaging): SweepJob[] {
+  return [
+    {
+      name: 'upload_expiry',
+      run: async (limit) => {
+        const expired = await sessions.expire(limit);
+        for (const assetId of expired) await staging.remove(assetId);
+        return expired.length;
+      },
+    },
+    { name: 'upload_staging', run: (limit) => staging.removeStale(limit) },
+  ];
+}

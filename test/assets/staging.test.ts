@@ -1,0 +1,130 @@
+// UploadStaging (assets/staging.ts) on its own: the offset is the file's size, the declared
+// length outlives the instance (a restart), a newer request takes an upload over from a stale
+// one (as tus servers lock), bytes past a limit are taken back, a whole upload moves into the
+// store, and the sweep frees what no live upload owns. The HTTP side is test/api/uploads.test.ts.
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { UploadOffsetError, UploadStaging, uploadSweepJobs } from '../../src/assets/index.ts';
+import type { UploadGrant } from '../../src/assets/index.ts';
+import { PayloadTooLargeError } from '../../src/lib/errors.ts';
+import { FolderStore } from '../../src/storage/builtin/index.ts';
+import { waitFor } from '../helpers/server.ts';
+
+const HOUR = 3600_000;
+
+describe('UploadStaging', () => {
+  let root: string;
+  let dir: string;
+  let store: FolderStore;
+  let staging: UploadStaging;
+  let n = 0;
+  const grant = (expiresInMs = HOUR): UploadGrant => {
+    n++;
+    return {
+      assetId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+      playbackId: `pb${n}`,
+      taskId: `task-${n}`,
+      owner: 'alice',
+      expiresAt: new Date(Date.now() + expiresInMs),
+    };
+  };
+  const bytes = (size: number, byte = 0x61) => Buffer.alloc(size, byte);
+
+  before(() => {
+    root = mkdtempSync(path.join(tmpdir(), 'mediaplane-staging-'));
+    dir = path.join(root, 'uploads');
+    store = new FolderStore(path.join(root, 'media'));
+    staging = new UploadStaging({ dir, store, maxBytes: 10_000 });
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it('keeps the offset (the file) and the declared length (the sidecar) across instances', async () => {
+    const g = grant();
+    await staging.create(g, { length: 5000 });
+    const now = await staging.append(g.assetId, Readable.from([bytes(700), bytes(300)]), { expectedOffset: 0 });
+    assert.equal(now.offset, 1000);
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+    const restarted = new UploadStaging({ dir, store, maxBytes: 10_000 });
+    const later = await restarted.status(g.assetId);
+    assert.deepEqual(later, { offset: 1000, length: 5000, expiresAt: g.expiresAt });
+    await assert.rejects(
+      restarted.append(g.assetId, Readable.from([bytes(10)]), { expectedOffset: 900 }),
+      UploadOffsetError,
+    );
+  });
+
+  it('a newer request takes the upload over from a stale one, which lets go with the bytes it wrote', async () => {
+    const g = grant();
+    await staging.create(g, { length: 5000 });
+    // A connection that sent 1000 bytes and then nothing (half-open, as after a network drop).
+    const stale = new PassThrough();
+    const first = staging.append(g.assetId, stale, { expectedOffset: 0 });
+    stale.write(bytes(1000));
+    await waitFor(async () => statSync(path.join(dir, g.assetId)).size === 1000, 5000, 'the first bytes to land');
+    const resumed = staging.append(g.assetId, Readable.from([bytes(4000, 0x62)]), { expectedOffset: 1000 });
+    await assert.rejects(first, /took over/);
+    assert.ok(stale.destroyed, 'the stale request is ended');
+    assert.equal((await resumed).offset, 5000);
+    const file = await readFile(path.join(dir, g.assetId));
+    assert.equal(file.subarray(0, 1000).toString(), 'a'.repeat(1000));
+    assert.equal(file.subarray(1000).toString(), 'b'.repeat(4000));
+  });
+
+  it('bytes past the declared length or maxBytes are taken back (413), those before are kept', async () => {
+    const g = grant();
+    await staging.create(g, { length: 2000 });
+    await staging.append(g.assetId, Readable.from([bytes(500)]), { expectedOffset: 0 });
+    await assert.rejects(
+      staging.append(g.assetId, Readable.from([bytes(1000), bytes(1000)]), { expectedOffset: 500 }),
+      PayloadTooLargeError,
+    );
+    assert.equal((await staging.status(g.assetId))?.offset, 500);
+    await assert.rejects(staging.create(grant(), { length: 10_001 }), PayloadTooLargeError);
+    const direct = grant();
+    await assert.rejects(staging.put(direct, Readable.from([bytes(6000), bytes(6000)]), {}), PayloadTooLargeError);
+    assert.ok(!readdirSync(dir).some((f) => f.startsWith(direct.assetId)), 'a refused direct upload keeps nothing');
+  });
+
+  it('complete moves the whole file to the source key and queues it; an upload that cannot finish leaves nothing', async () => {
+    const g = grant();
+    await staging.put(g, Readable.from([bytes(1234)]), {});
+    const finished: [string, number][] = [];
+    const ok = await staging.complete(g, {
+      finish: async (id, size) => {
+        finished.push([id, size]);
+        return true;
+      },
+    });
+    assert.ok(ok);
+    assert.deepEqual(finished, [[g.assetId, 1234]]);
+    assert.equal((await store.stat(`asset/${g.playbackId}/source`))?.size, 1234);
+    assert.ok(!readdirSync(dir).some((f) => f.startsWith(g.assetId)));
+
+    const gone = grant();
+    await staging.put(gone, Readable.from([bytes(10)]), {});
+    assert.equal(await staging.complete(gone, { finish: async () => false }), false);
+    assert.equal(await store.stat(`asset/${gone.playbackId}/source`), undefined, 'the stored file goes too');
+  });
+
+  it('the sweep fails expired uploads and frees what no live upload owns', async () => {
+    const live = grant();
+    const expired = grant(-1000);
+    const failed = grant();
+    for (const g of [live, expired, failed]) await staging.create(g, { length: 100 });
+    writeFileSync(path.join(dir, 'orphan-without-sidecar'), 'x');
+    const [expiry, leftovers] = uploadSweepJobs({ expire: async () => [failed.assetId] }, staging);
+    assert.equal(await expiry?.run(10), 1);
+    assert.ok(!existsSync(path.join(dir, failed.assetId)), 'the bytes of an upload the sweep failed are freed');
+    assert.equal(await leftovers?.run(10), 2, 'the expired upload and the orphan');
+    assert.ok(existsSync(path.join(dir, live.assetId)));
+    assert.ok(existsSync(path.join(dir, `${live.assetId}.json`)));
+    assert.ok(!existsSync(path.join(dir, expired.assetId)));
+    assert.ok(!existsSync(path.join(dir, 'orphan-without-sidecar')));
+  });
+});
