@@ -5,7 +5,7 @@
 
 /** A path regex for one folder of src/ (and everything under it). */
 const folder = (name) => `^src/${name}/`;
-const DOMAINS = '^src/(accounts|api|assets|config|db|lib|llm|storage|tasks|transcode|webhooks)/';
+const DOMAINS = '^src/(access|accounts|api|assets|config|db|lib|llm|storage|tasks|transcode|webhooks)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -97,6 +97,23 @@ module.exports = {
       severity: 'error',
       from: { path: [folder('tasks'), folder('transcode'), folder('storage'), folder('webhooks'), folder('llm')] },
       to: { path: folder('assets') },
+    },
+    {
+      name: 'access-below-the-api',
+      comment:
+        'access/ (issue #28) keeps signing keys and checks playback JWTs: it may use db/, lib/ and config/, nothing above them; which asset a token opens is the API edge\'s question (api/media-access.ts).',
+      severity: 'error',
+      from: { path: folder('access') },
+      to: { path: '^src/', pathNot: [folder('access'), folder('db'), folder('lib'), folder('config')] },
+    },
+    {
+      name: 'no-domain-to-access',
+      comment: 'Only the API edge and main.ts use access/; no other domain knows of signing keys.',
+      severity: 'error',
+      from: {
+        path: [folder('tasks'), folder('transcode'), folder('storage'), folder('webhooks'), folder('llm'), folder('assets')],
+      },
+      to: { path: folder('access') },
     },
     {
       name: 'gateway-and-orchestrator-talk-over-http',

@@ -17,6 +17,7 @@ import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
 // belongs here; everything else runs beside other files.
 const SERIAL = new Set([
   'test/api/http-limits.test.ts', // a socket closed within 5x the 400 ms request timeout
+  'test/api/private-playback.test.ts', // Chromium plays a private asset in real time
   'test/api/upload-restart.test.ts', // SIGKILLs the service mid-upload and starts it again
   'test/fuzz/schemas.test.ts', // /healthz within 1 s during a 1 MiB schema
   'test/tasks/crash-encode.test.ts', // SIGKILLs a worker; its ffmpeg dead within 1 s; 1.5 s leases

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry as MetricsRegistry } from 'prom-client';
+import { SigningKeyStore } from '../access/index.ts';
 import type { Accounts } from '../accounts/index.ts';
 import type { AssetStore, UploadStaging } from '../assets/index.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
@@ -26,7 +27,10 @@ import { plainTextKeyword, withPlainText } from './plain-text.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
+import { accessControlRoutes } from './access-control-routes.ts';
 import { assetRoutes } from './asset-routes.ts';
+import { exportRoutes } from './export-routes.ts';
+import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { publicBase } from './public-base.ts';
 import { uploadRoutes } from './upload-routes.ts';
@@ -66,6 +70,8 @@ export interface ApiDeps {
   uploadStaging: UploadStaging;
   /** The registry GET /metrics serves, shared with the other roles of the process (lib/metrics processMetrics). */
   metrics?: MetricsRegistry;
+  /** MEDIAPLANE_DWEB_EXPORT_PROOF is set: an asset export to IPFS may come without a proof of its own. */
+  exportProofConfigured?: boolean;
 }
 
 /**
@@ -118,10 +124,13 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   if (!deps.transcodeApi) return app;
   const base = publicBase(app, deps.publicUrl);
+  // Signing keys need the database only; no cache, so a disabled or deleted key holds at once (issue #28).
+  const signingKeys = new SigningKeyStore(deps.db);
   await mediaRoutes(app, {
     store: deps.builtinStore,
     serve: deps.storeServe,
     presignSeconds: deps.storePresignSeconds,
+    authorize: mediaAccess({ assets: deps.assets, signingKeys }),
   });
   await app.register(
     async (api) => {
@@ -138,6 +147,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       await webhookRoutes(api, { ...deps, auth, idempotency });
       await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
       await assetRoutes(api, { ...deps, auth, idempotency, publicBase: base });
+      await exportRoutes(api, { ...deps, auth, idempotency, publicBase: base });
+      await accessControlRoutes(api, { auth, signingKeys, publicUrl: deps.publicUrl });
     },
     { prefix: '/api' },
   );

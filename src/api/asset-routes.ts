@@ -203,8 +203,9 @@ const PlaybackId = Type.Object({ id: Type.String({ maxLength: 64, description: "
 
 /**
  * GET /api/playback/{playbackId}. As on Livepeer, no API key: a player asks it, and the
- * playbackId is the capability (the media URLs it lists are public too; issue #28's playback
- * policies will guard them). An asset that is not ready is a 422, as on Livepeer.
+ * playbackId finds the asset; the media URLs it lists need a JWT when the asset's policy is
+ * `jwt` (api/media-access.ts), and are listed without one, as on Livepeer. An asset that is
+ * not ready is a 422, as on Livepeer.
  */
 function playbackRoute(api: FastifyInstance, deps: AssetRoutesDeps): void {
   api.get<{ Params: Static<typeof PlaybackId> }>(

@@ -1,8 +1,10 @@
+import type { Writable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
 import { NotFoundError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { BuiltinStore, ByteRange, StoredObject } from '../storage/builtin/index.ts';
+import { isHlsPlaylist, sendPrivatePlaylist } from './playlist-token.ts';
 
 // `/media/<key>` serves what the built-in store holds (issue #27, spec/API.md section C) to
 // players: HTTP Range (RFC 9110 section 14), validators and 304, CORS, and cache lifetimes
@@ -14,9 +16,17 @@ export interface MediaRoutesDeps {
   /** MEDIAPLANE_STORE_SERVE: stream through, or redirect to a presigned URL (stores with `presign`). */
   serve: 'proxy' | 'redirect';
   presignSeconds: number;
-  /** Issue #28 (private playback): whether `req` may read `key`; absent: every key is public. */
-  authorize?(key: string, req: FastifyRequest): Promise<boolean>;
+  /** Issue #28 (private playback): whether `req` may read `key` (media-access.ts); absent: every key is public. */
+  authorize?(key: string, req: FastifyRequest): Promise<MediaGrant>;
 }
+
+/**
+ * What `authorize` decided: false (refused, answered as a missing key: 404), true (public),
+ * or an object for a private file opened by a token: answered `Cache-Control: private,
+ * no-store`, and `token` is the one that came as `?jwt=`, which a playlist's URIs then carry
+ * (playlist-token.ts). Throwing refuses with that error (an AuthError: 401 saying why).
+ */
+export type MediaGrant = boolean | { token?: string };
 
 const PREFIX = '/media/';
 
@@ -85,7 +95,8 @@ const CORS = {
 const PREFLIGHT = {
   'access-control-allow-origin': '*',
   'access-control-allow-methods': 'GET, HEAD, OPTIONS',
-  'access-control-allow-headers': 'Range, If-None-Match, If-Modified-Since, If-Range',
+  // Livepeer-Jwt: a player of a private asset may send its token as this header (issue #28).
+  'access-control-allow-headers': 'Range, If-None-Match, If-Modified-Since, If-Range, Livepeer-Jwt',
   'access-control-max-age': '86400',
 };
 
@@ -131,12 +142,13 @@ function rangeStillValid(req: FastifyRequest, obj: StoredObject): boolean {
 const SCHEMA = {
   summary: 'A file of the built-in store (HLS playlists and segments, MP4s, thumbnails, sources)',
   description:
-    'The path after /media/ is the key, as playbackUrl, downloadUrl and output urls give it. No API key. Single byte ranges (`Range: bytes=a-b`, `a-`, `-n`) answer 206, a range past the end 416; ETag with If-None-Match and Last-Modified with If-Modified-Since answer 304; If-Range is honoured. CORS allows any origin. Playlists are cached 5 s, everything else for a year (immutable). With MEDIAPLANE_STORE_SERVE=redirect and a bucket store the answer is a 302 to a presigned URL of the bucket. A key that breaks the path rules is a 404.',
+    "The path after /media/ is the key, as playbackUrl, downloadUrl and output urls give it. No API key. Single byte ranges (`Range: bytes=a-b`, `a-`, `-n`) answer 206, a range past the end 416; ETag with If-None-Match and Last-Modified with If-Modified-Since answer 304; If-Range is honoured. CORS allows any origin. Playlists are cached 5 s, everything else for a year (immutable). With MEDIAPLANE_STORE_SERVE=redirect and a bucket store the answer is a 302 to a presigned URL of the bucket. A key that breaks the path rules is a 404. The files of an asset with playbackPolicy jwt need a JWT signed by one of its owner's signing keys, as ?jwt= or the Livepeer-Jwt header (401 without); a playlist opened with ?jwt= lists its URIs with the token, so any HLS player given one URL plays.",
   response: {
     200: { description: 'The whole file', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
     206: { description: 'The range asked for', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
     302: { description: 'A presigned URL of the bucket (MEDIAPLANE_STORE_SERVE=redirect)', type: 'null' },
     304: { description: 'The client holds this version', type: 'null' },
+    401: { ...TasksErrorBody, description: 'A private asset (playbackPolicy jwt) without a valid JWT: why' },
     404: TasksErrorBody,
     416: TasksErrorBody,
   },
@@ -166,7 +178,15 @@ async function serve(req: FastifyRequest, reply: FastifyReply, deps: MediaRoutes
   const key = mediaKey(req.url);
   if (key === undefined) throw new NotFoundError();
   // A key the client may not read is answered as one that does not exist.
-  if (deps.authorize && !(await deps.authorize(key, req))) throw new NotFoundError();
+  const grant = deps.authorize ? await deps.authorize(key, req) : true;
+  if (grant === false) throw new NotFoundError();
+  const opened = grant === true ? undefined : grant;
+  // A private playlist is served through, never redirected: its URIs resolve against this
+  // service, and one opened with ?jwt= is rewritten to carry the token (playlist-token.ts).
+  if (opened && isHlsPlaylist(key)) {
+    const contentType = presentation(key)['content-type'] ?? 'application/vnd.apple.mpegurl';
+    return sendPrivatePlaylist(req, reply, { store: deps.store, key, token: opened.token, contentType });
+  }
   if (deps.serve === 'redirect' && deps.store.presign) {
     // Each answer signs anew (the authorize check above is per request): never cached.
     const url = await deps.store.presign(key, deps.presignSeconds);
@@ -176,6 +196,8 @@ async function serve(req: FastifyRequest, reply: FastifyReply, deps: MediaRoutes
   if (!obj) throw new NotFoundError();
   reply.headers({
     ...presentation(key),
+    // A private file opened by a token is the viewer's alone: no shared cache may keep it.
+    ...(opened ? { 'cache-control': 'private, no-store' } : {}),
     etag: obj.etag,
     'last-modified': obj.lastModified.toUTCString(),
     'accept-ranges': 'bytes',
@@ -193,7 +215,35 @@ async function serve(req: FastifyRequest, reply: FastifyReply, deps: MediaRoutes
   const length = range === 'whole' ? obj.size : range.end - range.start + 1;
   reply.header('content-length', String(length));
   if (req.method === 'HEAD' || length === 0) return reply.send();
+  if (deps.store.writeTo) {
+    const part = range === 'whole' ? { start: 0, end: obj.size - 1 } : range;
+    return writeBody(reply, (out) => deps.store.writeTo?.(key, part, out));
+  }
   return reply.send(await open(deps.store, key, range === 'whole' ? undefined : range, reply));
+}
+
+/**
+ * The headers as set, then a body the store writes itself (`writeTo`, buffers used again)
+ * past Fastify's send; onResponse hooks (metrics) still run when the answer finishes. A
+ * failure midway can only cut the connection: the client sees fewer bytes than announced.
+ */
+async function writeBody(
+  reply: FastifyReply,
+  write: (out: Writable) => Promise<void> | undefined,
+): Promise<FastifyReply> {
+  reply.hijack();
+  const res = reply.raw;
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
+  res.writeHead(reply.statusCode);
+  try {
+    await write(res);
+    res.end();
+  } catch (err) {
+    // A client that went away is no failure of ours.
+    if (!res.destroyed) reply.log.warn({ err }, 'a /media answer failed midway');
+    res.destroy();
+  }
+  return reply;
 }
 
 /**

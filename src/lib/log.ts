@@ -32,7 +32,7 @@ const ECHO_NAMES = new Set([
 const URL_QUERY = /\b([a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>\\]*)\?[^\s"'<>\\]*/gi;
 // Secret names inside text: a JSON member (`"secretAccessKey":"v`, also escaped once, also
 // cut short as PostgreSQL quotes it) or a `name=value` pair (a query string, a form).
-const SECRET_WORD = String.raw`(?:\w*(?:secret|passw(?:or)?d|credential|signature|proof|api[-_]?key|access[-_]?key|authori[sz]ation)\w*|\w*token)`;
+const SECRET_WORD = String.raw`(?:\w*(?:secret|passw(?:or)?d|credential|signature|proof|api[-_]?key|access[-_]?key|authori[sz]ation)\w*|\w*token|jwt)`;
 const SECRET_MEMBER = new RegExp(String.raw`(\\?"${SECRET_WORD}\\?"\s*:\s*\\?")[^"\\]*`, 'gi');
 const SECRET_PARAM = new RegExp(String.raw`(\b${SECRET_WORD}=)[^\s&;,"'<>]+`, 'gi');
 const AUTH_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]+/g;

@@ -302,8 +302,8 @@ for (const { kind, skip } of await databaseKinds()) {
         ['/api/asset/request-upload', { name: 'x', storage: { ipfs: true } }, 'storage: is not a known property'],
         [
           '/api/asset/request-upload',
-          { name: 'x', playbackPolicy: { type: 'jwt' } },
-          'playbackPolicy.type: must be "public" (signed playback, jwt or webhook, is not available on this server yet)',
+          { name: 'x', playbackPolicy: { type: 'webhook' } },
+          'playbackPolicy.type: must be "public" or "jwt" (webhook playback policies are not supported on this server)',
         ],
         [
           '/api/asset/request-upload',

@@ -13,14 +13,16 @@ import { CreatorId, Profile } from './transcode.ts';
 // (`storage` for IPFS export, `encryption`) are unknown properties here, a 422 naming them.
 
 /**
- * Playback policy types other than `public` are issue #28's (signing keys and JWTs): refused
- * for now rather than stored, since an asset stored as `jwt` would still play for anyone.
+ * `public` (the default) or `jwt` (issue #28: every file of the asset needs a JWT signed by one
+ * of the owner's signing keys; api/media-access.ts). `webhook` (a playback gate that calls the
+ * owner's webhook) is refused rather than stored: stored, it would have to refuse every viewer.
  */
 const PlaybackPolicy = Type.Object(
   {
-    type: Type.Literal('public', {
-      description: 'Only `public` for now: anyone with the playbackId may play the asset.',
-      [ERROR_MESSAGE]: 'must be "public" (signed playback, jwt or webhook, is not available on this server yet)',
+    type: Type.Union([Type.Literal('public'), Type.Literal('jwt')], {
+      description:
+        '`public`: anyone with the playbackId plays the asset. `jwt`: its playlists and files need a JWT signed by one of your signing keys (POST /api/access-control/signing-key), as ?jwt= or the Livepeer-Jwt header.',
+      [ERROR_MESSAGE]: 'must be "public" or "jwt" (webhook playback policies are not supported on this server)',
     }),
     webhookId: Type.Optional(Type.String({ maxLength: 256 })),
     webhookContext: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
@@ -121,6 +123,12 @@ export const AssetSchema = Type.Object(
     projectId: Type.String(),
     creatorId: Type.Optional(Type.Object({ type: Type.Literal('unverified'), value: Type.String() })),
     profiles: Type.Optional(Type.Array(Type.Object({}, Open))),
+    storage: Type.Optional(
+      Type.Object(
+        { ipfs: Type.Optional(Type.Object({ cid: Type.Optional(Type.String()) }, Open)) },
+        { ...Open, description: "After an export to IPFS: its CID and URLs (`ipfs`), and the export's `status`." },
+      ),
+    ),
   },
   Open,
 );
@@ -167,6 +175,7 @@ export interface WireAsset {
   projectId: string;
   creatorId?: { type: 'unverified'; value: string };
   profiles?: unknown[];
+  storage?: Record<string, unknown>;
 }
 
 /**
@@ -225,6 +234,8 @@ export function toWireAsset(row: AssetRow, base: PublicBase): WireAsset {
   const creatorId = wireCreator(row.creator_id);
   if (creatorId) asset.creatorId = creatorId;
   if (row.spec.profiles) asset.profiles = row.spec.profiles;
+  // Kept in Livepeer's shape by migration 011's trigger (issue #28's IPFS export).
+  if (row.storage) asset.storage = row.storage;
   return asset;
 }
 
