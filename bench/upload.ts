@@ -13,14 +13,17 @@
 // >= 0.8). Each stored file is deleted after its round, so the disk holds one at a time.
 //
 // Memory: the service is a child process; its VmRSS is read from /proc/<pid>/status every
-// 20 ms during each (a), and its VmHWM (peak since start) at the end. Flat memory means the
-// peak during a 1 GB upload is about the idle service's.
+// 20 ms during each (a), and its VmHWM (peak since start) after start-up and at the end. Flat
+// memory means the peak during an upload does not grow with the file (try BENCH_MB=4096).
+//
+// Options: BENCH_MB, BENCH_ROUNDS, BENCH_SERVICE_NODE_OPTIONS (the service's NODE_OPTIONS, e.g.
+// --cpu-prof --cpu-prof-dir=DIR).
 //
 // The API role alone: a worker would start processing each uploaded file (reading the whole
 // gigabyte for its hashes) on the same cores while the next round is measured.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -92,6 +95,7 @@ function spawnChild(args: string[], env: NodeJS.ProcessEnv): { child: ChildProce
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
+  if (process.env.BENCH_SERVICE_LOG) child.stdout?.pipe(createWriteStream(process.env.BENCH_SERVICE_LOG));
   return { child, tail: () => tail };
 }
 
@@ -111,13 +115,22 @@ async function startService(dataDir: string): Promise<Service> {
     MEDIAPLANE_PORT: String(port),
     MEDIAPLANE_HOST: '127.0.0.1',
     MEDIAPLANE_LOG_LEVEL: 'info',
+    // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof: where the service's time goes during (a).
+    ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
   };
   const key = (await run(process.execPath, [BIN, 'keys', 'create', '--owner', 'bench'], { env })).stdout.trim();
-  const { child, tail } = spawnChild([BIN, 'api'], env);
+  const nodeArgs = process.env.BENCH_SERVICE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const { child, tail } = spawnChild([...nodeArgs, BIN, 'api'], env);
   const url = `http://127.0.0.1:${port}`;
   for (const deadline = Date.now() + 60_000; ; await sleep(100)) {
     if (child.exitCode !== null) throw new Error(`mediaplane api exited with ${child.exitCode}: ${tail()}`);
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error(`mediaplane api did not answer: ${tail()}`);
   }
   return { pid: child.pid ?? 0, url, key, dataDir, child };
@@ -164,8 +177,7 @@ async function serviceRound(svc: Service, file: string, size: number): Promise<{
 
 async function bareRound(url: string, dir: string, file: string, size: number): Promise<number> {
   const s = await put(url, file, size);
-  for (const name of await readdir(dir))
-    if (name.startsWith('bare-')) await rm(path.join(dir, name), { force: true });
+  for (const name of await readdir(dir)) if (name.startsWith('bare-')) await rm(path.join(dir, name), { force: true });
   return s;
 }
 
@@ -183,6 +195,7 @@ async function main(): Promise<void> {
     svc = await startService(path.join(work, 'data'));
     bare = await startBare(bareDir);
     const idleMb = await procMb(svc.pid, 'VmRSS');
+    const startHwm = await procMb(svc.pid, 'VmHWM');
     await bareRound(bare.url, bareDir, warm, 32 * MiB);
     await serviceRound(svc, warm, 32 * MiB);
     const rate = (s: number) => MB / s;
@@ -208,7 +221,7 @@ async function main(): Promise<void> {
       `\n${MB} MB direct PUT: a/b median ${median(ratios).toFixed(3)} (rounds ${ratios.map((r) => r.toFixed(3)).join(', ')}); target >= 0.8`,
     );
     console.log(
-      `service (child process, /proc/${svc.pid}/status): VmRSS idle ${idleMb.toFixed(0)} MB, peak during uploads ${Math.max(...peaks).toFixed(0)} MB, VmHWM ${hwm.toFixed(0)} MB`,
+      `service (child process, /proc/${svc.pid}/status): VmRSS idle ${idleMb.toFixed(0)} MB, peak during uploads ${Math.max(...peaks).toFixed(0)} MB; VmHWM ${startHwm.toFixed(0)} MB after start-up, ${hwm.toFixed(0)} MB at the end`,
     );
   } finally {
     svc?.child.kill('SIGTERM');

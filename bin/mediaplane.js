@@ -8,5 +8,8 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(1);
 }
+// Before anything allocates: V8's collector tuned for streaming media (src/lib/gc-tuning.ts).
+const { tuneGcForStreaming } = await import('../src/lib/gc-tuning.ts');
+tuneGcForStreaming();
 const { main } = await import('../src/main.ts');
 process.exitCode = await main(process.argv.slice(2));

@@ -3,7 +3,19 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/index.ts';
-import { AssetStore, createUploadHandler, UPLOAD_TASK_TYPE, UploadStaging, uploadSweepJobs } from './assets/index.ts';
+import {
+  AssetStore,
+  CLIP_TASK_TYPE,
+  createClipHandler,
+  createExportDataHandler,
+  createExportHandler,
+  createUploadHandler,
+  EXPORT_DATA_TASK_TYPE,
+  EXPORT_TASK_TYPE,
+  UPLOAD_TASK_TYPE,
+  UploadStaging,
+  uploadSweepJobs,
+} from './assets/index.ts';
 import { type BuiltinStore, createBuiltinStore } from './storage/builtin/index.ts';
 import {
   buildApp,
@@ -119,7 +131,8 @@ async function createApp(
     rules: {
       allowPrivateUrls: config.allowPrivateUrls,
       c2paConfigured: core.c2paSigner !== undefined,
-      validateDwebProof: async (proof) => void (await validateDwebProof(proof, { agentDid: core.agent.did() })),
+      validateDwebProof: async (proof, field) =>
+        void (await validateDwebProof(proof, { agentDid: core.agent.did(), ...(field ? { field } : {}) })),
     },
     bodyLimitBytes: config.bodyLimitBytes,
     bodyMaxDepth: config.bodyMaxDepth,
@@ -131,6 +144,7 @@ async function createApp(
     idempotencyMaxWaiters: config.idempotencyMaxWaiters,
     requesterSalt: await requesterSalt(config),
     version: VERSION,
+    exportProofConfigured: config.dwebExportProof !== undefined,
   });
 }
 
@@ -143,6 +157,7 @@ export function createWorker(core: Core): Worker {
     builtinStore: core.builtinStore,
     objectStores: { 'dweb.storage': dweb, 'web3.storage': dweb },
   });
+  const exports = { config: core.config, store: core.builtinStore, agent: core.agent };
   return new Worker({
     db: core.db,
     queue: core.queue,
@@ -155,6 +170,9 @@ export function createWorker(core: Core): Worker {
         log: core.log,
         c2paSigner: core.c2paSigner,
       }),
+      [CLIP_TASK_TYPE]: createClipHandler({ config: core.config, store: core.builtinStore, log: core.log }),
+      [EXPORT_TASK_TYPE]: createExportHandler(exports),
+      [EXPORT_DATA_TASK_TYPE]: createExportDataHandler(exports),
     },
     log: core.log.child({ role: 'worker' }),
     scratchRoot: join(resolve(core.config.dataDir), 'scratch'),

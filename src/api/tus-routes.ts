@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { UploadGrant, UploadStaging } from '../assets/index.ts';
 import { BadRequestError, MediaplaneError, NotFoundError, UnsupportedContentTypeError } from '../lib/errors.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
@@ -129,34 +129,40 @@ async function complete(deps: UploadRoutesDeps, grant: UploadGrant): Promise<voi
   if (!(await deps.staging.complete(grant, deps.sessions))) throw new NotFoundError();
 }
 
-function resourceRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): void {
-  const url = '/asset/upload/tus/:id';
-  const params = AssetParam;
-  const querystring = TokenQuery;
-  type Req = { Params: AssetParam; Querystring: TokenQuery };
-  const grantOf = (req: { params: AssetParam; query: TokenQuery }) =>
-    grantFor(deps.sessions, req.query.token, req.params.id);
-  const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store');
+const RESOURCE = '/asset/upload/tus/:id';
+type ResourceRequest = { Params: AssetParam; Querystring: TokenQuery };
+/** The grant of a request for the upload resource: its token's, for the asset its path names. */
+const grantOf = (deps: UploadRoutesDeps, req: { params: AssetParam; query: TokenQuery }) =>
+  grantFor(deps.sessions, req.query.token, req.params.id);
 
-  scope.route<Req>({
+function resourceRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): void {
+  headRoute(scope, deps);
+  patchRoute(scope, deps);
+  deleteRoute(scope, deps);
+}
+
+/** HEAD: where the upload stands, for a client that resumes. */
+function headRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
+  scope.route<ResourceRequest>({
     method: 'HEAD',
-    url,
+    url: RESOURCE,
     schema: {
       summary: 'tus: where the upload stands (Upload-Offset, Upload-Length)',
-      params,
-      querystring,
+      params: AssetParam,
+      querystring: TokenQuery,
       headers: Type.Object({ 'tus-resumable': TusResumable }),
       response: { 200: NoContent('Upload-Offset, Upload-Length and Upload-Expires in the headers') },
     },
     handler: async (req, reply) => {
-      const grant = await grantOf(req);
+      const grant = await grantOf(deps, req);
       const now = await deps.staging.status(grant.assetId);
       if (!now) throw new NotFoundError();
       // Whole but not stored: the service stopped, or the store failed, between the last byte
       // and the store. Finished here, or a client told "nothing left to send" would wait forever.
       if (now.length === now.offset) await complete(deps, grant);
-      return noStore(reply)
+      return reply
         .headers({
+          'cache-control': 'no-store',
           'upload-offset': String(now.offset),
           ...(now.length === undefined ? {} : { 'upload-length': String(now.length) }),
           'upload-expires': expires(grant),
@@ -165,16 +171,19 @@ function resourceRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): void {
         .send();
     },
   });
+}
 
-  scope.patch<Req>(
-    url,
+/** PATCH: bytes at the offset; the last byte stores the upload and queues its asset. */
+function patchRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
+  scope.patch<ResourceRequest>(
+    RESOURCE,
     {
       schema: {
         summary: 'tus: append bytes at Upload-Offset',
         description:
           'Content-Type must be application/offset+octet-stream (415); Upload-Offset must be where the upload stands (409). The upload is stored and processed once its last byte is in.',
-        params,
-        querystring,
+        params: AssetParam,
+        querystring: TokenQuery,
         headers: Type.Object({
           'tus-resumable': TusResumable,
           'upload-offset': header('Where these bytes start (required)'),
@@ -186,7 +195,7 @@ function resourceRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): void {
     async (req, reply) => {
       const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
       if (type !== TUS_CONTENT_TYPE) throw new UnsupportedContentTypeError(`Content-Type must be ${TUS_CONTENT_TYPE}`);
-      const grant = await grantOf(req);
+      const grant = await grantOf(deps, req);
       const offset = byteCount(req.headers['upload-offset'], 'Upload-Offset');
       if (offset === undefined) throw new BadRequestError('Upload-Offset is required');
       const length = byteCount(req.headers['content-length'], 'Content-Length');
@@ -198,20 +207,23 @@ function resourceRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): void {
         .send();
     },
   );
+}
 
-  scope.delete<Req>(
-    url,
+/** DELETE: termination. */
+function deleteRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
+  scope.delete<ResourceRequest>(
+    RESOURCE,
     {
       schema: {
         summary: 'tus: terminate the upload; its bytes are freed',
-        params,
-        querystring,
+        params: AssetParam,
+        querystring: TokenQuery,
         headers: Type.Object({ 'tus-resumable': TusResumable }),
         response: { 204: NoContent('Terminated'), '4xx': TasksErrorBody },
       },
     },
     async (req, reply) => {
-      const grant = await grantOf(req);
+      const grant = await grantOf(deps, req);
       if (!(await deps.staging.status(grant.assetId))) throw new NotFoundError();
       // The asset stays `uploading` until its URL expires (then the expiry sweep fails it), and
       // the token keeps its power until then: termination frees the bytes of this attempt, and

@@ -14,3 +14,18 @@ export {
 export { UploadOffsetError, UploadStaging, type StagedUpload } from './staging.ts';
 export { uploadSweepJobs } from './upload-sweep.ts';
 export { createUploadHandler, UPLOAD_TASK_TYPE, type UploadHandlerDeps } from './handler.ts';
+export { CLIP_TASK_TYPE, createClipHandler, type ClipHandlerDeps } from './clip.ts';
+export {
+  createExportDataHandler,
+  createExportHandler,
+  EXPORT_DATA_TASK_TYPE,
+  EXPORT_TASK_TYPE,
+  startExport,
+  startExportData,
+  type ExportDataParams,
+  type ExportHandlerDeps,
+  type ExportParams,
+  type ExportTarget,
+  type IpfsExportOutput,
+} from './export.ts';
+export { RESERVED_HEADERS } from './export-http.ts';

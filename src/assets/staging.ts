@@ -184,11 +184,18 @@ export class UploadStaging {
     let removed = 0;
     for (const id of ids) {
       if (removed >= limit) break;
+      // An upload a request holds is alive; one that a request takes meanwhile is waited for.
       if (this.#holders.has(id)) continue;
-      if (await this.#isStale(id, now)) {
-        await this.remove(id);
-        removed++;
-      }
+      const dropped = await this.#exclusive(
+        id,
+        async () => {
+          if (!(await this.#isStale(id, now))) return false;
+          await this.#drop(id);
+          return true;
+        },
+        { takeOver: false },
+      );
+      if (dropped) removed++;
     }
     return removed;
   }
@@ -208,13 +215,18 @@ export class UploadStaging {
   /**
    * Runs `work` holding the asset's upload: a request holding it is aborted first and waited
    * for, so the newest request wins (tusd does the same) and a stale connection never blocks a
-   * client that resumes. Within this process only: the staging folder is this process's.
+   * client that resumes (the sweep waits instead: `takeOver: false`). Within this process
+   * only: the staging folder is this process's.
    */
-  async #exclusive<T>(assetId: string, work: (takenOver: AbortSignal) => Promise<T>): Promise<T> {
+  async #exclusive<T>(
+    assetId: string,
+    work: (takenOver: AbortSignal) => Promise<T>,
+    o: { takeOver?: boolean } = {},
+  ): Promise<T> {
     if (!SAFE_ID.test(assetId)) throw new NotFoundError();
     await this.#folder();
     for (let h = this.#holders.get(assetId); h; h = this.#holders.get(assetId)) {
-      h.abort.abort(new TakenOverError('a newer request for this upload took over'));
+      if (o.takeOver !== false) h.abort.abort(new TakenOverError('a newer request for this upload took over'));
       await h.done;
     }
     const { promise, resolve } = Promise.withResolvers<void>();

@@ -78,7 +78,9 @@ describe('a tus upload while the service is SIGKILLed and restarted', () => {
       MEDIAPLANE_POLL_MS: '100',
       MEDIAPLANE_LOG_LEVEL: 'info',
     };
-    key = (await promisify(execFile)(process.execPath, [BIN, 'keys', 'create', '--owner', 'alice'], { env })).stdout.trim();
+    key = (
+      await promisify(execFile)(process.execPath, [BIN, 'keys', 'create', '--owner', 'alice'], { env })
+    ).stdout.trim();
     await startService();
   });
   after(async () => {

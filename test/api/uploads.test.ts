@@ -48,7 +48,13 @@ const tusHead = (location: string) => rawRequest(location, { method: 'HEAD', hea
 const tusPatch = (location: string, offset: number, body: Buffer, headers: Record<string, string> = {}) =>
   rawRequest(location, {
     method: 'PATCH',
-    headers: { ...TUS, ...PATCH_TYPE, 'upload-offset': String(offset), 'content-length': String(body.length), ...headers },
+    headers: {
+      ...TUS,
+      ...PATCH_TYPE,
+      'upload-offset': String(offset),
+      'content-length': String(body.length),
+      ...headers,
+    },
     chunks: [body],
   });
 
@@ -226,7 +232,10 @@ for (const { kind, skip } of await databaseKinds()) {
       const wrong = location.replace(a.token, b.token);
       const bogus = `${server.url}/api/asset/upload/tus/${a.asset.id}?token=${'x'.repeat(43)}`;
       const answers = [
-        await rawRequest(`${server.url}/api/asset/upload/direct?token=nope`, { method: 'PUT', chunks: [Buffer.from('x')] }),
+        await rawRequest(`${server.url}/api/asset/upload/direct?token=nope`, {
+          method: 'PUT',
+          chunks: [Buffer.from('x')],
+        }),
         await rawRequest(`${server.url}/api/asset/upload/direct`, { method: 'PUT', chunks: [Buffer.from('x')] }),
         await rawRequest(`${server.url}/api/asset/upload/tus?token=nope`, {
           method: 'POST',
