@@ -19,6 +19,7 @@ const SERIAL = new Set([
   'test/api/http-limits.test.ts', // a socket closed within 5x the 400 ms request timeout
   'test/api/private-playback.test.ts', // Chromium plays a private asset in real time
   'test/api/upload-restart.test.ts', // SIGKILLs the service mid-upload and starts it again
+  'test/api/upload-timeouts.test.ts', // bodies sent over 2.5 s against a 500 ms request timeout, 1 s idle timeout
   'test/fuzz/schemas.test.ts', // /healthz within 1 s during a 1 MiB schema
   'test/tasks/crash-encode.test.ts', // SIGKILLs a worker; its ffmpeg dead within 1 s; 1.5 s leases
   'test/tasks/crash-hygiene.test.ts', // SIGKILLs parents; children dead within 1 s
@@ -28,6 +29,8 @@ const SERIAL = new Set([
   'test/transcode/playback.test.ts', // Chromium plays the renditions in real time
   'test/assets/quickstart.test.ts', // Chromium plays an asset and a transcode in real time
   'test/assets/distributed.test.ts', // a worker process beside the API; Chromium plays in real time
+  'test/api/clip.test.ts', // Chromium plays a clip in real time
+  'test/assets/clip-crash.test.ts', // SIGKILLs a worker mid-clip; 1.5 s leases
   'test/webhooks/limits.test.ts', // a delivery within 2.5 s while another receiver hangs
 ]);
 

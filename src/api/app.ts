@@ -19,7 +19,7 @@ import {
   transcodeApiNotFound,
   wireErrorFor,
 } from './errors.ts';
-import { clientErrorHandler, serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
+import { bodyDeadline, clientErrorHandler, serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
 import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
@@ -29,6 +29,7 @@ import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
 import { accessControlRoutes } from './access-control-routes.ts';
 import { assetRoutes } from './asset-routes.ts';
+import { clipRoutes } from './clip-routes.ts';
 import { exportRoutes } from './export-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
@@ -95,6 +96,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (req) => {
     inFlight.set(req.raw.socket, req.url);
   });
+  // The body's deadline, in the shape of the API the request is for (uploads: an idle timeout).
+  bodyDeadline(app, { timeouts: deps.timeouts, answer: (e, req) => wireErrorFor(req.url)(e) });
   // Every string of every part the task API validates must be plain text (api/plain-text.ts,
   // issue #15): one rule at each schema's root. The LLM routes set their own (chat text is free).
   app.setValidatorCompiler(schemaValidatorCompiler({ keywords: [plainTextKeyword], prepare: withPlainText }));
@@ -147,6 +150,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       await webhookRoutes(api, { ...deps, auth, idempotency });
       await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
       await assetRoutes(api, { ...deps, auth, idempotency, publicBase: base });
+      await clipRoutes(api, { ...deps, auth, idempotency, publicBase: base });
       await exportRoutes(api, { ...deps, auth, idempotency, publicBase: base });
       await accessControlRoutes(api, { auth, signingKeys, publicUrl: deps.publicUrl });
     },

@@ -213,6 +213,7 @@ function playbackRoute(api: FastifyInstance, deps: AssetRoutesDeps): void {
     {
       schema: {
         summary: 'Playback info of an asset by its playbackId: its HLS, MP4 and thumbnail URLs (no API key needed)',
+        security: [],
         params: PlaybackId,
         response: { 200: PlaybackInfoSchema, 404: Errors, 422: Errors },
       },

@@ -141,6 +141,7 @@ function rangeStillValid(req: FastifyRequest, obj: StoredObject): boolean {
 
 const SCHEMA = {
   summary: 'A file of the built-in store (HLS playlists and segments, MP4s, thumbnails, sources)',
+  security: [],
   description:
     "The path after /media/ is the key, as playbackUrl, downloadUrl and output urls give it. No API key. Single byte ranges (`Range: bytes=a-b`, `a-`, `-n`) answer 206, a range past the end 416; ETag with If-None-Match and Last-Modified with If-Modified-Since answer 304; If-Range is honoured. CORS allows any origin. Playlists are cached 5 s, everything else for a year (immutable). With MEDIAPLANE_STORE_SERVE=redirect and a bucket store the answer is a 302 to a presigned URL of the bucket. A key that breaks the path rules is a 404. The files of an asset with playbackPolicy jwt need a JWT signed by one of its owner's signing keys, as ?jwt= or the Livepeer-Jwt header (401 without); a playlist opened with ?jwt= lists its URIs with the token, so any HLS player given one URL plays.",
   response: {
@@ -168,7 +169,7 @@ export async function mediaRoutes(app: FastifyInstance, deps: MediaRoutesDeps): 
   });
   app.options(
     `${PREFIX}*`,
-    { logLevel, schema: { summary: 'CORS preflight of /media/ (GET, HEAD, the Range header)' } },
+    { logLevel, schema: { summary: 'CORS preflight of /media/ (GET, HEAD, the Range header)', security: [] } },
     async (_req, reply) => reply.code(204).headers(PREFLIGHT).send(),
   );
 }

@@ -5,6 +5,16 @@ declare module 'fastify' {
     /** One line for the OpenAPI document. */
     summary?: string;
     description?: string;
+    /**
+     * OpenAPI's security requirement of the operation: `[]` for a route that asks for no API
+     * key (an upload URL's token, a playbackId, a CORS preflight); the API key otherwise.
+     */
+    security?: Array<Record<string, string[]>>;
+    /**
+     * A request body that no JSON schema validates, read as raw bytes by the route (an
+     * upload's file): its media types, for the document only.
+     */
+    rawBody?: { description: string; mediaTypes: string[] };
   }
 }
 
@@ -26,19 +36,32 @@ function response(code: string, schema: object): object {
   return { description: description ?? code, content: { 'application/json': { schema } } };
 }
 
+/** The request body of an operation: its JSON schema, or the raw bytes it reads by media type. */
+function requestBody(schema: Op['schema']): object {
+  if (schema.body) return { requestBody: { required: true, content: { 'application/json': { schema: schema.body } } } };
+  if (!schema.rawBody) return {};
+  const binary = { schema: { type: 'string', format: 'binary' } };
+  const content = Object.fromEntries(schema.rawBody.mediaTypes.map((type) => [type, binary]));
+  return { requestBody: { required: true, description: schema.rawBody.description, content } };
+}
+
 /**
  * Collects every route's schema as it is registered and serves them as one OpenAPI 3.1
  * document, so the document is generated from the same schemas that validate requests: the
  * task API's, and the LLM gateway's (chat, models, ledger, registration) where the gateway
  * runs on this app. Routes without a schema (health, metrics, the orchestrator's) stay out.
+ * Every operation needs the API key unless its schema says `security: []`.
  */
 export function collectOpenApi(app: FastifyInstance, info: { title: string; version: string }): () => object {
   const ops: Op[] = [];
   app.addHook('onRoute', (route) => {
     if (!route.schema) return;
+    // Fastify adds a HEAD route of its own beside every GET, with the GET's very schema: that
+    // one is left out; a HEAD a route declares (tus, /media) is listed.
+    const auto = route.method === 'HEAD' && ops.some((o) => o.method === 'get' && o.schema === route.schema);
+    if (auto) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const m of methods)
-      if (m !== 'HEAD') ops.push({ method: m.toLowerCase(), url: route.url, schema: route.schema });
+    for (const m of methods) ops.push({ method: m.toLowerCase(), url: route.url, schema: route.schema });
   });
   return () => {
     const paths: Record<string, Record<string, object>> = {};
@@ -69,11 +92,9 @@ export function collectOpenApi(app: FastifyInstance, info: { title: string; vers
           summary: op.schema.summary,
           description: op.schema.description,
           ...(params.length ? { parameters: params } : {}),
-          ...(op.schema.body
-            ? { requestBody: { required: true, content: { 'application/json': { schema: op.schema.body } } } }
-            : {}),
+          ...requestBody(op.schema),
           responses: Object.keys(responses).length ? responses : { 200: { description: 'OK' } },
-          security: [{ bearer: [] }],
+          security: op.schema.security ?? [{ bearer: [] }],
         },
       };
     }

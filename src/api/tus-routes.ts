@@ -64,6 +64,7 @@ function optionsRoute(scope: FastifyInstance, url: string, staging: UploadStagin
     {
       schema: {
         summary: 'tus: the versions, extensions and largest upload served (and the CORS preflight)',
+        security: [],
         response: { 204: NoContent('Tus-Version, Tus-Extension and Tus-Max-Size in the headers') },
       },
     },
@@ -89,6 +90,7 @@ function creationRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
     {
       schema: {
         summary: 'tus: create the upload of the asset (the `tusEndpoint` of POST /api/asset/request-upload)',
+        security: [],
         description:
           'No API key: the token is the capability. Upload-Length is required (Upload-Defer-Length is not supported: 400); Upload-Metadata is accepted and ignored. 413 above Tus-Max-Size.',
         querystring: TokenQuery,
@@ -148,6 +150,7 @@ function headRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
     url: RESOURCE,
     schema: {
       summary: 'tus: where the upload stands (Upload-Offset, Upload-Length)',
+      security: [],
       params: AssetParam,
       querystring: TokenQuery,
       headers: Type.Object({ 'tus-resumable': TusResumable }),
@@ -178,8 +181,11 @@ function patchRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
   scope.patch<ResourceRequest>(
     RESOURCE,
     {
+      config: { longBody: true },
       schema: {
         summary: 'tus: append bytes at Upload-Offset',
+        security: [],
+        rawBody: { description: 'The bytes from Upload-Offset on', mediaTypes: [TUS_CONTENT_TYPE] },
         description:
           'Content-Type must be application/offset+octet-stream (415); Upload-Offset must be where the upload stands (409). The upload is stored and processed once its last byte is in.',
         params: AssetParam,
@@ -216,6 +222,7 @@ function deleteRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
     {
       schema: {
         summary: 'tus: terminate the upload; its bytes are freed',
+        security: [],
         params: AssetParam,
         querystring: TokenQuery,
         headers: Type.Object({ 'tus-resumable': TusResumable }),

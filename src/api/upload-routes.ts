@@ -58,8 +58,14 @@ function directUploadRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): voi
   scope.put<{ Querystring: TokenQuery }>(
     '/asset/upload/direct',
     {
+      config: { longBody: true },
       schema: {
         summary: 'Upload an asset file in one request (the `url` of POST /api/asset/request-upload)',
+        security: [],
+        rawBody: {
+          description: 'The file, raw (any Content-Type is taken as such)',
+          mediaTypes: ['application/octet-stream'],
+        },
         description:
           'The raw file is the body, of any Content-Type. No API key: the token is the capability. 413 when the body is larger than MEDIAPLANE_UPLOAD_MAX_BYTES (nothing is kept); 404 for a wrong, expired or used token.',
         querystring: TokenQuery,
@@ -85,6 +91,7 @@ function directUploadRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): voi
     {
       schema: {
         summary: 'CORS preflight of the direct upload',
+        security: [],
         response: { 204: Type.Null({ description: 'The methods and headers a browser may send' }) },
       },
     },

@@ -78,4 +78,14 @@ export const assetSettings = defineSettings({
     description:
       'How long the upload URLs of POST /api/asset/request-upload stay valid; an upload not finished by then fails and its bytes are freed.',
   },
+  uploadIdleTimeoutMs: {
+    env: 'MEDIAPLANE_UPLOAD_IDLE_TIMEOUT_MS',
+    type: 'int',
+    group: 'storage',
+    default: 60_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      'An upload body (direct PUT, tus PATCH) may take longer than MEDIAPLANE_REQUEST_TIMEOUT_MS, but no byte for this long closes its connection (a tus client resumes from the bytes kept).',
+  },
 });

@@ -73,7 +73,7 @@ const coreSettings = defineSettings({
     min: 100,
     max: 3_600_000,
     description:
-      'A request whose headers and body have not all arrived by then is answered 408 and its connection closed (slow-client guard); answers that take longer, such as streamed text, are not cut.',
+      'A request whose headers have not arrived by then, or whose body has not arrived by then after them, is answered 408 and its connection closed (slow-client guard); answers that take longer, such as streamed text, are not cut. Upload bodies are exempt: MEDIAPLANE_UPLOAD_IDLE_TIMEOUT_MS bounds them instead.',
   },
   keepAliveTimeoutMs: {
     env: 'MEDIAPLANE_KEEP_ALIVE_TIMEOUT_MS',

@@ -1,6 +1,8 @@
 // /api/openapi.json is made from the schemas that validate requests (issue #16): the task
 // API's routes and, on a server running the gateway, the LLM routes with their request and
-// response schemas.
+// response schemas. Routes that need no API key (upload URLs, playback info, /media) say so,
+// HEAD routes a route declares are listed, and raw upload bodies are documented as bytes
+// (issue #27).
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -9,9 +11,26 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 interface Operation {
   summary?: string;
   parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>;
-  requestBody?: { content: { 'application/json': { schema: { properties?: Record<string, unknown> } } } };
+  requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown>; type?: string } }> };
   responses: Record<string, { content?: { 'application/json': { schema: Record<string, unknown> } } }>;
+  security?: unknown[];
 }
+
+/** The operations that need no API key: method and path. */
+const KEYLESS = [
+  ['put', '/api/asset/upload/direct'],
+  ['options', '/api/asset/upload/direct'],
+  ['post', '/api/asset/upload/tus'],
+  ['options', '/api/asset/upload/tus'],
+  ['head', '/api/asset/upload/tus/{id}'],
+  ['patch', '/api/asset/upload/tus/{id}'],
+  ['delete', '/api/asset/upload/tus/{id}'],
+  ['options', '/api/asset/upload/tus/{id}'],
+  ['get', '/api/playback/{id}'],
+  ['get', '/media/*'],
+  ['head', '/media/*'],
+  ['options', '/media/*'],
+];
 
 describe('the OpenAPI document', () => {
   let server: TestServer;
@@ -37,7 +56,7 @@ describe('the OpenAPI document', () => {
     for (const path of ['/v1/chat/completions', '/llm']) {
       const op = paths[path]?.post;
       assert.ok(op, `POST ${path} is in the document`);
-      const body = op.requestBody?.content['application/json'].schema;
+      const body = op.requestBody?.content['application/json']?.schema;
       for (const field of ['model', 'messages', 'max_tokens', 'stream', 'temperature'])
         assert.ok(body?.properties?.[field], `${path}: the body documents ${field}`);
       const ok = responseSchema(op, '200') as { properties?: Record<string, unknown> } | undefined;
@@ -72,5 +91,47 @@ describe('the OpenAPI document', () => {
   it('still lists the task routes', () => {
     assert.ok(paths['/api/transcode']?.post?.requestBody);
     assert.ok(paths['/api/task/{id}']?.get);
+  });
+
+  it('says which operations need no API key, and every other one needs it', () => {
+    const keyless: string[][] = [];
+    for (const [path, ops] of Object.entries(paths))
+      for (const [method, op] of Object.entries(ops)) {
+        if (op.security?.length === 0) keyless.push([method, path]);
+        else assert.deepEqual(op.security, [{ bearer: [] }], `${method} ${path} needs the API key`);
+      }
+    const sorted = (list: string[][]) => list.map((o) => o.join(' ')).sort();
+    assert.deepEqual(sorted(keyless), sorted(KEYLESS));
+  });
+
+  it('is true about the key: without one, exactly the operations that need it answer 401', async () => {
+    for (const [path, ops] of Object.entries(paths))
+      for (const [method, op] of Object.entries(ops)) {
+        const url = `${server.url}${path.replace(/\{\w+\}|\*/g, 'x')}`;
+        const res = await fetch(url, { method: method.toUpperCase() });
+        await res.arrayBuffer();
+        const needsKey = op.security?.length !== 0;
+        assert.equal(res.status === 401, needsKey, `${method} ${path} answered ${res.status} without a key`);
+      }
+  });
+
+  it('lists the HEAD routes a route declares, but not the HEAD Fastify adds beside each GET', () => {
+    assert.ok(paths['/api/asset/upload/tus/{id}']?.head?.summary, 'tus HEAD');
+    assert.ok(paths['/media/*']?.head?.summary, '/media HEAD');
+    assert.equal(paths['/api/task/{id}']?.head, undefined);
+    assert.equal(paths['/v1/models']?.head, undefined);
+  });
+
+  it('documents the raw bodies of the uploads as bytes, not JSON', () => {
+    const bodies: [string, string, string][] = [
+      ['/api/asset/upload/direct', 'put', 'application/octet-stream'],
+      ['/api/asset/upload/tus/{id}', 'patch', 'application/offset+octet-stream'],
+    ];
+    for (const [path, method, type] of bodies) {
+      const content = paths[path]?.[method]?.requestBody?.content ?? {};
+      assert.deepEqual(Object.keys(content), [type], `${method} ${path}`);
+      assert.deepEqual(content[type]?.schema, { type: 'string', format: 'binary' });
+    }
+    assert.equal(paths['/api/asset/upload/tus']?.post?.requestBody, undefined, 'tus creation has no body');
   });
 });
