@@ -2,7 +2,7 @@
 // folder store, logging at the default level) against a bare node:http server that stats the
 // file and pipes fs.createReadStream into the answer, on the same files, measured in the same
 // run. Target: the service's req/s >= 0.8 of the bare server's. Not part of `npm test`.
-//   node bench/serve.ts [--seconds 10] [--connections 10] [--rounds 3]
+//   node bench/serve.ts [--seconds 10] [--connections 10] [--rounds 3] [--stream]
 // The segments are real MPEG-TS from ffmpeg (4 s of 1280x720 at ~3 Mb/s: 1-2 MB each), and
 // requests go round them as players of one rendition would ask. Each server runs in a process
 // of its own (this file, `--child service|bare`); autocannon runs here.
@@ -36,9 +36,15 @@ if (CHILD) {
 
 /** The API role as `mediaplane api` starts it (no worker competes for the CPU); prints its URL. */
 async function serveService(): Promise<void> {
+  // As bin/mediaplane.js does first thing.
+  const { tuneGcForStreaming } = await import('../src/lib/gc-tuning.ts');
+  tuneGcForStreaming();
   const { loadConfig } = await import('../src/config/index.ts');
   const { startRoles, stopOnSignals } = await import('../src/main.ts');
   const running = await startRoles(loadConfig(), { api: true, worker: false });
+  // --stream: bodies through the store's read stream (fs.createReadStream), as a store without
+  // writeTo sends them, to compare with the folder store's reused buffers.
+  if (process.env.BENCH_STREAM) Object.defineProperty(running.core.builtinStore, 'writeTo', { value: undefined });
   void stopOnSignals(running, running.core.log).then(() => process.exit(0));
   console.log(JSON.stringify({ url: running.url }));
 }
@@ -61,7 +67,10 @@ async function serveBare(root: string): Promise<void> {
 }
 
 function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout?.on('data', (b: Buffer) => {
@@ -90,14 +99,10 @@ interface Result {
 }
 
 async function run(title: string, server: { child: ChildProcess; url: string }, segments: string[]): Promise<Result> {
-  let next = 0;
   const cpu0 = cpuSeconds(server.child.pid ?? 0);
-  const r = await autocannon({
-    url: server.url,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    requests: [{ setupRequest: (req) => ({ ...req, path: `/media/${segments[next++ % segments.length]}` }) }],
-  });
+  // Each connection asks for the segments in turn, as a player of one rendition does.
+  const requests = segments.map((key) => ({ path: `/media/${key}` }));
+  const r = await autocannon({ url: server.url, connections: CONNECTIONS, duration: SECONDS, requests });
   const cpu = cpuSeconds(server.child.pid ?? 0) - cpu0;
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${title}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
   const res = {
@@ -140,7 +145,12 @@ const sizes = segments.map((k) => statSync(join(mediaRoot, k)).size);
 console.log(
   `${segments.length} segments of ${(Math.min(...sizes) / 1e6).toFixed(2)}-${(Math.max(...sizes) / 1e6).toFixed(2)} MB; autocannon ${CONNECTIONS} connections, ${SECONDS} s a run\n`,
 );
-const env = { MEDIAPLANE_DATA_DIR: dataDir, MEDIAPLANE_PORT: '0', BENCH_MEDIA_ROOT: mediaRoot };
+const env = {
+  MEDIAPLANE_DATA_DIR: dataDir,
+  MEDIAPLANE_PORT: '0',
+  BENCH_MEDIA_ROOT: mediaRoot,
+  ...(process.argv.includes('--stream') ? { BENCH_STREAM: '1' } : {}),
+};
 const bare = await startChild([SELF, '--child', 'bare'], env);
 const service = await startChild([SELF, '--child', 'service'], env);
 try {

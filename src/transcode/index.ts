@@ -8,3 +8,5 @@ export { runPipeline, type PipelineJob, type PipelineSettings } from './pipeline
 export { probe, requireVideo, type MediaInfo, type ProbeResult } from './probe.ts';
 export { planLadder, type Rendition } from './ladder.ts';
 export { buildFfmpegArgs } from './command.ts';
+export { runProcess, type RunOptions, type RunResult } from './run.ts';
+export { ProgressParser } from './progress.ts';

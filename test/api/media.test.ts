@@ -9,12 +9,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { SettingKey } from '../../src/config/index.ts';
 import type { BuiltinStore } from '../../src/storage/builtin/index.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
-import { startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const signal = new AbortController().signal;
 let scratch: string;
@@ -270,6 +269,45 @@ function servingChecks(ctx: () => Served): void {
     const sane = await raw(server.url, `/media/task/${id}/hls/360p0/0.ts`);
     assert.equal(sane.status, 200, 'the same file, asked plainly');
   });
+  it('streams a large file, and stops reading it when the client goes away', async () => {
+    const { server, prefix } = ctx();
+    const store = server.running.core.builtinStore;
+    const size = 32 * 1024 * 1024;
+    const file = path.join(scratch, randomUUID());
+    await writeFile(file, Buffer.alloc(size, 1));
+    await store.putFile(`${prefix}mp4/big.mp4`, file, { contentType: 'video/mp4', signal });
+    // Whichever way the store sends bodies: its own writeTo (the folder store), or read's stream.
+    let stopped: Promise<string> | undefined;
+    const { read, writeTo } = store;
+    if (writeTo)
+      store.writeTo = (...args) => {
+        const sent = writeTo.apply(store, args);
+        stopped = sent.then(
+          () => 'written to the end',
+          () => 'stopped',
+        );
+        return sent;
+      };
+    else
+      store.read = async (...args) => {
+        const stream = await read.apply(store, args);
+        stopped = new Promise((r) =>
+          stream.once('close', () => r(stream.readableEnded ? 'read to the end' : 'stopped')),
+        );
+        return stream;
+      };
+    try {
+      const ctrl = new AbortController();
+      const res = await fetch(`${server.url}/media/${prefix}mp4/big.mp4`, { signal: ctrl.signal });
+      assert.equal(res.headers.get('content-length'), String(size));
+      await res.body?.getReader().read();
+      ctrl.abort();
+      assert.equal(await stopped, 'stopped');
+    } finally {
+      store.read = read;
+      if (writeTo) store.writeTo = writeTo;
+    }
+  });
 }
 
 describe('/media from the folder store', () => {
@@ -277,44 +315,18 @@ describe('/media from the folder store', () => {
   before(() => writeFile(path.join(ctx().server.dataDir, 'secret.txt'), 'not for the web'));
   servingChecks(ctx);
 
-  it('offers an asset source as a download', async () => {
-    const { server } = ctx();
+  it('offers a file without an extension (as an asset source is kept) as a download', async () => {
+    const { server, prefix } = ctx();
     const store = server.running.core.builtinStore;
     const file = path.join(scratch, randomUUID());
     await writeFile(file, 'source bytes');
-    await store.putFile('asset/pb1/source', file, { contentType: 'video/mp4', signal, move: true });
-    const res = await fetch(`${server.url}/media/asset/pb1/source`);
+    // Under the task's prefix: an `asset/...` key is served by its asset's playback policy (issue #28).
+    await store.putFile(`${prefix}source`, file, { contentType: 'video/mp4', signal, move: true });
+    const res = await fetch(`${server.url}/media/${prefix}source`);
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');
     assert.equal(res.headers.get('content-disposition'), 'attachment');
     assert.equal(await res.text(), 'source bytes');
-  });
-
-  it('streams a large file and stops reading it when the client goes away', async () => {
-    const { server, prefix } = ctx();
-    const store = server.running.core.builtinStore;
-    const file = path.join(scratch, randomUUID());
-    await writeFile(file, Buffer.alloc(64 * 1024 * 1024, 1));
-    await store.putFile(`${prefix}mp4/big.mp4`, file, { contentType: 'video/mp4', signal });
-    const opened: Readable[] = [];
-    const read = store.read.bind(store);
-    store.read = async (...args) => {
-      const stream = await read(...args);
-      opened.push(stream);
-      return stream;
-    };
-    try {
-      const ctrl = new AbortController();
-      const res = await fetch(`${server.url}/media/${prefix}mp4/big.mp4`, { signal: ctrl.signal });
-      assert.equal(res.headers.get('content-length'), String(64 * 1024 * 1024));
-      const reader = res.body?.getReader();
-      await reader?.read();
-      ctrl.abort();
-      await waitFor(async () => opened[0]?.destroyed, 10_000, 'the store stream destroyed');
-      assert.ok(opened[0] && opened[0].readableEnded === false, 'it was stopped before its end');
-    } finally {
-      store.read = read;
-    }
   });
 
   it('is documented in the OpenAPI document, and writes no log line per request', async () => {
@@ -332,12 +344,15 @@ describe('/media from the folder store', () => {
 });
 
 describe('/media from a bucket store', () => {
-  let s3: TestS3;
+  // s3rver alone, without the tests' SigV4 proxy: that proxy checks Authorization headers only
+  // (not presigned URLs), and keeps its upstream open when a client leaves midway, which holds
+  // s3rver's close forever. The store's signatures are checked through it in
+  // test/storage/builtin-store.test.ts.
   let plain: TestS3;
   before(async () => {
-    [s3, plain] = await Promise.all([startS3(), startS3({ verify: false })]);
+    plain = await startS3({ verify: false });
   });
-  after(() => Promise.all([s3?.close(), plain?.close()]));
+  after(() => plain?.close());
 
   const bucketSettings = async (t: TestS3, serve: 'proxy' | 'redirect') => ({
     storeUrl: `s3://${await t.createBucket()}/store`,
@@ -348,11 +363,10 @@ describe('/media from a bucket store', () => {
   });
 
   describe('streamed through (proxy)', () => {
-    servingChecks(served(() => bucketSettings(s3, 'proxy')));
+    servingChecks(served(() => bucketSettings(plain, 'proxy')));
   });
 
   describe('redirected to presigned URLs', () => {
-    // The tests' SigV4 proxy checks Authorization headers only; s3rver alone serves presigned URLs.
     const ctx = served(() => bucketSettings(plain, 'redirect'));
 
     it('answers 302 to a presigned URL of the bucket, which gives the bytes and ranges', async () => {

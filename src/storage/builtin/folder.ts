@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { StorageDeniedError } from '../../lib/errors.ts';
 import { checkedObjectKey } from '../../lib/object-path.ts';
 import { FileInput } from '../local.ts';
+import { writeFileRange } from './file-body.ts';
 import type { InputSource, ObjectStore, Published, PutBody, PutOptions } from '../types.ts';
 import type { BuiltinStore, ByteRange, StoredObject } from './types.ts';
 
@@ -82,6 +83,10 @@ export class FolderStore implements BuiltinStore {
 
   async read(key: string, range?: ByteRange): Promise<Readable> {
     return createReadStream(this.#file(key), range ? { start: range.start, end: range.end } : {});
+  }
+
+  writeTo(key: string, range: ByteRange, out: Writable): Promise<void> {
+    return writeFileRange(this.#file(key), range, out);
   }
 
   async putFile(

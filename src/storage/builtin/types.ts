@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { InputSource, ObjectStore } from '../types.ts';
 
 // The service's own store (issue #27, spec/API.md section C): where assets and the outputs of
@@ -33,6 +33,12 @@ export interface BuiltinStore {
   stat(key: string): Promise<StoredObject | undefined>;
   /** Streams the object, or `range` of it; the caller has checked the range against `stat`. */
   read(key: string, range?: ByteRange, signal?: AbortSignal): Promise<Readable>;
+  /**
+   * Writes `range` of the object into `out` (left open), where a store can do better than
+   * `read`'s stream: the folder store reads into buffers it uses again (file-body.ts). Rejects
+   * when `out` closes before the end.
+   */
+  writeTo?(key: string, range: ByteRange, out: Writable): Promise<void>;
   /**
    * A URL a client may GET the object at for `seconds`, for the redirect way of serving
    * (MEDIAPLANE_STORE_SERVE=redirect). Only stores that can sign URLs have it (S3).

@@ -1,0 +1,100 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Principal } from '../accounts/index.ts';
+import { type AssetRow, type AssetSpec, type AssetStore, assetSourceKey, CLIP_TASK_TYPE } from '../assets/index.ts';
+import { NotFoundError, ValidationError } from '../lib/errors.ts';
+import type { RequestAuth } from '../lib/request-auth.ts';
+import { AssetSchema, toWireAsset } from './contract/asset.ts';
+import { ClipBody, clipRangeProblems } from './contract/clip.ts';
+import { toWireTask } from './contract/index.ts';
+import { createRoute } from './create-route.ts';
+import type { IdempotencyKeys } from './idempotency.ts';
+import type { PublicBase } from './public-base.ts';
+import { requesterId } from './requester-id.ts';
+import { TaskSchema } from './routes.ts';
+
+export interface ClipRoutesDeps {
+  auth: RequestAuth<Principal>;
+  assets: AssetStore;
+  idempotency: IdempotencyKeys;
+  publicBase: PublicBase;
+  maxQueuedPerOwner: number;
+  requesterSalt: string;
+}
+
+/**
+ * The caller's ready asset with this playbackId. Another owner's is a 404 like an unknown one
+ * (as every asset route answers), so a playbackId, which anyone may hold to play an asset,
+ * tells nothing of who owns it.
+ */
+async function sourceAsset(
+  assets: AssetStore,
+  owner: string,
+  playbackId: string,
+): Promise<AssetRow & { output: object }> {
+  const asset = await assets.byPlaybackId(playbackId);
+  if (!asset || asset.owner !== owner) throw new NotFoundError('playbackId: no asset of yours has this playbackId');
+  if (asset.phase !== 'ready' || !asset.output)
+    throw new ValidationError(`playbackId: the asset is not ready to clip (it is ${asset.phase})`);
+  return asset as AssetRow & { output: object };
+}
+
+/** The processing the clip inherits from its source: its ladder, segment length and MP4s (not C2PA signing, which is asked per asset). */
+function inheritedSpec(
+  spec: AssetSpec & { targetSegmentSizeSecs?: number },
+): AssetSpec & { targetSegmentSizeSecs?: number } {
+  const { staticMp4, profiles, targetSegmentSizeSecs } = spec;
+  return {
+    ...(staticMp4 === undefined ? {} : { staticMp4 }),
+    ...(profiles === undefined ? {} : { profiles }),
+    ...(targetSegmentSizeSecs === undefined ? {} : { targetSegmentSizeSecs }),
+  };
+}
+
+/**
+ * POST /api/clip (spec/API.md section C, issue #28): a new asset cut from a range of one of
+ * the caller's ready assets, made by a `clip` task (assets/clip.ts). The range is checked here
+ * against the source's duration, so a range outside it is a 422 before any task exists.
+ */
+export async function clipRoutes(api: FastifyInstance, deps: ClipRoutesDeps): Promise<void> {
+  createRoute<ClipBody>(api, {
+    url: '/clip',
+    summary: 'Clip a range of an asset into a new asset (frame-accurate at both ends)',
+    body: ClipBody,
+    answer: Type.Object({ asset: AssetSchema, task: TaskSchema }),
+    auth: deps.auth,
+    idempotency: deps.idempotency,
+    create: async (req, who) => {
+      const b = req.body;
+      const source = await sourceAsset(deps.assets, who.owner, b.playbackId);
+      const { videoSpec } = source.output as NonNullable<AssetRow['output']>;
+      const fps = videoSpec.tracks.find((t) => t.type === 'video')?.fps;
+      const problems = clipRangeProblems(b, { duration: videoSpec.duration ?? 0, ...(fps ? { fps } : {}) });
+      if (problems.length > 0) throw new ValidationError(problems);
+      const spec = inheritedSpec(source.spec);
+      const made = await deps.assets.create({
+        owner: who.owner,
+        projectId: who.projectId,
+        name: b.name ?? `${source.name.slice(0, 500)} (clip)`,
+        source: { type: 'clip', sourceId: source.id, playbackId: source.playback_id, assetId: source.id },
+        spec,
+        // A clip of a private asset stays private: it plays under the same policy.
+        playbackPolicy: source.playback_policy ?? undefined,
+        requesterId: requesterId(deps.requesterSalt, req.ip),
+        maxQueuedPerOwner: deps.maxQueuedPerOwner,
+        task: {
+          type: CLIP_TASK_TYPE,
+          params: {
+            source: { assetId: source.id, playbackId: source.playback_id, key: assetSourceKey(source.playback_id) },
+            startTime: b.startTime,
+            endTime: b.endTime,
+            ...(b.sessionId === undefined ? {} : { sessionId: b.sessionId }),
+            ...spec,
+          },
+        },
+      });
+      req.log.info({ assetId: made.asset.id, taskId: made.task.id, from: source.id, owner: who.owner }, 'clip created');
+      return { asset: toWireAsset(made.asset, deps.publicBase), task: toWireTask(made.task, deps.publicBase) };
+    },
+  });
+}
