@@ -1,4 +1,10 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
+import { BadRequestError, NotFoundError } from '../lib/errors.ts';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type RawServerDefault,
+} from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -92,6 +98,18 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       requestTimeoutMs: deps.timeouts.requestTimeoutMs,
       answer: (e, socket) => wireErrorFor(inFlight.get(socket))(e),
     }),
+    // A URL Fastify's router cannot decode (`%zz`) is answered before any route runs: in the
+    // shape of the API its path belongs to, and under /media as a missing file, like any other
+    // path trick there (issue #27).
+    frameworkErrors: (_err, req, reply) => {
+      const path = req.raw.url ?? '';
+      const err = path.startsWith('/media/')
+        ? new NotFoundError()
+        : new BadRequestError('the request URL is not valid (a bad percent-encoding?)');
+      const { status, body } = wireErrorFor(path)(err);
+      // The reply's generics are those of a route with no schema; the body is the API's error shape.
+      void (reply as unknown as FastifyReply).code(status).send(body);
+    },
   });
   app.addHook('onRequest', async (req) => {
     inFlight.set(req.raw.socket, req.url);
