@@ -143,7 +143,12 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   serveMetrics(app, metrics.registry);
   app.get('/api/openapi.json', async () => openapi());
 
-  if (!deps.transcodeApi) return app;
+  if (deps.transcodeApi) await mediaAndApiRoutes(app, deps);
+  return app;
+}
+
+/** /media and everything under /api: tasks, webhooks, uploads, assets, clips, exports, signing keys. */
+async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const base = publicBase(app, deps.publicUrl);
   // Signing keys need the database only; no cache, so a disabled or deleted key holds at once (issue #28).
   const signingKeys = new SigningKeyStore(deps.db);
@@ -164,15 +169,15 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
         return transcodeApiNotFound(req, reply);
       });
       const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
-      await taskRoutes(api, { ...deps, auth, idempotency, publicBase: base });
-      await webhookRoutes(api, { ...deps, auth, idempotency });
+      const routeDeps = { ...deps, auth, idempotency, publicBase: base };
+      await taskRoutes(api, routeDeps);
+      await webhookRoutes(api, routeDeps);
       await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
-      await assetRoutes(api, { ...deps, auth, idempotency, publicBase: base });
-      await clipRoutes(api, { ...deps, auth, idempotency, publicBase: base });
-      await exportRoutes(api, { ...deps, auth, idempotency, publicBase: base });
+      await assetRoutes(api, routeDeps);
+      await clipRoutes(api, routeDeps);
+      await exportRoutes(api, routeDeps);
       await accessControlRoutes(api, { auth, signingKeys, publicUrl: deps.publicUrl });
     },
     { prefix: '/api' },
   );
-  return app;
 }
