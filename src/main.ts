@@ -7,11 +7,8 @@ import {
   AssetStore,
   CLIP_TASK_TYPE,
   createClipHandler,
-  createExportDataHandler,
-  createExportHandler,
+  createExportHandlers,
   createUploadHandler,
-  EXPORT_DATA_TASK_TYPE,
-  EXPORT_TASK_TYPE,
   UPLOAD_TASK_TYPE,
   UploadStaging,
   uploadSweepJobs,
@@ -157,7 +154,6 @@ export function createWorker(core: Core): Worker {
     builtinStore: core.builtinStore,
     objectStores: { 'dweb.storage': dweb, 'web3.storage': dweb },
   });
-  const exports = { config: core.config, store: core.builtinStore, agent: core.agent };
   return new Worker({
     db: core.db,
     queue: core.queue,
@@ -171,8 +167,7 @@ export function createWorker(core: Core): Worker {
         c2paSigner: core.c2paSigner,
       }),
       [CLIP_TASK_TYPE]: createClipHandler({ config: core.config, store: core.builtinStore, log: core.log }),
-      [EXPORT_TASK_TYPE]: createExportHandler(exports),
-      [EXPORT_DATA_TASK_TYPE]: createExportDataHandler(exports),
+      ...createExportHandlers({ config: core.config, store: core.builtinStore, agent: core.agent }),
     },
     log: core.log.child({ role: 'worker' }),
     scratchRoot: join(resolve(core.config.dataDir), 'scratch'),

@@ -10,8 +10,11 @@ import type { TranscodeParams } from './contract/index.ts';
 
 export interface TranscodeRules {
   allowPrivateUrls: boolean;
-  /** Checks a UCAN proof for dweb storage; throws ValidationError naming the problem. */
-  validateDwebProof?: (proof: string) => Promise<void>;
+  /**
+   * Checks a UCAN proof for dweb storage; throws ValidationError naming the problem, and the
+   * field (`storage.credentials.proof` unless `field` says where else the proof was).
+   */
+  validateDwebProof?: (proof: string, field?: string) => Promise<void>;
   /** Whether this server can sign MP4s (MEDIAPLANE_C2PA_KEY/CERTS set). */
   c2paConfigured: boolean;
 }

@@ -18,6 +18,7 @@ export { CLIP_TASK_TYPE, createClipHandler, type ClipHandlerDeps } from './clip.
 export {
   createExportDataHandler,
   createExportHandler,
+  createExportHandlers,
   EXPORT_DATA_TASK_TYPE,
   EXPORT_TASK_TYPE,
   startExport,

@@ -34,7 +34,7 @@ function newPlaybackId(): string {
 const tokenHash = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 const ASSET_COLUMNS = `a.id, a.owner, a.project_id, a.playback_id, a.name, a.type, a.phase, a.error_message,
-  a.task_id, a.source, a.spec, a.playback_policy, a.creator_id, a.output, a.created_at, a.updated_at,
+  a.task_id, a.source, a.spec, a.playback_policy, a.creator_id, a.output, a.storage, a.created_at, a.updated_at,
   CASE WHEN a.phase = 'processing' THEN t.progress END AS progress`;
 const FROM_ASSETS = 'assets a LEFT JOIN tasks t ON t.id = a.task_id';
 

@@ -25,7 +25,7 @@ export type AssetEventName = (typeof ASSET_EVENT_NAMES)[number];
 export type AssetSource =
   | { type: 'url'; url: string }
   | { type: 'directUpload' }
-  | { type: 'clip'; sourceId: string; playbackId: string };
+  | { type: 'clip'; sourceId: string; playbackId: string; assetId?: string };
 
 /** What the owner asked of the asset's processing. */
 export interface AssetSpec {
@@ -119,6 +119,12 @@ export interface AssetRow {
   playback_policy: Record<string, unknown> | null;
   creator_id: unknown;
   output: AssetOutput | null;
+  /**
+   * Its IPFS export (issue #28), as Livepeer's `asset.storage`: {ipfs?: {cid, url, gatewayUrl,
+   * nftMetadata?, spec, updatedAt}, status: {phase, errorMessage?, tasks}}; null until exported.
+   * Written by the trigger of migration 012 as its `export` tasks change (assets/export.ts).
+   */
+  storage: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -35,6 +35,16 @@ export const dwebSettings = defineSettings({
     description:
       "The service's Ed25519 agent key (a did:key principal, as `ucan-key ed` prints it) that callers delegate their space to.",
   },
+  dwebExportProof: {
+    env: 'MEDIAPLANE_DWEB_EXPORT_PROOF',
+    type: 'string',
+    group: 'dweb',
+    default: undefined,
+    defaultText: 'none: an asset export to IPFS must bring its own ipfs.credentials.proof',
+    secret: true,
+    description:
+      "A base64 UCAN delegation of the operator's Storacha space to the agent: where asset exports to IPFS go when they bring no proof of their own (POST /api/asset/{id}/export {ipfs: {}}, as Livepeer's clients send it).",
+  },
   dwebGateway: {
     env: 'MEDIAPLANE_DWEB_GATEWAY',
     type: 'string',

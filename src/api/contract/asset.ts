@@ -234,7 +234,7 @@ export function toWireAsset(row: AssetRow, base: PublicBase): WireAsset {
   const creatorId = wireCreator(row.creator_id);
   if (creatorId) asset.creatorId = creatorId;
   if (row.spec.profiles) asset.profiles = row.spec.profiles;
-  // Kept in Livepeer's shape by migration 011's trigger (issue #28's IPFS export).
+  // Kept in Livepeer's shape by migration 012's trigger (issue #28's IPFS export).
   if (row.storage) asset.storage = row.storage;
   return asset;
 }

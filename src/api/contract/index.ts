@@ -3,7 +3,9 @@ import type { TaskRow } from '../../tasks/index.ts';
 import type { PublicBase } from '../public-base.ts';
 import { wireTask, type TaskWireShape, type WireTask } from './task.ts';
 import { TRANSCODE_TASK_TYPE, transcodeTaskWire } from './transcode.ts';
+import { CLIP_TASK_TYPE, clipTaskWire } from './clip-task.ts';
 import { UPLOAD_TASK_TYPE, uploadTaskWire } from './upload-task.ts';
+import { EXPORT_DATA_TASK_TYPE, EXPORT_TASK_TYPE, exportDataTaskWire, exportTaskWire } from './export-task.ts';
 
 // The wire contracts of the task API, one file per task type (issue #16): a new task type
 // is a new handler (given to the worker in main.ts) and a new contract file, listed here.
@@ -22,6 +24,9 @@ export {
 const WIRE_SHAPES: Readonly<Record<string, TaskWireShape>> = {
   [TRANSCODE_TASK_TYPE]: transcodeTaskWire,
   [UPLOAD_TASK_TYPE]: uploadTaskWire,
+  [CLIP_TASK_TYPE]: clipTaskWire,
+  [EXPORT_TASK_TYPE]: exportTaskWire,
+  [EXPORT_DATA_TASK_TYPE]: exportDataTaskWire,
 };
 
 /** The Task of spec/API.md for a stored row, in the shape of its type. */

@@ -9,6 +9,7 @@ export { loadAgent, AGENT_KEY_FILE, type AgentSigner } from './agent.ts';
 export { validateDwebProof, REQUIRED_ABILITIES, type CheckedProof } from './proof.ts';
 export {
   publishDirectory,
+  publishFile,
   gatewayUrl,
   type PublishOptions,
   type PublishResult,

@@ -7,7 +7,7 @@ import { ValidationError } from '../../lib/errors.ts';
 // the upload fail later for a reason the caller can fix is a 422 before the task is queued.
 // Messages name the field and the problem and never quote the proof.
 
-const FIELD = 'storage.credentials.proof';
+const DEFAULT_FIELD = 'storage.credentials.proof';
 
 /** The abilities uploadDirectory invokes on the space (`filecoin/offer` is optional, see publish.ts). */
 export const REQUIRED_ABILITIES = ['space/blob/add', 'space/index/add', 'upload/add'] as const;
@@ -28,41 +28,43 @@ export function grants(can: string, ability: string): boolean {
   return can.endsWith('/*') && ability.startsWith(can.slice(0, -1));
 }
 
-export async function parseProof(proofBase64: string): Promise<Delegation> {
+export async function parseProof(proofBase64: string, field = DEFAULT_FIELD): Promise<Delegation> {
   try {
     return await Proof.parse(proofBase64.trim());
   } catch {
     throw new ValidationError(
-      `${FIELD}: cannot be parsed: expected a base64 UCAN delegation (a CAR, as \`storacha delegation create --base64\` prints)`,
+      `${field}: cannot be parsed: expected a base64 UCAN delegation (a CAR, as \`storacha delegation create --base64\` prints)`,
     );
   }
 }
 
 /**
  * Parses and checks a proof: delegated to this service's agent, not expired, not yet-to-start,
- * and granting the upload abilities on one did:key space. Throws ValidationError otherwise.
+ * and granting the upload abilities on one did:key space. Throws ValidationError otherwise,
+ * its messages naming `field` (where the caller put the proof; `storage.credentials.proof`).
  */
 export async function validateDwebProof(
   proofBase64: string,
-  opts: { agentDid: string; now?: Date },
+  opts: { agentDid: string; now?: Date; field?: string },
 ): Promise<CheckedProof> {
-  const delegation = await parseProof(proofBase64);
+  const field = opts.field ?? DEFAULT_FIELD;
+  const delegation = await parseProof(proofBase64, field);
   const nowSec = Math.floor((opts.now ?? new Date()).getTime() / 1000);
   const problems: string[] = [];
   const audience = delegation.audience.did();
   if (audience !== opts.agentDid) {
     problems.push(
-      `${FIELD}: is delegated to ${audience}, not to this service's agent ${opts.agentDid} (see \`mediaplane agent did\`)`,
+      `${field}: is delegated to ${audience}, not to this service's agent ${opts.agentDid} (see \`mediaplane agent did\`)`,
     );
   }
   // Every link of the chain must be in force: the service refuses an expired proof anywhere in it.
   const chain = [delegation, ...proofsOf(delegation)];
   if (chain.some((d) => d.expiration !== undefined && d.expiration !== null && d.expiration <= nowSec)) {
     const when = Math.min(...chain.map((d) => d.expiration ?? Infinity));
-    problems.push(`${FIELD}: has expired (${new Date(when * 1000).toISOString()})`);
+    problems.push(`${field}: has expired (${new Date(when * 1000).toISOString()})`);
   }
   if (chain.some((d) => d.notBefore !== undefined && d.notBefore > nowSec)) {
-    problems.push(`${FIELD}: is not valid yet (its notBefore is in the future)`);
+    problems.push(`${field}: is not valid yet (its notBefore is in the future)`);
   }
   const caps = delegation.capabilities.filter((c) => typeof c.with === 'string' && c.with.startsWith('did:key:'));
   const spaces = [
@@ -70,9 +72,9 @@ export async function validateDwebProof(
   ];
   const missing = REQUIRED_ABILITIES.filter((a) => !caps.some((c) => grants(c.can, a)));
   if (missing.length > 0) {
-    problems.push(`${FIELD}: lacks ${missing.join(', ')} on a space (needs ${REQUIRED_ABILITIES.join(', ')})`);
+    problems.push(`${field}: lacks ${missing.join(', ')} on a space (needs ${REQUIRED_ABILITIES.join(', ')})`);
   } else if (spaces.length !== 1) {
-    problems.push(`${FIELD}: must grant the upload abilities on exactly one space (found ${spaces.length})`);
+    problems.push(`${field}: must grant the upload abilities on exactly one space (found ${spaces.length})`);
   }
   if (problems.length > 0) throw new ValidationError(problems);
   const space = spaces[0] as `did:key:${string}`;

@@ -28,6 +28,8 @@ export interface PublishOptions {
   /** Gateway for the per-file URLs, path style: `<gateway>/ipfs/<root>/<path>`. */
   gateway: string;
   signal?: AbortSignal;
+  /** Where the caller put the proof, for the messages of a refused one (`storage.credentials.proof`). */
+  proofField?: string;
 }
 
 export type { PublishedFile } from '../types.ts';
@@ -51,9 +53,12 @@ export function gatewayUrl(gateway: string, rootCid: string, path: string): stri
   return `${gateway.replace(/\/+$/, '')}/ipfs/${rootCid}/${encoded}`;
 }
 
-export async function publishDirectory(dir: string, opts: PublishOptions): Promise<PublishResult> {
-  const checked = await validateDwebProof(opts.proof, { agentDid: opts.agent.did() });
-  const files = await listFiles(dir);
+/** A fresh client whose store holds only this caller's delegation, its space the current one. */
+async function connect(opts: PublishOptions) {
+  const checked = await validateDwebProof(opts.proof, {
+    agentDid: opts.agent.did(),
+    ...(opts.proofField ? { field: opts.proofField } : {}),
+  });
   const serviceUrl = new URL(opts.serviceUrl);
   // One service answers access, upload and filecoin invocations (as the public one does).
   const at = { id: DID.parse(opts.serviceDid), url: serviceUrl };
@@ -70,6 +75,12 @@ export async function publishDirectory(dir: string, opts: PublishOptions): Promi
   });
   await client.addSpace(checked.delegation);
   await client.setCurrentSpace(checked.space);
+  return { client, checked };
+}
+
+export async function publishDirectory(dir: string, opts: PublishOptions): Promise<PublishResult> {
+  const { client, checked } = await connect(opts);
+  const files = await listFiles(dir);
   const cids = new Map<string, string>();
   // `size` is left out on purpose: the client then streams the directory through its
   // sharding encoder instead of encoding the whole tree in memory first.
@@ -100,6 +111,32 @@ export async function publishDirectory(dir: string, opts: PublishOptions): Promi
       url: gatewayUrl(opts.gateway, rootCid, f.path),
     })),
   };
+}
+
+/**
+ * Publishes one file as a UnixFS file with no directory around it, so that its CID is the
+ * file's own and `ipfs://<cid>` is the file (an asset's export, issue #28). `stream` is read
+ * once, streamed through the client's sharding encoder (no `size` given, as above).
+ */
+export async function publishFile(
+  stream: () => ReadableStream<Uint8Array>,
+  opts: PublishOptions,
+): Promise<{ cid: string; url: string }> {
+  const { client, checked } = await connect(opts);
+  let root: { toString(): string };
+  try {
+    root = await client.uploadFile(
+      { stream },
+      {
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        ...(checked.canOfferFilecoin ? {} : { pieceHasher: null as never }),
+      },
+    );
+  } catch (err) {
+    throw classify(err, opts.signal);
+  }
+  const cid = root.toString();
+  return { cid, url: `${opts.gateway.replace(/\/+$/, '')}/ipfs/${cid}` };
 }
 
 /** Maps a client failure to our error family; the message never carries the proof. */
