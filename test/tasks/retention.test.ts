@@ -136,6 +136,7 @@ for (const { kind, skip } of await databaseKinds()) {
         webhook_deliveries: 0,
         task_events: 0,
         idempotency_keys: 0,
+        asset_deletes: 0,
       });
     });
 
