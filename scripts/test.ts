@@ -31,6 +31,7 @@ const SERIAL = new Set([
   'test/assets/distributed.test.ts', // a worker process beside the API; Chromium plays in real time
   'test/api/clip.test.ts', // Chromium plays a clip in real time
   'test/assets/clip-crash.test.ts', // SIGKILLs a worker mid-clip; 1.5 s leases
+  'test/console/story.test.ts', // Chromium plays an uploaded asset and its clip in real time
   'test/webhooks/limits.test.ts', // a delivery within 2.5 s while another receiver hangs
 ]);
 

@@ -36,6 +36,7 @@ import type { TranscodeRules } from './validate-transcode.ts';
 import { accessControlRoutes } from './access-control-routes.ts';
 import { assetRoutes } from './asset-routes.ts';
 import { clipRoutes } from './clip-routes.ts';
+import { consoleRoutes } from './console-routes.ts';
 import { exportRoutes } from './export-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
@@ -79,6 +80,8 @@ export interface ApiDeps {
   metrics?: MetricsRegistry;
   /** MEDIAPLANE_DWEB_EXPORT_PROOF is set: an asset export to IPFS may come without a proof of its own. */
   exportProofConfigured?: boolean;
+  /** Where the built browser console is (issue #29); console/dist beside src/ when absent. */
+  consoleDir?: string;
 }
 
 /**
@@ -143,7 +146,11 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   serveMetrics(app, metrics.registry);
   app.get('/api/openapi.json', async () => openapi());
 
-  if (deps.transcodeApi) await mediaAndApiRoutes(app, deps);
+  if (deps.transcodeApi) {
+    await mediaAndApiRoutes(app, deps);
+    // The browser console at `/` (issue #29): a client of /api, so only where /api is.
+    await consoleRoutes(app, deps.consoleDir ? { dir: deps.consoleDir } : {});
+  }
   return app;
 }
 

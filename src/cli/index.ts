@@ -3,11 +3,13 @@ import { ConfigError, loadConfig, settingsHelp } from '../config/index.ts';
 import { connectDbSocket, dbSocketPath, EmbeddedDbLockedError, openDb, type Queryable } from '../db/index.ts';
 import { MediaplaneError } from '../lib/errors.ts';
 import { DirNotPrivateError, ensurePrivateDir } from '../lib/private-dir.ts';
-import { createLogger, type Logger } from '../lib/log.ts';
+import { createLogger, resolveLogFormat, type Logger } from '../lib/log.ts';
+import { startBanner } from './banner.ts';
 import { parseCommandLine, UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 import { keysCommand, KEYS_FLAGS, KEYS_HELP } from './keys.ts';
 import { creditsCommand, CREDITS_FLAGS } from './credits.ts';
 import { runAgentCommand } from './agent.ts';
+import { buildConsoleIfStale } from './console-build.ts';
 import { runTranscodeCommand } from './transcode.ts';
 import { tasksCommand, TASKS_FLAGS, TASKS_HELP } from './tasks.ts';
 import { orchestratorHelp, TuningError } from '../llm/orchestrator/index.ts';
@@ -76,8 +78,14 @@ function privateDataDir(cfg: Config): Promise<void> {
 function serve(roles: RoleFlags): ParsedCommand['run'] {
   return async (args, r) => {
     const cfg = config(args);
-    const log = createLogger({ level: cfg.logLevel });
+    const format = resolveLogFormat(cfg.logFormat);
+    const log = createLogger({ level: cfg.logLevel, format });
+    if (roles.api) buildConsoleIfStale(log);
     const running = await r.startRoles(cfg, roles, log);
+    if (format === 'pretty') {
+      const invocation = { execPath: process.execPath, script: process.argv[1] ?? '', cwd: process.cwd() };
+      process.stdout.write(startBanner({ version: r.version, url: running.url, roles, config: cfg, invocation }));
+    }
     await r.stopOnSignals(running, log);
     return 0;
   };
@@ -111,7 +119,7 @@ const commands: Record<string, Command> = {
     help: orchestratorHelp(),
     run: async (args, r) => {
       const cfg = config(args);
-      const log = createLogger({ level: cfg.logLevel });
+      const log = createLogger({ level: cfg.logLevel, format: resolveLogFormat(cfg.logFormat) });
       try {
         const orch = await r.startOrchestrator(cfg, log);
         await r.stopOnSignals({ stop: () => orch.close() }, log);

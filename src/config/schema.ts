@@ -41,7 +41,16 @@ const coreSettings = defineSettings({
     group: 'server',
     default: 'info',
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
-    description: 'Log level of the JSON logs on stdout.',
+    description: 'Log level of the logs on stdout.',
+  },
+  logFormat: {
+    env: 'MEDIAPLANE_LOG_FORMAT',
+    type: 'enum',
+    group: 'server',
+    default: 'auto',
+    values: ['auto', 'json', 'pretty'] as const,
+    description:
+      'How logs are written on stdout: `json`, one object a line (for log collectors); `pretty`, human-readable lines (pino-pretty) after a start-up banner; `auto`, pretty on a terminal and JSON otherwise.',
   },
   bodyLimitBytes: {
     env: 'MEDIAPLANE_BODY_LIMIT_BYTES',

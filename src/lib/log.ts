@@ -1,4 +1,5 @@
-import pino, { type DestinationStream, type Logger } from 'pino';
+import pino, { type DestinationStream, type LevelWithSilent, type Logger } from 'pino';
+import { isColorSupported, prettyFactory } from 'pino-pretty';
 
 // Secrets never reach a log line (STYLE.md, practice 11), whatever is logged and whatever
 // fails (issue #15). A database error is the hard case: PGlite's errors carry the SQL and
@@ -135,7 +136,50 @@ const REDACT = [
   '*.query',
 ];
 
-export function createLogger(opts: { level: string; destination?: DestinationStream; name?: string }): Logger {
+/** How log lines are written: one JSON object a line, or human-readable text. */
+export type LogFormat = 'json' | 'pretty';
+
+/** The format MEDIAPLANE_LOG_FORMAT names; `auto` is pretty on a terminal, JSON otherwise. */
+export function resolveLogFormat(setting: string, isTTY = process.stdout.isTTY === true): LogFormat {
+  if (setting === 'json' || setting === 'pretty') return setting;
+  return isTTY ? 'pretty' : 'json';
+}
+
+/**
+ * Human-readable lines (pino-pretty), made in this process from the JSON line pino has just
+ * serialized: scrubbing and redaction have already run, so the text shows no more than the
+ * JSON would. Written synchronously (stdout by default), so a stopping process loses no line.
+ */
+function prettyDestination(to: DestinationStream | undefined): DestinationStream {
+  const out = to ?? pino.destination({ dest: 1, sync: true });
+  const pretty = prettyFactory({
+    colorize: to === undefined && process.stdout.isTTY === true && isColorSupported,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,name,role',
+    messageFormat: '{if role}{role}: {end}{msg}',
+    singleLine: true,
+  });
+  return { write: (line: string) => void out.write(pretty(line)) };
+}
+
+/**
+ * The log level of a route whose requests are routine (a gateway's poll of an orchestrator):
+ * Fastify writes "incoming request" and "request completed" at info, so at info the route's
+ * logger is raised to warn, and its lines are written only when the operator asks for debug
+ * or trace. Its errors are still written.
+ */
+export function routineRouteLevel(level: string): LevelWithSilent {
+  return level === 'info' ? 'warn' : (level as LevelWithSilent);
+}
+
+export function createLogger(opts: {
+  level: string;
+  destination?: DestinationStream;
+  name?: string;
+  /** json (the default) or pretty; `destination` then receives the pretty text. */
+  format?: LogFormat;
+}): Logger {
+  const destination = opts.format === 'pretty' ? prettyDestination(opts.destination) : opts.destination;
   const logger = pino(
     {
       level: opts.level,
@@ -155,7 +199,7 @@ export function createLogger(opts: { level: string; destination?: DestinationStr
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    opts.destination,
+    destination,
   );
   // pino writes a child's bindings once, when the child is made, past formatters.log, and it
   // gives children no bindings formatter: scrub them on the way in. Children inherit this

@@ -5,6 +5,7 @@ import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { secretMatches } from '../../lib/bearer.ts';
 import { AuthError } from '../../lib/errors.ts';
+import { routineRouteLevel } from '../../lib/log.ts';
 import { type RegistrationBody, registrationRoute } from './schemas.ts';
 import type { GatewayRoutes } from './serve.ts';
 
@@ -17,7 +18,8 @@ export function registerRegistration(scope: FastifyInstance, routes: GatewayRout
   };
   scope.post<{ Body: Static<typeof RegistrationBody> }>(
     '/llm/orchestrators',
-    { schema: registrationRoute, onRequest: registrationSecret },
+    // Each orchestrator repeats it every 10 s: its request lines are debug (the pool logs a new one).
+    { schema: registrationRoute, onRequest: registrationSecret, logLevel: routineRouteLevel(scope.log.level) },
     async (req, reply) => {
       routes.pool.add(req.body.url, true);
       void routes.pool.refresh();

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { formatSse } from '../../lib/sse.ts';
+import { routineRouteLevel } from '../../lib/log.ts';
 import { secretMatches } from '../../lib/bearer.ts';
 import {
   AuthError,
@@ -85,7 +86,8 @@ export async function orchestratorRoutes(app: FastifyInstance, s: OrchestratorSt
           throw new AuthError('orchestrator secret missing or wrong');
       });
     }
-    gateways.get('/capabilities', async () => capabilities(s));
+    // Every gateway polls it every few seconds (MEDIAPLANE_GATEWAY_POLL_MS): its request lines are debug.
+    gateways.get('/capabilities', { logLevel: routineRouteLevel(gateways.log.level) }, async () => capabilities(s));
     gateways.post('/v1/chat/completions', { bodyLimit: forwardedBodyLimit(s.bodyLimitBytes) }, async (req, reply) =>
       generate(req, reply, s),
     );

@@ -1,0 +1,7 @@
+export { Button, type ButtonProps } from './Button.tsx';
+export { CopyButton } from './CopyButton.tsx';
+export { ErrorText, errorMessages } from './ErrorText.tsx';
+export { describedBy, Field } from './Field.tsx';
+export { Json } from './Json.tsx';
+export { Progress } from './Progress.tsx';
+export { PhaseBadge } from './PhaseBadge.tsx';

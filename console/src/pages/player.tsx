@@ -1,0 +1,199 @@
+import type Hls from 'hls.js';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { ErrorText } from '../components/index.ts';
+import { duration } from '../format.ts';
+import { cueAt, parseStoryboard, type StoryboardCue } from '../storyboard.ts';
+
+// The asset page's player: hls.js (imported when the page opens, so the console's first load
+// stays small) on a <video>, a rendition switch over hls.js's levels, and a seek bar that
+// shows the storyboard frame of the time under the pointer (or the keyboard's value).
+
+interface Level {
+  height: number;
+  bitrate: number;
+}
+
+function useHls(video: HTMLVideoElement | null, src: string) {
+  const hls = useRef<Hls | null>(null);
+  const [levels, setLevels] = useState<Level[]>([]);
+  const [playing, setPlaying] = useState<number | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  useEffect(() => {
+    if (!video) return;
+    let gone = false;
+    void (async () => {
+      const { default: HlsJs } = await import('hls.js');
+      if (gone) return;
+      if (!HlsJs.isSupported()) {
+        if (video.canPlayType('application/vnd.apple.mpegurl')) video.src = src;
+        else setError(new Error('This browser cannot play HLS.'));
+        return;
+      }
+      const h = new HlsJs();
+      hls.current = h;
+      h.on(HlsJs.Events.MANIFEST_PARSED, (_e, d) =>
+        setLevels(d.levels.map((l) => ({ height: l.height, bitrate: l.bitrate }))),
+      );
+      h.on(HlsJs.Events.LEVEL_SWITCHED, (_e, d) => setPlaying(d.level));
+      h.on(HlsJs.Events.ERROR, (_e, d) => {
+        if (d.fatal)
+          setError(new Error(`Playback failed: ${d.details}${d.response ? ` (HTTP ${d.response.code})` : ''}`));
+      });
+      h.loadSource(src);
+      h.attachMedia(video);
+    })().catch(setError);
+    return () => {
+      gone = true;
+      hls.current?.destroy();
+      hls.current = null;
+    };
+  }, [video, src]);
+  const choose = (level: number) => {
+    // currentLevel switches at once (the buffer is flushed); -1 is automatic again.
+    if (hls.current) hls.current.currentLevel = level;
+  };
+  return { levels, playing, error, choose };
+}
+
+const levelName = (l: Level | undefined) =>
+  l ? `${l.height}p (${(l.bitrate / 1e6).toFixed(l.bitrate < 1e6 ? 2 : 1)} Mbps)` : '';
+
+function useStoryboard(url: string | undefined): StoryboardCue[] {
+  const [cues, setCues] = useState<StoryboardCue[]>([]);
+  useEffect(() => {
+    if (!url) return;
+    const abs = new URL(url, location.href).href;
+    // /media needs no key: a plain fetch, as a player would.
+    void fetch(abs)
+      .then((r) => (r.ok ? r.text() : ''))
+      .then((text) => setCues(parseStoryboard(text, abs)))
+      .catch(() => setCues([]));
+  }, [url]);
+  return cues;
+}
+
+function useMediaTime(video: HTMLVideoElement | null) {
+  const [time, setTime] = useState(0);
+  const [total, setTotal] = useState(0);
+  useEffect(() => {
+    if (!video) return;
+    const t = () => setTime(video.currentTime);
+    const d = () => setTotal(Number.isFinite(video.duration) ? video.duration : 0);
+    video.addEventListener('timeupdate', t);
+    video.addEventListener('seeked', t);
+    video.addEventListener('durationchange', d);
+    return () => {
+      video.removeEventListener('timeupdate', t);
+      video.removeEventListener('seeked', t);
+      video.removeEventListener('durationchange', d);
+    };
+  }, [video]);
+  return { time, total };
+}
+
+function Preview({ cue, left, at }: { cue: StoryboardCue; left: number; at: number }) {
+  return (
+    <div
+      class="storyboard"
+      data-testid="storyboard"
+      aria-hidden="true"
+      style={{
+        left: `${left}px`,
+        width: `${cue.w}px`,
+        height: `${cue.h}px`,
+        backgroundImage: `url("${cue.url}")`,
+        backgroundPosition: `-${cue.x}px -${cue.y}px`,
+      }}
+    >
+      <span>{duration(at)}</span>
+    </div>
+  );
+}
+
+function SeekBar({ video, cues }: { video: HTMLVideoElement | null; cues: StoryboardCue[] }) {
+  const id = useId();
+  const { time, total } = useMediaTime(video);
+  const wrap = useRef<HTMLDivElement>(null);
+  const [hover, setHover] = useState<{ left: number; at: number } | undefined>(undefined);
+  const showAt = (at: number) => {
+    const w = wrap.current?.clientWidth ?? 0;
+    if (total > 0) setHover({ left: (at / total) * w, at });
+  };
+  const onMove = (e: PointerEvent) => {
+    const rect = wrap.current?.getBoundingClientRect();
+    if (!rect || total <= 0) return;
+    const frac = Math.min(1, Math.max(0, (e.clientX - rect.left) / rect.width));
+    setHover({ left: frac * rect.width, at: frac * total });
+  };
+  const cue = hover && cueAt(cues, hover.at);
+  return (
+    <div class="seek" ref={wrap} onPointerMove={onMove} onPointerLeave={() => setHover(undefined)}>
+      {hover && cue && <Preview cue={cue} left={hover.left} at={hover.at} />}
+      <label for={id} class="visually-hidden">
+        Seek
+      </label>
+      <input
+        id={id}
+        type="range"
+        min={0}
+        max={total || 0}
+        step={0.1}
+        value={time}
+        aria-valuetext={`${duration(time)} of ${duration(total)}`}
+        onInput={(e) => {
+          const t = Number(e.currentTarget.value);
+          if (video) video.currentTime = t;
+          showAt(t);
+        }}
+        onBlur={() => setHover(undefined)}
+      />
+      <div class="hint">
+        {duration(time)} / {duration(total)}
+      </div>
+    </div>
+  );
+}
+
+export function Player(props: {
+  src: string;
+  poster?: string | undefined;
+  storyboard?: string | undefined;
+  onVideo?(video: HTMLVideoElement | null): void;
+}) {
+  const [video, setVideo] = useState<HTMLVideoElement | null>(null);
+  const onVideo = useRef(props.onVideo);
+  onVideo.current = props.onVideo;
+  // A stable ref callback: a new function each render would detach and attach the element
+  // every time, and each attach would start hls.js over.
+  const setRef = useCallback((el: HTMLVideoElement | null) => {
+    setVideo(el);
+    onVideo.current?.(el);
+  }, []);
+  const { levels, playing, error, choose } = useHls(video, props.src);
+  const cues = useStoryboard(props.storyboard);
+  const select = useId();
+  return (
+    <div>
+      <div class="player">
+        {/* biome-ignore lint/a11y/useMediaCaption: assets carry no caption track to offer here */}
+        <video ref={setRef} controls playsInline poster={props.poster} aria-label="Video player" />
+      </div>
+      <SeekBar video={video} cues={cues} />
+      <div class="controls">
+        <label for={select}>Rendition</label>
+        <select id={select} onChange={(e) => choose(Number(e.currentTarget.value))}>
+          <option value={-1}>Auto</option>
+          {levels.map((l, i) => (
+            <option key={`${l.height}-${l.bitrate}`} value={i}>
+              {levelName(l)}
+            </option>
+          ))}
+        </select>
+        <span role="status" class="hint">
+          {playing !== undefined && `Playing ${levelName(levels[playing])}`}
+        </span>
+      </div>
+      <ErrorText error={error} />
+    </div>
+  );
+}

@@ -1,0 +1,117 @@
+// One webhook: what it is, its edit form (PUT replaces it, as Livepeer's does), delete after
+// an inline confirmation (no window.confirm: a question in the page is keyboard and screen
+// reader friendly), and its delivery log with resend.
+
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Button, ErrorText } from '../components/index.ts';
+import { dateTime } from '../format.ts';
+import { useLoad } from '../hooks.ts';
+import { href, navigate } from '../router.ts';
+import { DeliveryLogView } from './webhook-log.tsx';
+import { type Webhook, type WebhookBody, WebhookForm } from './webhook-form.tsx';
+
+function Summary({ hook }: { hook: Webhook }) {
+  const f = hook.status.lastFailure;
+  return (
+    <dl class="props">
+      <dt>URL</dt>
+      <dd>{hook.url}</dd>
+      <dt>Events</dt>
+      <dd>{hook.events.join(', ')}</dd>
+      <dt>Created</dt>
+      <dd>{dateTime(hook.createdAt)}</dd>
+      <dt>Last sent</dt>
+      <dd>{hook.status.lastTriggeredAt ? dateTime(hook.status.lastTriggeredAt) : 'never'}</dd>
+      {f && (
+        <>
+          <dt>Last failure</dt>
+          <dd>
+            {dateTime(f.timestamp)}: {[f.statusCode, f.error].filter((x) => x !== undefined).join(' ') || 'failed'}
+            {f.response ? <div class="hint wrap">{f.response}</div> : null}
+          </dd>
+        </>
+      )}
+    </dl>
+  );
+}
+
+function DeleteWebhook({ hook }: { hook: Webhook }) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const remove = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await api('DELETE', `/api/webhook/${encodeURIComponent(hook.id)}`);
+      navigate('webhooks');
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="delete-webhook">
+      <h2 id="delete-webhook">Delete</h2>
+      {!asking ? (
+        <Button variant="danger" onClick={() => setAsking(true)}>
+          Delete webhook
+        </Button>
+      ) : (
+        <fieldset class="card">
+          <legend class="visually-hidden">Confirm deletion</legend>
+          <p id="delete-question">
+            Delete “{hook.name}”? Its deliveries not yet made are given up. This cannot be undone.
+          </p>
+          <div class="row">
+            <Button variant="danger" busy={busy} onClick={remove} aria-describedby="delete-error">
+              Yes, delete it
+            </Button>
+            <Button onClick={() => setAsking(false)}>Keep it</Button>
+          </div>
+          <ErrorText error={error} id="delete-error" />
+        </fieldset>
+      )}
+    </section>
+  );
+}
+
+export function WebhookDetail({ id }: { id: string }) {
+  const loaded = useLoad(() => api<Webhook>('GET', `/api/webhook/${encodeURIComponent(id)}`), [id]);
+  const [saved, setSaved] = useState('');
+  const hook = loaded.data;
+  const save = async (body: WebhookBody) => {
+    setSaved('');
+    await api<Webhook>('PUT', `/api/webhook/${encodeURIComponent(id)}`, body);
+    await loaded.reload();
+    setSaved(`Saved at ${new Date().toLocaleTimeString()}.`);
+  };
+  return (
+    <section>
+      <h1>Webhook{hook ? `: ${hook.name}` : ''}</h1>
+      <p>
+        <a href={href('webhooks')}>All webhooks</a>
+      </p>
+      <ErrorText error={loaded.error} />
+      {!hook && loaded.loading && <p role="status">Loading…</p>}
+      {hook && (
+        <>
+          <div class="card">
+            <Summary hook={hook} />
+          </div>
+          <section aria-labelledby="edit-webhook" class="card">
+            <h2 id="edit-webhook">Edit</h2>
+            <WebhookForm key={hook.updatedAt} initial={hook} submitLabel="Save changes" onSubmit={save} />
+            <p role="status" class="ok">
+              {saved}
+            </p>
+          </section>
+          <DeliveryLogView webhookId={hook.id} />
+          <DeleteWebhook hook={hook} />
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,168 @@
+// The webhook form, for POST /api/webhook and PUT /api/webhook/{id}: name, url, the events
+// (task.* and asset.*, spec/API.md) and the shared secret. A 422's messages name the field
+// (`url: must start with ...`), so each sits under its field; the rest by the submit button.
+
+import { useId, useState } from 'preact/hooks';
+import { ApiError } from '../api.ts';
+import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
+
+export const TASK_EVENTS = ['task.spawned', 'task.updated', 'task.completed', 'task.failed'] as const;
+export const ASSET_EVENTS = ['asset.created', 'asset.updated', 'asset.ready', 'asset.failed', 'asset.deleted'] as const;
+
+/** A webhook as the API answers it (Livepeer's Webhook; the secret never comes back). */
+export interface Webhook {
+  id: string;
+  name: string;
+  url: string;
+  events: string[];
+  createdAt: number;
+  updatedAt: number;
+  status: {
+    lastTriggeredAt?: number;
+    lastFailure?: { timestamp: number; statusCode?: number; error?: string; response?: string };
+  };
+}
+
+export interface WebhookBody {
+  name: string;
+  url: string;
+  events: string[];
+  sharedSecret?: string;
+}
+
+type FieldName = 'name' | 'url' | 'events' | 'sharedSecret' | 'form';
+
+/** The API's messages sorted by the field they name (their `field:` or `field[i]:` prefix). */
+export function errorsByField(error: unknown): Partial<Record<FieldName, ApiError>> {
+  if (!(error instanceof ApiError)) return error === undefined ? {} : { form: error as ApiError };
+  const out: Partial<Record<FieldName, string[]>> = {};
+  for (const m of error.messages) {
+    const field = /^(?:body\.)?(name|url|events|sharedSecret)\b/.exec(m)?.[1] as FieldName | undefined;
+    const key = field ?? 'form';
+    out[key] = [...(out[key] ?? []), m];
+  }
+  const result: Partial<Record<FieldName, ApiError>> = {};
+  for (const [k, v] of Object.entries(out)) result[k as FieldName] = new ApiError(error.status, v);
+  return result;
+}
+
+function EventBoxes(props: {
+  group: string;
+  events: readonly string[];
+  chosen: string[];
+  toggle: (e: string) => void;
+}) {
+  const base = useId();
+  return (
+    <div class="event-group">
+      <div class="hint">{props.group}</div>
+      {props.events.map((e) => (
+        <div class="field-inline event-box" key={e}>
+          <input
+            id={`${base}-${e}`}
+            type="checkbox"
+            checked={props.chosen.includes(e)}
+            onChange={() => props.toggle(e)}
+          />
+          <label for={`${base}-${e}`}>{e}</label>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+/** The form's fields and its submission; errors sorted by the field they name. */
+function useWebhookForm(initial: Webhook | undefined, onSubmit: (body: WebhookBody) => Promise<void>) {
+  const [name, setName] = useState(initial?.name ?? '');
+  const [url, setUrl] = useState(initial?.url ?? '');
+  const [events, setEvents] = useState<string[]>(initial?.events ?? ['task.completed', 'task.failed']);
+  const [secret, setSecret] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const toggle = (e: string) => setEvents((p) => (p.includes(e) ? p.filter((x) => x !== e) : [...p, e]));
+  const submit = async (ev: Event) => {
+    ev.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      await onSubmit({ name, url, events, ...(secret ? { sharedSecret: secret } : {}) });
+      if (!initial) {
+        setName('');
+        setUrl('');
+      }
+      setSecret('');
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const values = { name, url, events, secret };
+  return { values, setName, setUrl, setSecret, toggle, submit, busy, errors: errorsByField(error) };
+}
+
+export function WebhookForm(props: {
+  initial?: Webhook;
+  submitLabel: string;
+  onSubmit: (body: WebhookBody) => Promise<void>;
+}) {
+  const ids = { name: useId(), url: useId(), secret: useId(), events: useId(), form: useId() };
+  const f = useWebhookForm(props.initial, props.onSubmit);
+  const { errors } = f;
+  const { name, url, events, secret } = f.values;
+  const secretHint = props.initial
+    ? 'Never shown again. Saving replaces the webhook: left empty, deliveries go unsigned from now on.'
+    : 'Optional. Signs every delivery (Livepeer-Signature); never shown again.';
+  return (
+    <form onSubmit={f.submit} class="webhook-form" noValidate>
+      <Field id={ids.name} label="Name" error={errors.name}>
+        <input
+          id={ids.name}
+          value={name}
+          onInput={(e) => f.setName(e.currentTarget.value)}
+          aria-invalid={errors.name ? true : undefined}
+          aria-describedby={describedBy(ids.name, { error: errors.name })}
+        />
+      </Field>
+      <Field id={ids.url} label="URL" error={errors.url} hint="Where events are POSTed: http:// or https://">
+        <input
+          id={ids.url}
+          type="url"
+          inputMode="url"
+          value={url}
+          onInput={(e) => f.setUrl(e.currentTarget.value)}
+          aria-invalid={errors.url ? true : undefined}
+          aria-describedby={describedBy(ids.url, { error: errors.url, hint: true })}
+        />
+      </Field>
+      <fieldset class="events" aria-describedby={errors.events ? `${ids.events}-error` : undefined}>
+        <legend>Events</legend>
+        <EventBoxes group="Tasks" events={TASK_EVENTS} chosen={events} toggle={f.toggle} />
+        <EventBoxes group="Assets" events={ASSET_EVENTS} chosen={events} toggle={f.toggle} />
+        <ErrorText error={errors.events} id={`${ids.events}-error`} />
+      </fieldset>
+      <Field id={ids.secret} label="Shared secret" error={errors.sharedSecret} hint={secretHint}>
+        <input
+          id={ids.secret}
+          type="password"
+          autocomplete="new-password"
+          value={secret}
+          onInput={(e) => f.setSecret(e.currentTarget.value)}
+          aria-invalid={errors.sharedSecret ? true : undefined}
+          aria-describedby={describedBy(ids.secret, { error: errors.sharedSecret, hint: true })}
+        />
+      </Field>
+      <div class="row">
+        <Button
+          type="submit"
+          variant="primary"
+          busy={f.busy}
+          aria-describedby={errors.form ? `${ids.form}-error` : undefined}
+        >
+          {props.submitLabel}
+        </Button>
+      </div>
+      <ErrorText error={errors.form} id={`${ids.form}-error`} />
+    </form>
+  );
+}

@@ -1,0 +1,247 @@
+// The console's Tasks, Webhooks and Chat pages (issue #29), driven in headless system Chromium
+// as a person uses them: the tasks page lists a task, follows it, cancels and retries it; a
+// webhook created in the form is in the API, a bad URL gets the API's words under the URL
+// field, a delivery shows in its log and can be resent; a chat answer streams from the test
+// model with its cost and credit shown. Every page also reads at 360 px without sideways
+// scrolling, and no page logs a script error or a request that failed unexpectedly.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
+import { findChromium } from '../helpers/browser.ts';
+import { MODELS_DIR, TINY } from '../helpers/llm.ts';
+import { startTestServer, type TestServer, transcodeBody, waitFor } from '../helpers/server.ts';
+
+async function launch(): Promise<Browser | string> {
+  const executablePath = findChromium();
+  if (!executablePath) return 'no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)';
+  try {
+    return await chromium.launch({ executablePath, headless: true, timeout: 30_000, args: ['--no-sandbox'] });
+  } catch (e) {
+    return `Chromium cannot start: ${(e as Error).message.split('\n')[0]}`;
+  }
+}
+
+/** Script errors, console errors, failed requests and 4xx/5xx answers, less those `expected` allows. */
+function watch(page: Page, expected: RegExp[] = []): string[] {
+  const problems: string[] = [];
+  const add = (p: string) => {
+    if (!expected.some((r) => r.test(p))) problems.push(p);
+  };
+  page.on('pageerror', (e) => add(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    // Chromium logs every 4xx answer as a console error too; the response handler judges those.
+    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) add(`console: ${m.text()}`);
+  });
+  page.on('requestfailed', (r) => {
+    // A page left while its event stream is open cancels it: not a failure.
+    if (r.failure()?.errorText !== 'net::ERR_ABORTED') add(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+  });
+  page.on('response', (r) => {
+    if (r.status() >= 400) add(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
+  });
+  return problems;
+}
+
+const browser = await launch();
+const skip = typeof browser === 'string' ? browser : false;
+
+describe('the console pages: tasks, webhooks, chat', { skip }, () => {
+  let server: TestServer;
+  let key: string;
+  before(async () => {
+    if (consoleIsStale()) await buildConsole();
+    // No worker: a transcode task stays `waiting`, so the page can follow, cancel and retry it.
+    server = await startTestServer({
+      roles: { api: true, worker: false, gateway: true, orchestrator: true },
+      settings: {
+        modelsDir: MODELS_DIR,
+        llmGpu: 'cpu',
+        orchestratorModels: [TINY],
+        gatewayPollMs: 60_000,
+        // One resend a minute: the second one shows the 429's words and its Retry-After.
+        webhookResendsPerMinute: 1,
+      },
+    });
+    key = await server.key('console-pages');
+  });
+  after(async () => {
+    if (typeof browser !== 'string') await browser.close();
+    await server?.stop();
+  });
+
+  async function signedIn(o: { width?: number } = {}): Promise<Page> {
+    if (typeof browser === 'string') throw new Error(browser);
+    const page = await browser.newPage(o.width ? { viewport: { width: o.width, height: 800 } } : {});
+    await page.goto(`${server.url}/`);
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    return page;
+  }
+
+  /** Goes to a page by its hash and waits for its heading. */
+  async function open(page: Page, hash: string, heading: RegExp): Promise<void> {
+    // A string: the root tsconfig has no DOM types.
+    await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+    await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+  }
+
+  it('the tasks page lists a task, filters it, follows it, cancels and retries it', async () => {
+    const created = await server.call('POST', '/api/transcode', { key, body: transcodeBody() });
+    assert.equal(created.status, 200);
+    const id: string = created.body.id;
+    const page = await signedIn();
+    const problems = watch(page);
+    await open(page, '#/tasks', /^Tasks$/);
+    const row = page.getByRole('link', { name: `Task ${id}` });
+    await row.waitFor();
+    assert.match(await page.getByRole('row').filter({ has: row }).innerText(), /transcode-file[\s\S]*waiting/);
+
+    await page.getByLabel('Type').selectOption('upload');
+    await row.waitFor({ state: 'detached' });
+    await page.getByLabel('Type').selectOption('transcode-file');
+    await page.getByLabel('Phase').selectOption('waiting');
+    await row.waitFor();
+
+    await row.click();
+    await page.getByRole('heading', { level: 2, name: 'Params' }).waitFor();
+    const text = await page.locator('main').innerText();
+    assert.match(text, /endpoint\s+http:\/\/127\.0\.0\.1:9000/, 'the params as the API shows them');
+    assert.match(text, /secretAccessKey\s+\*\*\*/, 'credentials as the API redacts them');
+    assert.doesNotMatch(text, /sEcReT/, 'the secret stays redacted');
+    assert.doesNotMatch(text, /"secretAccessKey"/, 'no raw JSON unless asked');
+    await page.getByText('following the task (event stream opened)').waitFor();
+
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Retry' }).waitFor();
+    assert.equal((await server.call('GET', `/api/task/${id}`, { key })).body.status.phase, 'cancelled');
+    assert.match(await page.locator('.timeline').innerText(), /cancelled/);
+
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('button', { name: 'Cancel' }).waitFor();
+    assert.equal((await server.call('GET', `/api/task/${id}`, { key })).body.status.phase, 'waiting');
+
+    await page.getByRole('button', { name: 'Show the task as JSON' }).click();
+    assert.match(await page.locator('pre').innerText(), /"secretAccessKey": "\*\*\*"/);
+
+    // Paging: 20 a page, the next through the Link header's cursor.
+    for (let i = 0; i < 20; i++) await server.call('POST', '/api/transcode', { key, body: transcodeBody() });
+    await page.getByRole('link', { name: 'All tasks' }).click();
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await page.getByRole('link', { name: `Task ${id}` }).waitFor();
+    assert.equal(await page.locator('.task-table tbody tr').count(), 21);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it('a webhook created in the form is in the API; a refused URL shows the API words under it', async () => {
+    const page = await signedIn();
+    const problems = watch(page, [/HTTP 422: POST .*\/api\/webhook$/, /HTTP 429: POST .*\/resend$/]);
+    await open(page, '#/webhooks', /^Webhooks$/);
+    await page.getByLabel('Name').fill('console hook');
+    await page.getByLabel('URL', { exact: true }).fill('ftp://example.com/hook');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const urlError = page.locator('.field', { has: page.getByLabel('URL', { exact: true }) }).getByRole('alert');
+    assert.match(await urlError.innerText(), /^url: /, 'the API words, under the URL field');
+
+    // A receiver that refuses connections: its delivery fails, and shows in the log.
+    await page.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9/hook');
+    await page.getByLabel('task.spawned').check();
+    await page.getByLabel('asset.ready').check();
+    await page.getByLabel('Shared secret').fill('s3cr3t-console');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByRole('link', { name: 'console hook' }).first().waitFor();
+
+    const listed = await server.call('GET', '/api/webhook', { key });
+    const hook = listed.body.find((w: { name: string }) => w.name === 'console hook');
+    assert.ok(hook, 'the webhook is in the API');
+    assert.equal(hook.url, 'http://127.0.0.1:9/hook');
+    assert.deepEqual([...hook.events].sort(), ['asset.ready', 'task.completed', 'task.failed', 'task.spawned']);
+
+    await server.call('POST', '/api/transcode', { key, body: transcodeBody() });
+    await page.getByRole('link', { name: 'console hook' }).first().click();
+    await page.getByRole('heading', { level: 1, name: 'Webhook: console hook' }).waitFor();
+    const logRow = page.locator('.log-table tbody tr').first();
+    await logRow.waitFor({ timeout: 20_000 });
+    assert.match(await logRow.innerText(), /task\.spawned[\s\S]*ECONNREFUSED|task\.spawned/);
+    await logRow.getByRole('button', { name: /^Resend/ }).click();
+    await page.getByText(/^Sent again: /).waitFor();
+    await logRow.getByRole('button', { name: /^Resend/ }).click();
+    const refused = page.locator('.resend').getByRole('alert');
+    await refused.waitFor();
+    assert.match(await refused.innerText(), /Try again in \d+ seconds?\./, 'the Retry-After, in words');
+
+    await page.getByLabel('Name').fill('console hook 2');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Webhook: console hook 2' }).waitFor();
+    assert.equal((await server.call('GET', `/api/webhook/${hook.id}`, { key })).body.name, 'console hook 2');
+
+    await page.getByRole('button', { name: 'Delete webhook' }).click();
+    await page.getByRole('button', { name: 'Yes, delete it' }).click();
+    await page.getByRole('heading', { level: 1, name: /^Webhooks$/ }).waitFor();
+    assert.equal((await server.call('GET', `/api/webhook/${hook.id}`, { key })).status, 404);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it('a chat answer streams from the test model, with its cost and the credit left', async () => {
+    const page = await signedIn();
+    const problems = watch(page, [/HTTP 400: POST .*\/v1\/chat\/completions$/]);
+    await open(page, '#/chat', /^Chat$/);
+    await page.locator('option', { hasText: TINY }).waitFor({ state: 'attached' });
+    await page.getByLabel('Model').selectOption(TINY);
+
+    // Refused: the gateway's words under the field its `param` names, and the message kept.
+    await page.getByLabel('max_tokens').fill('1000000');
+    await page.getByLabel('Message').fill('Once upon a time');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const tooMany = page.locator('.field', { has: page.getByLabel('max_tokens') }).getByRole('alert');
+    assert.match(await tooMany.innerText(), /max_tokens/);
+    assert.equal(await page.getByLabel('Message').inputValue(), 'Once upon a time');
+
+    await page.getByLabel('max_tokens').fill('12');
+    await page.getByLabel('Message').fill('Once upon a time');
+    const answered = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions'));
+    await page.getByRole('button', { name: 'Send' }).click();
+    const res = await answered;
+    assert.match(res.headers()['content-type'] ?? '', /text\/event-stream/);
+    await page.getByText(/^Answer complete/).waitFor({ timeout: 60_000 });
+    const answer = await page.locator('.chat-assistant .chat-text').last().innerText();
+    assert.ok(answer.length > 0, 'the model answered');
+    const cost = page.locator('.chat-cost');
+    await cost.getByText(/a token/).waitFor();
+    assert.match(await cost.innerText(), /Credit left\s+\$0/);
+
+    // The JSON-schema toggle: the answer parses and matches.
+    await page.getByLabel('Answer in JSON that matches a schema').check();
+    await page.getByLabel('max_tokens').fill('200');
+    await page.getByLabel('Message').fill('Rate a story');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const done = page.locator('.chat-assistant:not([aria-busy])');
+    await waitFor(async () => (await done.count()) === 2, 60_000, 'the JSON answer');
+    const json = JSON.parse(await done.last().locator('.chat-text').innerText());
+    assert.equal(typeof json.title, 'string');
+    assert.ok([1, 2, 3, 4, 5].includes(json.rating));
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  it('each page reads at 360 px without sideways scrolling', async () => {
+    const page = await signedIn({ width: 360 });
+    const problems = watch(page);
+    for (const [hash, heading] of [
+      ['#/tasks', /^Tasks$/],
+      ['#/webhooks', /^Webhooks$/],
+      ['#/chat', /^Chat$/],
+    ] as const) {
+      await open(page, hash, heading);
+      await page.waitForLoadState('networkidle');
+      const wide = await page.evaluate<number>('document.documentElement.scrollWidth');
+      assert.ok(wide <= 360, `${hash} is ${wide} px wide`);
+    }
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});
