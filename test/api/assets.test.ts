@@ -15,9 +15,9 @@ import { Livepeer } from 'livepeer';
 import { Asset$inboundSchema } from 'livepeer/models/components/asset.js';
 import { Events } from 'livepeer/models/components/webhook.js';
 import { ErrorT } from 'livepeer/models/errors/error.js';
-import { SDKError } from 'livepeer/models/errors/sdkerror.js';
 import { makeClip } from '../helpers/media.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
+import { refused } from '../helpers/sdk.ts';
 import { databaseKinds, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 
 const URL_SECRET = 'sig-do-not-show-91ab';
@@ -42,17 +42,6 @@ async function startReceiver(): Promise<{ url: string; got: { event: string; pay
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, server };
-}
-
-/** The SDKError of a refused call, or a failure when the call succeeds. */
-async function refused(p: Promise<unknown>): Promise<SDKError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof SDKError) return err;
-    throw err;
-  }
-  assert.fail('the call succeeded');
 }
 
 /** playback.get's 404, which the SDK throws as its one typed error (ErrorT, with no status on it). */

@@ -16,9 +16,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
-import { SDKError } from 'livepeer/models/errors/sdkerror.js';
 import { type BrowserPlayer, startBrowserPlayer } from '../helpers/browser.ts';
 import { ffprobe } from '../helpers/media.ts';
+import { refused } from '../helpers/sdk.ts';
 import { databaseKinds, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 
 const run = promisify(execFile);
@@ -66,15 +66,10 @@ async function frameCount(file: string): Promise<number> {
   return Number(stdout.trim());
 }
 
-/** The SDKError of a refused call, or a failure when the call succeeds. */
-async function refused(p: Promise<unknown>): Promise<{ status: number; errors: string[] }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof SDKError) return { status: err.statusCode, errors: JSON.parse(err.body).errors };
-    throw err;
-  }
-  assert.fail('the call succeeded');
+/** The status and error words of an SDK call the server refused. */
+async function refusedWith(p: Promise<unknown>): Promise<{ status: number; errors: string[] }> {
+  const err = await refused(p);
+  return { status: err.statusCode, errors: JSON.parse(err.body).errors };
 }
 
 let player: BrowserPlayer | undefined;
@@ -223,7 +218,7 @@ for (const { kind, skip } of await databaseKinds()) {
 
     it('a range outside the asset, or ending before it starts, is a 422 naming the field', async () => {
       const clipOf = (startTime: number, endTime: number) =>
-        refused(sdk.stream.createClip({ playbackId: source.playbackId, startTime, endTime }));
+        refusedWith(sdk.stream.createClip({ playbackId: source.playbackId, startTime, endTime }));
       const past = await clipOf(1000, 6500);
       assert.equal(past.status, 422);
       assert.deepEqual(past.errors, ['endTime: must be within the asset, which is 6000 ms long']);
@@ -256,7 +251,7 @@ for (const { kind, skip } of await databaseKinds()) {
       const pending = (await sdk.asset.create({ name: 'never uploaded' })).data;
       assert.ok(pending?.asset.playbackId);
       const before = (await sdk.task.getAll()).data?.length;
-      const res = await refused(
+      const res = await refusedWith(
         sdk.stream.createClip({ playbackId: pending.asset.playbackId, startTime: 0, endTime: 1000 }),
       );
       assert.equal(res.status, 422);
@@ -265,11 +260,11 @@ for (const { kind, skip } of await databaseKinds()) {
     });
 
     it("another owner's playbackId, or an unknown one, is a 404", async () => {
-      const theirs = await refused(
+      const theirs = await refusedWith(
         bob.stream.createClip({ playbackId: source.playbackId, startTime: 0, endTime: 1000 }),
       );
       assert.equal(theirs.status, 404);
-      const unknown = await refused(
+      const unknown = await refusedWith(
         sdk.stream.createClip({ playbackId: 'nosuchplayback00', startTime: 0, endTime: 1000 }),
       );
       assert.equal(unknown.status, 404);

@@ -9,20 +9,14 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
 import { SigningKey$inboundSchema } from 'livepeer/models/components/signingkey.js';
-import { SDKError } from 'livepeer/models/errors/sdkerror.js';
+import { refused } from '../helpers/sdk.ts';
 import { databaseKinds, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const PATH = '/api/access-control/signing-key';
 
 /** The status of an SDK call that fails, or a failure when it succeeds. */
 async function refusedStatus(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof SDKError) return err.statusCode;
-    throw err;
-  }
-  assert.fail('the call succeeded');
+  return (await refused(p)).statusCode;
 }
 
 const pem = (b64: string): string => Buffer.from(b64, 'base64').toString('utf8');

@@ -8,8 +8,8 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
-import { SDKError } from 'livepeer/models/errors/sdkerror.js';
 import { Events } from 'livepeer/models/components/webhook.js';
+import { refused } from '../helpers/sdk.ts';
 import { databaseKinds, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
 
 const SECRET = 'whsec-do-not-leak-4f1c9e';
@@ -34,17 +34,6 @@ async function startReceiver(): Promise<{ url: string; got: Received[]; server: 
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, server };
-}
-
-/** The SDKError of a refused call, or a failure when the call succeeds. */
-async function refused(p: Promise<unknown>): Promise<SDKError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof SDKError) return err;
-    throw err;
-  }
-  assert.fail('the call succeeded');
 }
 
 for (const { kind, skip } of await databaseKinds()) {
