@@ -18,7 +18,42 @@ export interface JobContext {
   /** Reports progress 0..1; the worker writes it at most about once a second. */
   progress(fraction: number): void;
   log: Logger;
+  /** Issue #30: splits this task into pieces and hands its slot back; return what it resolves to. */
+  split?(pieces: readonly PieceSpec[]): Promise<typeof SPLIT>;
+  /** Issue #30: set for a piece: its parent task's id. */
+  parentId?: string;
+  /** Issue #30: for a piece, every piece of its parent. */
+  siblings?(): Promise<PieceState[]>;
 }
+
+/** Issue #30: one piece of a task split by its handler (a child row of `tasks`). */
+export interface PieceSpec {
+  /** A task type with a handler: 'transcode-chunk', ... */
+  type: string;
+  params: Record<string, unknown>;
+  /** What messages and the pieces view call it: "video 60.0-90.0 s (chunk 3 of 7)". */
+  label: string;
+  /** Its share of the parent's progress. */
+  weight: number;
+  /** Runs only once every other piece has completed (the stitch); its output becomes the parent's. */
+  last?: boolean;
+}
+
+/** Issue #30: a piece as its siblings see it. */
+export interface PieceState {
+  id: string;
+  type: string;
+  label: string;
+  phase: Phase;
+  progress: number | null;
+  output: Record<string, unknown> | null;
+  worker: string | null;
+  runs: number;
+  error: string | null;
+}
+
+/** What a handler returns after ctx.split(): the run ends without completing its task. */
+export const SPLIT: unique symbol = Symbol('split');
 
 /**
  * Runs one job. Throw a MediaplaneError (lib/errors.ts) to fail: `retryable` decides whether
