@@ -1,10 +1,18 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Principal } from '../accounts/index.ts';
+import type { KeyLimiter, Principal } from '../accounts/index.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
-import type { TaskStore } from '../tasks/index.ts';
-import { toWireTask, TranscodeRequest, transcodeTask, type TranscodeParams } from './contract/index.ts';
+import type { TaskRow, TaskStore } from '../tasks/index.ts';
+import {
+  TaskPieces,
+  toWireTask,
+  TranscodeRequest,
+  transcodeTask,
+  wirePieces,
+  type TranscodeParams,
+  type WireTask,
+} from './contract/index.ts';
 import { createRoute } from './create-route.ts';
 import type { PublicBase } from './public-base.ts';
 import type { IdempotencyKeys } from './idempotency.ts';
@@ -19,6 +27,8 @@ export interface TaskRoutesDeps {
   tasks: TaskStore;
   rules: TranscodeRules;
   maxQueuedPerOwner: number;
+  /** Key limits (issue #32): a key's budget spent, its concurrent transcodes. */
+  limiter?: KeyLimiter | undefined;
   requesterSalt: string;
   /** Idempotency-Key on POST /transcode (api/idempotency.ts). */
   idempotency: IdempotencyKeys;
@@ -40,6 +50,10 @@ export const TaskSchema = Type.Object(
   { additionalProperties: true },
 );
 const Errors = TasksErrorBody;
+/** GET /api/task/{id}: a split task shows its pieces too (issue #30). */
+const OneTaskSchema = Type.Composite([TaskSchema, Type.Object({ pieces: Type.Optional(TaskPieces) })], {
+  additionalProperties: true,
+});
 
 /** The Task routes of spec/API.md section A, under the prefix the caller registers them at. */
 export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Promise<void> {
@@ -55,13 +69,21 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     idempotency: deps.idempotency,
     create: async (req, p) => {
       const params = await checkTranscodeRequest(req.body, deps.rules);
-      const row = await deps.tasks.create({
+      // A key whose budget is spent queues no new work (a 429 naming the budget, issue #32).
+      const spent = await deps.limiter?.budgetRefusal(p);
+      if (spent) throw spent;
+      const task = {
         owner: p.owner,
         projectId: p.projectId,
         ...transcodeTask(params),
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
-      });
+        keyId: p.keyId,
+        maxLivePerKey: p.limits?.concurrentTranscodes ?? undefined,
+      };
+      const row = deps.limiter
+        ? await deps.limiter.withTaskSlot(p, (q) => deps.tasks.create(task, q))
+        : await deps.tasks.create(task);
       req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
       return toWireTask(row, deps.publicBase);
     },
@@ -90,24 +112,25 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
 
 /** The routes on one task by its id: read it, cancel it, retry it; another owner's is a 404. */
 function oneTaskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): void {
+  const wire = async (row: Promise<TaskRow>) => toWireTask(await row, deps.publicBase);
   const routes = [
     {
       method: 'GET',
       url: '/task/:id',
-      summary: 'Get a task',
-      act: (owner: string, id: string) => deps.tasks.get(owner, id),
+      summary: 'Get a task (with its pieces, if it was split to run on several workers)',
+      act: (owner: string, id: string) => withPieces(deps.tasks, wire(deps.tasks.get(owner, id))),
     },
     {
       method: 'POST',
       url: '/task/:id/cancel',
       summary: 'Cancel a waiting or running task',
-      act: (owner: string, id: string) => deps.tasks.cancel(owner, id),
+      act: (owner: string, id: string) => wire(deps.tasks.cancel(owner, id)),
     },
     {
       method: 'POST',
       url: '/task/:id/retry',
       summary: 'Send a failed or cancelled task back to the queue',
-      act: (owner: string, id: string) => deps.tasks.retry(owner, id),
+      act: (owner: string, id: string) => wire(deps.tasks.retry(owner, id)),
     },
   ] as const;
   for (const r of routes)
@@ -118,8 +141,15 @@ function oneTaskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): void {
       schema: {
         summary: r.summary,
         params: TaskId,
-        response: r.method === 'GET' ? { 200: TaskSchema, 404: Errors } : { 200: TaskSchema },
+        response: r.method === 'GET' ? { 200: OneTaskSchema, 404: Errors } : { 200: TaskSchema },
       },
-      handler: async (req) => toWireTask(await r.act(deps.auth.of(req).owner, req.params.id), deps.publicBase),
+      handler: (req) => r.act(deps.auth.of(req).owner, req.params.id),
     });
+}
+
+/** The Task with the pieces it was split into, if any (issue #30). */
+async function withPieces(tasks: TaskStore, task: Promise<WireTask>): Promise<WireTask> {
+  const t = await task;
+  const pieces = wirePieces(await tasks.pieces(t.id));
+  return pieces ? { ...t, pieces } : t;
 }

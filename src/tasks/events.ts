@@ -8,6 +8,11 @@ import { PARAMS_WITHOUT_SECRETS, TASK_COLUMNS, type TaskRow } from './model.ts';
 export const TASK_EVENT_NAMES = ['task.spawned', 'task.updated', 'task.completed', 'task.failed'] as const;
 export type TaskEventName = (typeof TASK_EVENT_NAMES)[number];
 
+// Channels on which the API tells workers about new work and cancels (LISTEN/NOTIFY works
+// on both the embedded database and a server, so workers wake at once instead of polling).
+export const CHANNEL_WORK = 'mediaplane_work';
+export const CHANNEL_CANCEL = 'mediaplane_cancel';
+
 /** NOTIFY channel of new task_events rows; the payload is the task's id. */
 export const TASK_EVENTS_CHANNEL = 'mediaplane_task_events';
 
@@ -69,8 +74,12 @@ export function withEvent(change: string, select = TASK_COLUMNS): string {
     SELECT ${select} FROM changed`;
 }
 
-/** RETURNING of a change for withEvent: the task's columns and the event it is. */
-export const returningEvent = (event: string) => `RETURNING ${TASK_COLUMNS}, ${event} AS event`;
+/**
+ * RETURNING of a change for withEvent: the task's columns and the event it is. A piece
+ * (issue #30, pieces.ts) is no task to clients: its changes are no events; its parent's are.
+ */
+export const returningEvent = (event: string) =>
+  `RETURNING ${TASK_COLUMNS}, CASE WHEN parent_id IS NULL THEN ${event} END AS event`;
 
 /** The event of a phase change that may be final: a failed task is `task.failed`, anything else an update. */
 export const FAILED_OR_UPDATED = `CASE WHEN phase = 'failed' THEN 'task.failed' ELSE 'task.updated' END`;

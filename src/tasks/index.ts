@@ -2,7 +2,16 @@ export { TaskStore, CHANNEL_CANCEL, CHANNEL_WORK } from './store.ts';
 export { Queue, type QueueOptions } from './queue.ts';
 export { Worker, type WorkerOptions } from './worker.ts';
 export type { TaskRow } from './model.ts';
-export { checkedHandler, PHASES, SPLIT, type JobContext, type JobHandler, type Phase, type PieceSpec, type PieceState } from './types.ts';
+export {
+  checkedHandler,
+  PHASES,
+  SPLIT,
+  type JobContext,
+  type JobHandler,
+  type Phase,
+  type PieceSpec,
+  type PieceState,
+} from './types.ts';
 export {
   TASK_EVENT_NAMES,
   TASK_EVENTS_CHANNEL,

@@ -1,15 +1,17 @@
 import { settings } from '../config/index.ts';
-import type { Db } from '../db/index.ts';
 import {
   CHANNEL_PROGRESS,
+  CHANNEL_WORK,
   FAILED_OR_UPDATED,
   notifyTasks,
   returningEvent,
   TASK_EVENTS_CHANNEL,
   withEvent,
 } from './events.ts';
+import type { Db, Queryable } from '../db/index.ts';
 import { PARAMS_WITHOUT_SECRETS, type TaskRow } from './model.ts';
-import { CHANNEL_WORK } from './store.ts';
+import { PieceSql } from './pieces.ts';
+import type { PieceSpec, PieceState } from './types.ts';
 
 // All SQL a worker needs, in one place (after pg-boss's plans.ts). A claim is a lease: the
 // row stays with its worker until `lease_until`, which heartbeats push forward. A worker that
@@ -34,6 +36,11 @@ export interface QueueOptions {
 
 const DEFAULT_PROGRESS_EVENT_MS = 3000;
 
+/** Which task a write is for: a piece's (issue #30) also settles its parent (pieces.ts). */
+export interface PieceOf {
+  parentId?: string | null | undefined;
+}
+
 /** A run of a task: the task's id and its attempt number, as scratch directories are named. */
 export type RunKey = `${string}-${number}`;
 export const runKey = (id: string, attempt: number): RunKey => `${id}-${attempt}`;
@@ -41,10 +48,12 @@ export const runKey = (id: string, attempt: number): RunKey => `${id}-${attempt}
 export class Queue {
   readonly #db: Db;
   readonly #opts: QueueOptions;
+  readonly #pieces: PieceSql;
 
   constructor(db: Db, opts: QueueOptions) {
     this.#db = db;
     this.#opts = opts;
+    this.#pieces = new PieceSql(db, { progressEventMs: opts.progressEventMs ?? DEFAULT_PROGRESS_EVENT_MS });
   }
 
   /** How long a claim or a heartbeat holds a task. */
@@ -54,7 +63,8 @@ export class Queue {
 
   /**
    * Gives tasks whose lease ran out back to `waiting` in their old place in the queue (or
-   * `failed` past the crash limit). Returns how many were taken back.
+   * `failed` past the crash limit). Returns how many were taken back. Then settles the parents
+   * that a piece's end left unsettled (pieces.ts settleStuck: a piece failed here for good).
    */
   async reapExpired(): Promise<number> {
     const rows = await this.#db.query<{ id: string }>(
@@ -74,6 +84,7 @@ export class Queue {
       [this.#opts.maxCrashRetries ?? settings.maxCrashRetries.default],
     );
     await this.#notify(rows, [CHANNEL_WORK]);
+    await this.#pieces.settleStuck();
     return rows.length;
   }
 
@@ -95,7 +106,7 @@ export class Queue {
   async claim(workerId: string, limit: number): Promise<TaskRow[]> {
     // A new run: its first progress write is an event whatever the last run's was.
     const rows = await this.#db.query<TaskRow>(
-      withEvent(`UPDATE tasks SET phase = 'running', lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond',
+      withEvent(`UPDATE tasks SET phase = 'running', lease_owner = $1, last_worker = $1, lease_until = now() + $2 * interval '1 millisecond',
          attempts = attempts + 1, progress = 0, updated_at = now(), last_progress_event_at = NULL
        WHERE id IN (SELECT id FROM tasks WHERE phase = 'waiting' AND run_at <= now()
                     ORDER BY run_at, created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
@@ -121,10 +132,11 @@ export class Queue {
    * the last is `progressEventMs` old; the throttle lives in the row (last_progress_event_at,
    * set only with an event), so it holds across processes. `last_progress_event_at = now()`
    * after the SET means "set by this statement": now() is the transaction's start, and the
-   * previous event was written by an earlier transaction.
+   * previous event was written by an earlier transaction. A piece's write (never an event:
+   * events.ts returningEvent) moves its parent's progress.
    */
   async progress(id: string, workerId: string, fraction: number): Promise<void> {
-    const rows = await this.#db.query<{ id: string; event: string | null }>(
+    const rows = await this.#db.query<{ id: string; event: string | null; parent_id: string | null }>(
       withEvent(
         `UPDATE tasks SET progress = $3, updated_at = now(),
            last_progress_event_at = CASE
@@ -132,11 +144,12 @@ export class Queue {
              THEN now() ELSE last_progress_event_at END
          WHERE id = $1 AND lease_owner = $2 AND phase = 'running'
          ${returningEvent(`CASE WHEN last_progress_event_at = now() THEN 'task.updated' END`)}`,
-        'id, event',
+        'id, event, parent_id',
       ),
       [id, workerId, Math.min(1, Math.max(0, fraction)), this.#opts.progressEventMs ?? DEFAULT_PROGRESS_EVENT_MS],
     );
     const row = rows[0];
+    if (row?.parent_id) return this.#pieces.refreshProgress(row.parent_id);
     // A throttled write is no event, but progress streams show it at once.
     if (row) await notifyTasks(this.#db, [row.event === null ? CHANNEL_PROGRESS : TASK_EVENTS_CHANNEL], [row.id]);
   }
@@ -146,8 +159,14 @@ export class Queue {
    * credentials, a signed input URL's query: model.ts PARAMS_WITHOUT_SECRETS) are deleted
    * from the row: they live in the database only while a task may still need them.
    */
-  async complete(id: string, workerId: string, output: unknown): Promise<boolean> {
-    const rows = await this.#db.query<{ id: string }>(
+  async complete(id: string, workerId: string, output: unknown, of: PieceOf = {}): Promise<boolean> {
+    const { parentId } = of;
+    if (parentId) return this.#pieces.inParent(parentId, (q) => this.#complete(q, { id, workerId, output }));
+    return this.#complete(this.#db, { id, workerId, output });
+  }
+
+  async #complete(q: Queryable, o: { id: string; workerId: string; output: unknown }): Promise<boolean> {
+    const rows = await q.query<{ id: string }>(
       withEvent(
         `UPDATE tasks SET phase = 'completed', output = $3, progress = 1, error_message = NULL,
            params = ${PARAMS_WITHOUT_SECRETS},
@@ -155,9 +174,9 @@ export class Queue {
          WHERE id = $1 AND lease_owner = $2 AND phase = 'running' ${returningEvent(`'task.completed'`)}`,
         'id',
       ),
-      [id, workerId, JSON.stringify(output ?? {})],
+      [o.id, o.workerId, JSON.stringify(o.output ?? {})],
     );
-    await this.#notify(rows);
+    await this.#notify(rows, [], q);
     return rows.length > 0;
   }
 
@@ -169,10 +188,19 @@ export class Queue {
   async fail(
     id: string,
     workerId: string,
-    f: { message: string; retryable: boolean; backoffMs: number },
+    f: { message: string; retryable: boolean; backoffMs: number } & PieceOf,
+  ): Promise<'waiting' | 'failed' | null> {
+    const { parentId } = f;
+    if (parentId) return this.#pieces.inParent(parentId, (q) => this.#fail(q, { id, workerId, ...f }));
+    return this.#fail(this.#db, { id, workerId, ...f });
+  }
+
+  async #fail(
+    q: Queryable,
+    f: { id: string; workerId: string; message: string; retryable: boolean; backoffMs: number },
   ): Promise<'waiting' | 'failed' | null> {
     const again = '$4 AND retries - crashes < $5';
-    const rows = await this.#db.query<{ id: string; phase: 'waiting' | 'failed' }>(
+    const rows = await q.query<{ id: string; phase: 'waiting' | 'failed' }>(
       withEvent(
         `UPDATE tasks SET
            phase = CASE WHEN ${again} THEN 'waiting' ELSE 'failed' END,
@@ -182,10 +210,26 @@ export class Queue {
          WHERE id = $1 AND lease_owner = $2 AND phase = 'running' ${returningEvent(FAILED_OR_UPDATED)}`,
         'id, phase',
       ),
-      [id, workerId, f.message, f.retryable, this.#opts.maxRetries, f.backoffMs],
+      [f.id, f.workerId, f.message, f.retryable, this.#opts.maxRetries, f.backoffMs],
     );
-    await this.#notify(rows);
+    await this.#notify(rows, [], q);
     return rows[0]?.phase ?? null;
+  }
+
+  /**
+   * Issue #30: splits a task this worker holds into pieces and releases its lease (pieces.ts):
+   * false when the lease is no longer this worker's (cancelled, taken back). `progress`: the
+   * task's progress so far, the base of its progress from its pieces.
+   */
+  async split(id: string, workerId: string, o: { pieces: readonly PieceSpec[]; progress: number }): Promise<boolean> {
+    const ok = await this.#pieces.split(id, workerId, o);
+    if (ok) await notifyTasks(this.#db, [CHANNEL_WORK], [id]);
+    return ok;
+  }
+
+  /** Issue #30: every piece of a split task, in queue order (JobContext.siblings). */
+  pieces(parentId: string): Promise<PieceState[]> {
+    return this.#pieces.states(parentId);
   }
 
   /** Hands a task back untouched (shutdown): another worker takes it at once, in its old place. */
@@ -205,9 +249,9 @@ export class Queue {
    * Wakes the listeners of task events (SSE streams, webhook dispatchers) for these tasks;
    * `more` channels too (CHANNEL_WORK where a task became claimable at once).
    */
-  async #notify(rows: readonly { id: string }[], more: readonly string[] = []): Promise<void> {
+  async #notify(rows: readonly { id: string }[], more: readonly string[] = [], q: Queryable = this.#db): Promise<void> {
     await notifyTasks(
-      this.#db,
+      q,
       [TASK_EVENTS_CHANNEL, ...more],
       rows.map((r) => r.id),
     );

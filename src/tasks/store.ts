@@ -2,14 +2,21 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
 import { InvalidStateError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
-import { CHANNEL_PROGRESS, notifyTasks, returningEvent, TASK_EVENTS_CHANNEL, withEvent } from './events.ts';
+import {
+  CHANNEL_CANCEL,
+  CHANNEL_PROGRESS,
+  CHANNEL_WORK,
+  notifyTasks,
+  returningEvent,
+  TASK_EVENTS_CHANNEL,
+  withEvent,
+} from './events.ts';
 import { TaskFollower, type FollowerOptions, type FollowOptions } from './follow.ts';
 import { CANCELLABLE, RETRYABLE, TASK_COLUMNS, type TaskRow } from './model.ts';
+import { PieceSql } from './pieces.ts';
+import type { PieceState } from './types.ts';
 
-// Channels on which the API tells workers about new work and cancels (LISTEN/NOTIFY works
-// on both the embedded database and a server, so workers wake at once instead of polling).
-export const CHANNEL_WORK = 'mediaplane_work';
-export const CHANNEL_CANCEL = 'mediaplane_cancel';
+export { CHANNEL_CANCEL, CHANNEL_WORK } from './events.ts';
 
 /** Retry-After of the queued-tasks 429: a place frees when a task ends, seconds to minutes away. */
 const QUEUED_RETRY_AFTER_MS = 10_000;
@@ -20,6 +27,14 @@ export interface CreateTask {
   params: Record<string, unknown>;
   requesterId: string | null;
   maxQueuedPerOwner: number;
+  /** The API key that asked for it (usage per key, issue #32). */
+  keyId?: string | undefined;
+  /**
+   * The most tasks of this type the key may have pending, waiting or running (its concurrent
+   * transcodes, issue #32), counted in the same statement; exact when the caller holds the
+   * key's lock (accounts/ KeyLimiter.withTaskSlot).
+   */
+  maxLivePerKey?: number | undefined;
   /** The task's id when the caller made it already (a record that names its task is written with it). */
   id?: string;
   /**
@@ -38,11 +53,14 @@ export interface ListOptions {
 export class TaskStore {
   readonly #db: Db;
   readonly #follower: TaskFollower;
+  readonly #pieces: PieceSql;
 
   /** `follow`: the bounds of task event streams (issue #25: a per-owner cap of open streams). */
   constructor(db: Db, opts: { follow?: FollowerOptions } = {}) {
     this.#db = db;
     this.#follower = new TaskFollower(db, [TASK_EVENTS_CHANNEL, CHANNEL_PROGRESS], opts.follow);
+    // Only cancel, retry and reads use it: no progress is written through the store.
+    this.#pieces = new PieceSql(db, { progressEventMs: 0 });
   }
 
   /**
@@ -56,9 +74,11 @@ export class TaskStore {
     // scheduled when it is enqueued.
     const phase = t.phase ?? 'waiting';
     const rows = await q.query<TaskRow>(
-      withEvent(`INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at)
-       SELECT $1, $2, $3, $4, $8::text, $5, $6, CASE WHEN $8::text = 'waiting' THEN now() END
-       WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') LIMIT $7) AS queued) < $7
+      withEvent(`INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at, key_id)
+       SELECT $1, $2, $3, $4, $8::text, $5, $6, CASE WHEN $8::text = 'waiting' THEN now() END, $9::uuid
+       WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') AND parent_id IS NULL LIMIT $7) AS queued) < $7
+         AND ($10::integer IS NULL OR (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE key_id = $9::uuid AND type = $4
+           AND phase IN ('pending', 'waiting', 'running') LIMIT $10::integer) AS live) < $10::integer)
        ${returningEvent(`'task.spawned'`)}`),
       [
         t.id ?? randomUUID(),
@@ -69,9 +89,16 @@ export class TaskStore {
         t.requesterId,
         t.maxQueuedPerOwner,
         phase,
+        t.keyId ?? null,
+        t.maxLivePerKey ?? null,
       ],
     );
     const row = rows[0];
+    if (!row && t.maxLivePerKey !== undefined && (await this.#liveOfKey(q, t)) >= t.maxLivePerKey)
+      throw new TooManyRequestsError(
+        `too many concurrent transcodes: this key may have at most ${t.maxLivePerKey} ${t.type} tasks waiting or running`,
+        { retryAfterMs: QUEUED_RETRY_AFTER_MS },
+      );
     if (!row)
       throw new TooManyRequestsError(
         `too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`,
@@ -79,6 +106,15 @@ export class TaskStore {
       );
     await notifyTasks(q, phase === 'waiting' ? [CHANNEL_WORK, TASK_EVENTS_CHANNEL] : [TASK_EVENTS_CHANNEL], [row.id]);
     return row;
+  }
+
+  /** How many tasks of `t.type` its key has pending, waiting or running (the refusal's reason). */
+  async #liveOfKey(q: Queryable, t: CreateTask): Promise<number> {
+    const rows = await q.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM tasks WHERE key_id = $1::uuid AND type = $2 AND phase IN ('pending', 'waiting', 'running')`,
+      [t.keyId ?? null, t.type],
+    );
+    return rows[0]?.n ?? 0;
   }
 
   /**
@@ -115,13 +151,16 @@ export class TaskStore {
     return rows;
   }
 
-  /** The owner's task; another owner's id is "not found", as if it did not exist. */
+  /**
+   * The owner's task; another owner's id is "not found", as if it did not exist, and so is a
+   * piece of a split task (issue #30): pieces are the queue's, not the owner's.
+   */
   async get(owner: string, id: string): Promise<TaskRow> {
     if (!isUuid(id)) throw new NotFoundError();
-    const rows = await this.#db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 AND owner = $2`, [
-      id,
-      owner,
-    ]);
+    const rows = await this.#db.query<TaskRow>(
+      `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 AND owner = $2 AND parent_id IS NULL`,
+      [id, owner],
+    );
     const row = rows[0];
     if (!row) throw new NotFoundError();
     return row;
@@ -132,7 +171,7 @@ export class TaskStore {
     if (opts.cursor !== undefined && !isUuid(opts.cursor)) return { tasks: [], next: null };
     // The cursor is the last id of the previous page; (created_at, id) orders ties exactly.
     const rows = await this.#db.query<TaskRow>(
-      `SELECT ${TASK_COLUMNS} FROM tasks t WHERE owner = $1
+      `SELECT ${TASK_COLUMNS} FROM tasks t WHERE owner = $1 AND parent_id IS NULL
          AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM tasks WHERE id = $2 AND owner = $1))
        ORDER BY created_at DESC, id DESC LIMIT $3`,
       [owner, opts.cursor ?? null, opts.limit + 1],
@@ -142,32 +181,54 @@ export class TaskStore {
     return { tasks, next: more ? (tasks.at(-1)?.id ?? null) : null };
   }
 
-  /** A waiting or running task becomes `cancelled`; a running one is stopped by its worker. */
+  /**
+   * A waiting or running task becomes `cancelled`; a running one is stopped by its worker. So
+   * is every piece of a split task (issue #30), in the same transaction, the parent first
+   * (pieces.ts: the lock order).
+   */
   async cancel(owner: string, id: string): Promise<TaskRow> {
-    // Livepeer has no cancel event: a cancel is an update whose phase is `cancelled`.
-    const rows = await this.#db.query<TaskRow>(
-      withEvent(`UPDATE tasks SET phase = 'cancelled', updated_at = now(), lease_owner = NULL, lease_until = NULL
-       WHERE id = $1 AND owner = $2 AND phase = ANY($3) ${returningEvent(`'task.updated'`)}`),
-      [id, owner, CANCELLABLE],
-    );
-    const row = rows[0];
-    if (!row) return this.#refuse(owner, id, 'cancelled', CANCELLABLE);
-    await notifyTasks(this.#db, [CHANNEL_CANCEL, TASK_EVENTS_CHANNEL], [row.id]);
-    return row;
+    const row = await this.#db.tx(async (q) => {
+      // Livepeer has no cancel event: a cancel is an update whose phase is `cancelled`.
+      const [row] = await q.query<TaskRow>(
+        withEvent(`UPDATE tasks SET phase = 'cancelled', updated_at = now(), lease_owner = NULL, lease_until = NULL
+         WHERE id = $1 AND owner = $2 AND phase = ANY($3) AND parent_id IS NULL ${returningEvent(`'task.updated'`)}`),
+        [id, owner, CANCELLABLE],
+      );
+      if (!row) return undefined;
+      const pieces = await this.#pieces.cancelPieces(q, row.id);
+      await notifyTasks(q, [CHANNEL_CANCEL, TASK_EVENTS_CHANNEL], [row.id]);
+      await notifyTasks(q, [CHANNEL_CANCEL], pieces);
+      return row;
+    });
+    return row ?? this.#refuse(owner, id, 'cancelled', CANCELLABLE);
   }
 
-  /** A failed or cancelled task goes back to `waiting`, with its automatic retries (failures and crashes) renewed. */
+  /**
+   * A failed or cancelled task goes back to `waiting`, with its automatic retries (failures and
+   * crashes) renewed. A split task's pieces are deleted with it: its run splits it again.
+   */
   async retry(owner: string, id: string): Promise<TaskRow> {
-    const rows = await this.#db.query<TaskRow>(
-      withEvent(`UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
-         error_message = NULL, progress = NULL, output = NULL, retries = 0, crashes = 0
-       WHERE id = $1 AND owner = $2 AND phase = ANY($3) ${returningEvent(`'task.updated'`)}`),
-      [id, owner, RETRYABLE],
-    );
-    const row = rows[0];
-    if (!row) return this.#refuse(owner, id, 'retried', RETRYABLE);
-    await notifyTasks(this.#db, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
-    return row;
+    const row = await this.#db.tx(async (q) => {
+      const [row] = await q.query<TaskRow>(
+        withEvent(`UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
+           error_message = NULL, progress = NULL, output = NULL, retries = 0, crashes = 0, split_progress = NULL
+         WHERE id = $1 AND owner = $2 AND phase = ANY($3) AND parent_id IS NULL ${returningEvent(`'task.updated'`)}`),
+        [id, owner, RETRYABLE],
+      );
+      if (!row) return undefined;
+      await this.#pieces.deletePieces(q, row.id);
+      await notifyTasks(q, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
+      return row;
+    });
+    return row ?? this.#refuse(owner, id, 'retried', RETRYABLE);
+  }
+
+  /**
+   * The pieces of a split task (issue #30), in queue order; empty for a task that did not
+   * split. `id` is a task the caller has read as its owner's (get).
+   */
+  async pieces(id: string): Promise<PieceState[]> {
+    return this.#pieces.states(id);
   }
 
   /**
@@ -192,10 +253,10 @@ export class TaskStore {
     );
   }
 
-  /** Tasks by phase, for metrics. */
+  /** Tasks by phase, for metrics: the owners' tasks, not the pieces of split ones. */
   async countByPhase(): Promise<Record<string, number>> {
     const rows = await this.#db.query<{ phase: string; n: number }>(
-      'SELECT phase, count(*)::int AS n FROM tasks GROUP BY phase',
+      'SELECT phase, count(*)::int AS n FROM tasks WHERE parent_id IS NULL GROUP BY phase',
     );
     return Object.fromEntries(rows.map((r) => [r.phase, r.n]));
   }

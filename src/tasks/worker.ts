@@ -4,14 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { settings } from '../config/index.ts';
 import type { Db } from '../db/index.ts';
-import { isMediaplaneError } from '../lib/errors.ts';
+import { InternalError, isMediaplaneError } from '../lib/errors.ts';
 import { PollLoop } from '../lib/poll-loop.ts';
 import type { TaskRow } from './model.ts';
 import { type Queue, type RunKey, runKey } from './queue.ts';
 import { retryDelayMs } from './retry-policy.ts';
 import { sweepScratch } from './scratch.ts';
 import { CHANNEL_CANCEL, CHANNEL_WORK } from './store.ts';
-import type { JobHandler } from './types.ts';
+import { type JobContext, type JobHandler, type PieceSpec, SPLIT } from './types.ts';
 
 export interface WorkerOptions {
   db: Db;
@@ -148,11 +148,20 @@ export class Worker {
     const scratchDir = join(this.#o.scratchRoot, runKey(task.id, task.attempts));
     const stopLease = this.#keepLease(task.id, controller, { log, since: claimedAt });
     const progress = this.#progressWriter(task.id, log);
+    const pieces = this.#pieceContext(task, { controller, progress, stopLease });
     log.info({ type: task.type }, 'task started');
     try {
-      const output = await this.#runHandler(task, controller, { scratchDir, progress: progress.report, log });
+      const output = await this.#runHandler(task, controller, {
+        scratchDir,
+        progress: progress.report,
+        log,
+        ...pieces.ctx,
+      });
+      // Split: the task's row is its pieces' now, whatever stopped this run after the split.
+      if (output === SPLIT && pieces.split()) return log.info('task split into pieces');
+      if (output === SPLIT) throw new InternalError('the handler returned SPLIT without splitting the task');
       if (controller.signal.aborted) throw controller.signal.reason;
-      const ok = await this.#o.queue.complete(task.id, this.id, output);
+      const ok = await this.#o.queue.complete(task.id, this.id, output, { parentId: task.parent_id });
       log.info({ recorded: ok }, 'task completed');
     } catch (err) {
       // Nothing awaits a job's promise until shutdown, so a database error while recording
@@ -174,7 +183,7 @@ export class Worker {
   async #runHandler(
     task: TaskRow,
     controller: AbortController,
-    ctx: { scratchDir: string; progress: (f: number) => void; log: Logger },
+    ctx: Omit<JobContext, 'taskId' | 'attempt' | 'signal'>,
   ): Promise<unknown> {
     const handler = this.#o.handlers[task.type];
     try {
@@ -208,8 +217,44 @@ export class Worker {
       message,
       retryable: known && err.retryable,
       backoffMs: retryDelayMs(task.retries - task.crashes, backoff),
+      parentId: task.parent_id,
     });
     log[known ? 'warn' : 'error']({ err, phase }, 'task failed');
+  }
+
+  /**
+   * What a job knows of pieces (issue #30): a task splits (ctx.split), a piece sees its parent
+   * and siblings. A split ends the run's hold on the task at once: no more heartbeats (the
+   * lease is gone, a beat would read as lost) nor progress writes (the pieces' sum takes over).
+   * `split()` says whether this run split its task.
+   */
+  #pieceContext(
+    task: TaskRow,
+    run: {
+      controller: AbortController;
+      progress: { latest(): number | undefined; stop(): void };
+      stopLease: () => void;
+    },
+  ): { ctx: Pick<JobContext, 'split' | 'parentId' | 'siblings'>; split: () => boolean } {
+    const parentId = task.parent_id;
+    if (parentId) return { ctx: { parentId, siblings: () => this.#o.queue.pieces(parentId) }, split: () => false };
+    let done = false;
+    const split = async (pieces: readonly PieceSpec[]): Promise<typeof SPLIT> => {
+      if (done) throw new InternalError('the task was split already');
+      const unknown = pieces.find((p) => !this.#o.handlers[p.type]);
+      if (unknown) throw new InternalError(`piece ${unknown.label}: no handler for task type ${unknown.type}`);
+      const ok = await this.#o.queue.split(task.id, this.id, { pieces, progress: run.progress.latest() ?? 0 });
+      if (!ok) {
+        // Cancelled or taken back meanwhile: stopped like any run that lost its lease.
+        run.controller.abort(new StopSignal('lease-lost'));
+        throw run.controller.signal.reason;
+      }
+      done = true;
+      run.stopLease();
+      run.progress.stop();
+      return SPLIT;
+    };
+    return { ctx: { split }, split: () => done };
   }
 
   /**
@@ -253,7 +298,10 @@ export class Worker {
   }
 
   /** Progress reports are frequent; only the latest is written, at most once per interval. */
-  #progressWriter(id: string, log: Logger): { report: (f: number) => void; stop: () => void } {
+  #progressWriter(
+    id: string,
+    log: Logger,
+  ): { report: (f: number) => void; latest: () => number | undefined; stop: () => void } {
     const every = this.#o.progressEveryMs ?? 1000;
     let latest: number | undefined;
     let written: number | undefined;
@@ -266,6 +314,7 @@ export class Worker {
       report: (f) => {
         if (Number.isFinite(f)) latest = f;
       },
+      latest: () => latest,
       stop: () => clearInterval(timer),
     };
   }

@@ -1,4 +1,5 @@
-import type { Phase, TaskRow } from '../../tasks/index.ts';
+import { Type, type Static } from '@sinclair/typebox';
+import type { PieceState, Phase, TaskRow } from '../../tasks/index.ts';
 import type { PublicBase } from '../public-base.ts';
 
 // The Task as the spec puts it on the wire (spec/API.md "The Task"), at the API's edge
@@ -29,6 +30,52 @@ export interface WireTask {
   params: Record<string, unknown>;
   status: { phase: Phase; updatedAt: number; progress?: number; errorMessage?: string; retries?: number };
   output?: Record<string, unknown>;
+  /** Issue #30: a task split into pieces shows them on GET /api/task/{id} (an extension of Livepeer's Task). */
+  pieces?: WirePieces;
+}
+
+/**
+ * The pieces of a task split to run on several workers at once (issue #30): how many there
+ * are and in which phase, and each in queue order with where it ran last (`worker`) and how
+ * many times it was claimed (`runs`: more than 1 after a retry or a worker's crash).
+ */
+export const TaskPieces = Type.Object(
+  {
+    total: Type.Integer(),
+    completed: Type.Integer(),
+    running: Type.Integer(),
+    failed: Type.Integer(),
+    items: Type.Array(
+      Type.Object({
+        label: Type.String({ description: 'what the piece is: "video 60.0-90.0 s (chunk 3 of 7)", "audio", "stitch"' }),
+        phase: Type.String(),
+        progress: Type.Number({ minimum: 0, maximum: 1 }),
+        runs: Type.Integer({ description: 'how many times a worker took the piece' }),
+        worker: Type.Optional(Type.String({ description: 'the worker that took it last' })),
+      }),
+    ),
+  },
+  { description: 'Only on GET /api/task/{id} of a task that was split into pieces' },
+);
+export type WirePieces = Static<typeof TaskPieces>;
+
+/** The pieces view of a split task; undefined for a task with no pieces. */
+export function wirePieces(pieces: readonly PieceState[]): WirePieces | undefined {
+  if (pieces.length === 0) return undefined;
+  const count = (phase: Phase) => pieces.filter((p) => p.phase === phase).length;
+  return {
+    total: pieces.length,
+    completed: count('completed'),
+    running: count('running'),
+    failed: count('failed'),
+    items: pieces.map((p) => ({
+      label: p.label,
+      phase: p.phase,
+      progress: p.phase === 'completed' ? 1 : (p.progress ?? 0),
+      runs: p.runs,
+      ...(p.worker === null ? {} : { worker: p.worker }),
+    })),
+  };
 }
 
 const ms = (d: Date | string | null): number | undefined => (d === null ? undefined : new Date(d).getTime());
