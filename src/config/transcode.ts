@@ -51,6 +51,24 @@ export const transcodeSettings = defineSettings({
     description:
       'HLS segment duration in seconds, 1 to 60 (the bound of targetSegmentSizeSecs), when a request gives none.',
   },
+  chunkThresholdSecs: {
+    env: 'MEDIAPLANE_CHUNK_THRESHOLD_SECS',
+    type: 'number',
+    group: 'transcode',
+    default: 120,
+    min: 0,
+    description:
+      'Issue #30: a transcode of a longer input is split into chunks that any worker encodes (0: never split).',
+  },
+  chunkSecs: {
+    env: 'MEDIAPLANE_CHUNK_SECS',
+    type: 'number',
+    group: 'transcode',
+    default: 30,
+    min: 1,
+    max: 3600,
+    description: 'Issue #30: seconds of video per chunk, rounded to a whole number of segments.',
+  },
   maxOutputFps: {
     env: 'MEDIAPLANE_MAX_OUTPUT_FPS',
     type: 'number',
@@ -59,5 +77,13 @@ export const transcodeSettings = defineSettings({
     exclusiveMin: 0,
     max: 240,
     description: 'Frame rate ceiling of the default ladder (a 120 fps phone clip comes out at this rate).',
+  },
+  perTitle: {
+    env: 'MEDIAPLANE_PER_TITLE',
+    type: 'bool',
+    group: 'transcode',
+    default: true,
+    description:
+      'Per-title ladder (issue #31): analyse each video and encode the default ladder (and profiles that set perTitle) as capped CRF under their fixed bitrates, dropping a rung that saves no bandwidth; false: every rung at its fixed bitrate. A request may say either with perTitle.',
   },
 });

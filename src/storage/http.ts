@@ -63,30 +63,38 @@ export class HttpInput implements InputSource {
 
   /** GETs the URL, following up to maxRedirects redirects; answers the first 2xx response. */
   async #follow(signal: AbortSignal): Promise<IncomingMessage> {
-    const { allowPrivate, resolve } = this.#opts;
-    const checkHost = this.#opts.checkHost ?? ((u: URL) => assertHostAllowed(u, { allowPrivate, resolve }));
-    let url = this.#url;
-    for (let hop = 0; ; hop++) {
-      await checkHost(url);
-      const res = await get(url, { signal, allowPrivate, resolve });
-      const status = res.statusCode ?? 0;
-      if (status >= 200 && status < 300) return res;
-      res.resume();
-      const location = res.headers.location;
-      if (status >= 300 && status < 400 && location) {
-        if (hop >= this.#opts.maxRedirects)
-          throw new InputUnreadableError(
-            `the input ${this.description} redirected more than ${this.#opts.maxRedirects} times`,
-          );
-        url = new URL(location, url);
-        if (url.protocol !== 'http:' && url.protocol !== 'https:')
-          throw new InputUnreadableError(
-            `the input ${this.description} redirected to an unsupported scheme ${url.protocol}`,
-          );
-        continue;
-      }
-      throw statusError(status, showUrl(url));
+    return (await openUrl(this.#url, { ...this.#opts, signal, shown: this.description })).res;
+  }
+}
+
+/**
+ * One guarded GET of `url` with `headers` (a Range, issue #30), redirects followed by hand so
+ * each hop passes the private-address guard; answers the first 2xx response and the URL it
+ * came from. Shared by HttpInput and the ranged reads of storage/ranges.ts.
+ */
+export async function openUrl(
+  start: URL,
+  o: Omit<HttpInputOptions, 'limits'> & { signal: AbortSignal; shown: string; headers?: Record<string, string> },
+): Promise<{ res: IncomingMessage; url: URL }> {
+  const { allowPrivate, resolve } = o;
+  const checkHost = o.checkHost ?? ((u: URL) => assertHostAllowed(u, { allowPrivate, resolve }));
+  let url = start;
+  for (let hop = 0; ; hop++) {
+    await checkHost(url);
+    const res = await get(url, { signal: o.signal, allowPrivate, resolve, headers: o.headers });
+    const status = res.statusCode ?? 0;
+    if (status >= 200 && status < 300) return { res, url };
+    res.resume();
+    const location = res.headers.location;
+    if (status >= 300 && status < 400 && location) {
+      if (hop >= o.maxRedirects)
+        throw new InputUnreadableError(`the input ${o.shown} redirected more than ${o.maxRedirects} times`);
+      url = new URL(location, url);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new InputUnreadableError(`the input ${o.shown} redirected to an unsupported scheme ${url.protocol}`);
+      continue;
     }
+    throw statusError(status, showUrl(url));
   }
 }
 
@@ -111,12 +119,21 @@ export function statusError(status: number, shown: string): InputUnreadableError
  */
 function get(
   url: URL,
-  opts: { signal: AbortSignal; allowPrivate: boolean; resolve?: Resolve | undefined },
+  opts: {
+    signal: AbortSignal;
+    allowPrivate: boolean;
+    resolve?: Resolve | undefined;
+    headers?: Record<string, string> | undefined;
+  },
 ): Promise<IncomingMessage> {
   const mod = url.protocol === 'https:' ? https : http;
   const lookup = opts.allowPrivate ? undefined : guardedLookup(opts.resolve);
   return new Promise((resolve, reject) => {
-    const req = mod.get(url, { signal: opts.signal, lookup, headers: { 'user-agent': 'mediaplane' } }, resolve);
+    const req = mod.get(
+      url,
+      { signal: opts.signal, lookup, headers: { 'user-agent': 'mediaplane', ...opts.headers } },
+      resolve,
+    );
     req.on('error', (err) => {
       const refused = privateAddressError(err);
       reject(refused ? new InputUnreadableError(hostNotAllowed(url, refused.problem), { cause: err }) : err);

@@ -31,6 +31,8 @@ export { S3InputSource } from './s3-input.ts';
 export { HttpInput, showUrl } from './http.ts';
 export { GatewayInput, gatewayCandidates, isSubdomainGatewayHost, pathStyleHint } from './gateway.ts';
 export { DownloadGuard, type DownloadLimits } from './download.ts';
+export { openRangeReader, storedRangeReader, type RangeReader, type RangeReaderOptions } from './ranges.ts';
+export { parseRange, startRangeProxy, type RangeProxy } from './range-proxy.ts';
 
 type StorageConfig = Pick<
   Config,

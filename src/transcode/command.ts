@@ -24,6 +24,7 @@ export function buildFfmpegArgs(plan: CommandPlan): string[] {
     'pipe:1',
     '-stats_period',
     '1',
+    ...chunkInput(plan),
     '-i',
     plan.input,
   ];
@@ -58,9 +59,31 @@ function filterGraph(plan: CommandPlan, extra: readonly { filters: string[] }[])
   const heads = Array.from({ length: n }, (_, i) => `[s${i}]`).join('');
   const branches = plan.renditions.map(
     (r, i) =>
-      `[s${i}]fps=${r.fps.num}/${r.fps.den},scale=${r.width}:${r.height}:flags=bicubic,setsar=1,format=${pixFmt}[v${i}]`,
+      `[s${i}]fps=${r.fps.num}/${r.fps.den}${chunkFrames(plan, r)},scale=${r.width}:${r.height}:flags=bicubic,setsar=1,format=${pixFmt}[v${i}]`,
   );
   return [`[0:v:0]${pre}split=${n}${heads}`, ...branches, ...extra.flatMap((b) => b.filters)].join(';');
+}
+
+/**
+ * Issue #30: a chunk reads from a little before its start (`-ss`, a whole number of frames
+ * of every rendition before it, so the frame-rate filter's grid is the whole run's) and a
+ * second past its end, never the rest of the input.
+ */
+function chunkInput(plan: CommandPlan): string[] {
+  const c = plan.chunk;
+  if (!c) return [];
+  const seek = c.seekSecs > 0 ? ['-ss', c.seekSecs.toFixed(6)] : [];
+  return c.keepSecs === undefined ? seek : [...seek, '-t', (c.skipSecs + c.keepSecs + 1).toFixed(6)];
+}
+
+/** Issue #30: the chunk's own frames of a rendition, numbered on the whole run's grid, then from 0. */
+function chunkFrames(plan: CommandPlan, r: Rendition): string {
+  const c = plan.chunk;
+  if (!c) return '';
+  const fps = r.fps.num / r.fps.den;
+  const first = Math.round(c.skipSecs * fps);
+  const end = c.keepSecs === undefined ? '' : `:end_frame=${first + Math.round(c.keepSecs * fps)}`;
+  return `:start_time=0,trim=start_frame=${first}${end},setpts=PTS-STARTPTS`;
 }
 
 /**

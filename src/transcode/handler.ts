@@ -3,10 +3,12 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
-import { createInputSource, createObjectStore, type ObjectStoreFactory } from '../storage/index.ts';
-import { checkedHandler, type JobHandler } from '../tasks/index.ts';
+import { createInputSource, type ObjectStoreFactory } from '../storage/index.ts';
+import { checkedHandler, type JobHandler, type SPLIT } from '../tasks/index.ts';
 import type { C2paSigner } from './c2pa.ts';
-import { runPipeline } from './pipeline.ts';
+import { transcodeOrSplit } from './chunked/index.ts';
+import { builtinOutputPrefix, openDestination } from './destination.ts';
+import type { PipelineJob } from './pipeline.ts';
 import { signingProblem } from './profile-rules.ts';
 import type { TranscodeFileOutput, TranscodeJob } from './types.ts';
 
@@ -21,8 +23,7 @@ export interface TranscodeHandlerDeps {
   builtinStore?: BuiltinStore | undefined;
 }
 
-/** Where a job that names no storage writes in the built-in store: under its task (served at /media/task/<id>/...). */
-export const builtinOutputPrefix = (taskId: string): string => `task/${taskId}/`;
+export { builtinOutputPrefix };
 
 // What a stored `transcode-file` task's params must be for this handler to run them (issue
 // #26): the shape of a TranscodeJob, checked when a worker takes the task. Not the API's
@@ -48,6 +49,7 @@ export const StoredProfile = Type.Object({
   profile: Type.Optional(literals('H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh')),
   encoder: Type.Optional(literals('H.264', 'HEVC', 'AV1', 'VP8', 'VP9')),
   quality: Type.Optional(Type.Integer()),
+  perTitle: Type.Optional(Type.Boolean()),
 });
 const StoredTranscodeJob = Type.Object({
   input: Type.Union([
@@ -68,13 +70,23 @@ const StoredTranscodeJob = Type.Object({
   profiles: Type.Optional(Type.Array(StoredProfile)),
   targetSegmentSizeSecs: Type.Optional(Type.Number()),
   c2pa: Type.Optional(Type.Boolean()),
+  perTitle: Type.Optional(Type.Boolean()),
 });
 
 /**
  * The `transcode-file` job. Errors are from lib/errors.ts: the worker retries the
  * retryable ones (network, 5xx, timeouts) and fails the rest with their message.
  */
-export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<unknown, TranscodeFileOutput> {
+export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<unknown, TranscodeFileOutput>;
+/** With `split` (the worker's, main.ts): a long input is split into pieces (issue #30) and the run ends with SPLIT. */
+export function createTranscodeHandler(
+  deps: TranscodeHandlerDeps,
+  o: { split: true },
+): JobHandler<unknown, TranscodeFileOutput | typeof SPLIT>;
+export function createTranscodeHandler(
+  deps: TranscodeHandlerDeps,
+  o?: { split: true },
+): JobHandler<unknown, TranscodeFileOutput | typeof SPLIT> {
   return checkedHandler(StoredTranscodeJob, async (stored, ctx) => {
     const params: TranscodeJob = stored;
     const log = ctx.log ?? deps.log;
@@ -83,25 +95,21 @@ export function createTranscodeHandler(deps: TranscodeHandlerDeps): JobHandler<u
       throw new ValidationError('c2pa: C2PA signing is not configured on this server');
     const unsigned = params.c2pa ? signingProblem(params.outputs) : undefined;
     if (unsigned) throw new ValidationError(`c2pa: ${unsigned}`);
-    const store = params.storage
-      ? createObjectStore(params.storage, deps.config, deps.objectStores)
-      : builtinWriter(deps, ctx.taskId);
-    return runPipeline(deps.config, {
+    const store = openDestination(deps, params.storage, ctx.taskId);
+    const job: PipelineJob = {
       source: createInputSource(params.input, deps.config),
       store,
       ...(params.c2pa && deps.c2paSigner ? { c2pa: { signer: deps.c2paSigner } } : {}),
       outputs: params.outputs,
       profiles: params.profiles,
       segmentSecs: params.targetSegmentSizeSecs,
+      perTitle: params.perTitle,
       scratchDir: ctx.scratchDir,
       signal: ctx.signal,
       progress: ctx.progress,
       log,
-    });
+    };
+    // Issue #30: a long input is split into pieces (chunked/split.ts); a short one runs as it always did.
+    return transcodeOrSplit(deps, { params, ctx, job, canSplit: o?.split === true });
   });
-}
-
-function builtinWriter(deps: TranscodeHandlerDeps, taskId: string) {
-  if (!deps.builtinStore) throw new ValidationError('storage: this server has no built-in store; name a storage');
-  return deps.builtinStore.writer(builtinOutputPrefix(taskId));
 }

@@ -20,7 +20,8 @@ import {
   type OutputRun,
   type OutputsByKind,
 } from './outputs/index.ts';
-import type { ProfileSpec } from './renditions.ts';
+import type { ProfileSpec, Rendition } from './renditions.ts';
+import { chooseLadder } from './per-title/index.ts';
 import type { TranscodeFileOutput } from './types.ts';
 import { hasVideo, probe, type MediaInfo } from './probe.ts';
 import { ProgressParser, throttledProgress } from './progress.ts';
@@ -39,6 +40,7 @@ export type PipelineSettings = Pick<
   | 'defaultSegmentSecs'
   | 'maxOutputFps'
   | 'uploadConcurrency'
+  | 'perTitle'
 >;
 
 export interface PipelineJob {
@@ -53,12 +55,16 @@ export interface PipelineJob {
   log?: Logger | undefined;
   /** The storyboard and poster beside the HLS (or fMP4) output; on unless false (the bench compares). */
   thumbnails?: boolean | undefined;
+  /** Issue #31: the per-title ladder on or off for this job; absent: the `perTitle` setting. */
+  perTitle?: boolean | undefined;
   /** Issue 5 hook: sign every MP4 with C2PA before it is uploaded (`params.c2pa`). */
   c2pa?: { signer: C2paSigner; inputTitle?: string } | undefined;
 }
 
-// Progress shares: the download (when its size is known), the encode, the final uploads.
+// Progress shares: the download (when its size is known), the per-title analysis, the
+// encode, the final uploads.
 const DOWNLOAD_SHARE = 0.1;
+const ANALYSIS_END = 0.15;
 const ENCODE_END = 0.95;
 
 /**
@@ -107,13 +113,14 @@ async function transcode(
   const media = await probeAndCheck(settings, input.path, tools);
   const duration =
     media.duration > 0 ? media.duration : await measureDuration(input.path, { ...tools, video: hasVideo(media) });
-  const renditions = hasVideo(media)
+  const planned = hasVideo(media)
     ? planLadder(media, { profiles: job.profiles, maxFps: settings.maxOutputFps, outputs: job.outputs })
     : [];
+  const renditions = await perTitleLadder(settings, job, { input: input.path, media, duration, planned, report });
   job.log?.info(
     {
       duration,
-      renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${r.bitrate}`),
+      renditions: renditions.map((r) => `${r.name} ${r.width}x${r.height} ${rateText(r)}`),
       audioTracks: media.audioTracks.length,
       subtitles: media.subtitles.length,
     },
@@ -124,7 +131,7 @@ async function transcode(
   await makeDirs(run);
   await encodeAndUpload(settings, job, run, {
     outputs,
-    onFraction: (f) => report(DOWNLOAD_SHARE + (ENCODE_END - DOWNLOAD_SHARE) * f),
+    onFraction: (f) => report(ANALYSIS_END + (ENCODE_END - ANALYSIS_END) * f),
   });
   const output = await publishAll(outputs);
   // Issue 5: a store that gives each file its own address (dweb: CID and gateway URL) says so.
@@ -136,6 +143,27 @@ async function transcode(
     input_video: { duration, size: input.size },
     ...(files ? { files } : {}),
   };
+}
+
+/** Issue #31: the planned rungs with the per-title choice, when it is on for this job (also the chunked split step's, issue #30). */
+export async function perTitleLadder(
+  settings: PipelineSettings,
+  job: PipelineJob,
+  o: { input: string; media: MediaInfo; duration: number; planned: Rendition[]; report: (f: number) => void },
+): Promise<Rendition[]> {
+  if (!(job.perTitle ?? settings.perTitle) || o.planned.length === 0) return o.planned;
+  return chooseLadder({
+    input: o.input,
+    media: o.media,
+    duration: o.duration,
+    renditions: o.planned,
+    ffmpegPath: settings.ffmpegPath,
+    preset: settings.x264Preset,
+    segmentSecs: job.segmentSecs ?? settings.defaultSegmentSecs,
+    signal: job.signal,
+    progress: (f) => o.report(DOWNLOAD_SHARE + (ANALYSIS_END - DOWNLOAD_SHARE) * f),
+    log: job.log,
+  });
 }
 
 /** The job once its ladder is planned: the command's plan and what every output format's part sees. */
@@ -271,4 +299,12 @@ async function publishAll(outputs: readonly OpenOutput[]): Promise<OutputsByKind
   const results = await settledAll(outputs.map((o) => o.part.publish()));
   // Each result under its format's key: what OutputsByKind says of the list, entry by entry.
   return Object.fromEntries(outputs.map((o, i) => [o.key, results[i]])) as OutputsByKind;
+}
+
+/** A rung's rate for the log: its bitrate, or the per-title choice under its cap. */
+function rateText(r: Rendition): string {
+  if (!r.choice) return String(r.bitrate);
+  return r.choice.crf !== undefined
+    ? `crf ${r.choice.crf} ~${r.choice.predictedBitrate} (cap ${r.bitrate})`
+    : `${r.bitrate} (hits its cap)`;
 }

@@ -34,17 +34,39 @@ export function parseMediaPlaylist(text: string): MediaPlaylist {
 }
 
 /**
- * The media playlist as published. ffmpeg ran it as an EVENT playlist, because its HLS muxer
- * writes a VOD playlist only at the very end and the segment watcher needs the list as it
- * grows; finished, it is a VOD playlist (RFC 8216 4.3.3.5). EXT-X-TARGETDURATION is the
- * longest segment rounded to the nearest integer (4.3.3.1); ffmpeg writes 0 for clips shorter
- * than half a second, which players reject.
+ * A media playlist as published (issue #30: one writer for the single run and the stitch).
+ * Finished (`ended`), it is a VOD playlist (RFC 8216 4.3.3.5); a chunked run publishes the
+ * segments done so far as an EVENT playlist first, which players may start on. ffmpeg ran
+ * its own lists as EVENT playlists, because its HLS muxer writes a VOD one only at the very
+ * end and the segment watcher needs the list as it grows. EXT-X-TARGETDURATION is the
+ * longest segment rounded to the nearest integer (4.3.3.1); never 0, which players reject.
+ * Version 7 with an init segment (EXT-X-MAP), as ffmpeg writes it, 6 without.
  */
-export function finalPlaylist(text: string, durations: number[]): string {
-  const target = Math.max(1, Math.round(Math.max(0, ...durations)));
-  return text
-    .replace(/#EXT-X-TARGETDURATION:\d+/, `#EXT-X-TARGETDURATION:${target}`)
-    .replace('#EXT-X-PLAYLIST-TYPE:EVENT', '#EXT-X-PLAYLIST-TYPE:VOD');
+export function mediaPlaylist(o: {
+  segments: readonly MediaSegment[];
+  map?: string | undefined;
+  ended: boolean;
+}): string {
+  const target = Math.max(1, Math.round(Math.max(0, ...o.segments.map((s) => s.duration))));
+  const lines = [
+    '#EXTM3U',
+    `#EXT-X-VERSION:${o.map ? 7 : 6}`,
+    `#EXT-X-TARGETDURATION:${target}`,
+    '#EXT-X-MEDIA-SEQUENCE:0',
+    `#EXT-X-PLAYLIST-TYPE:${o.ended ? 'VOD' : 'EVENT'}`,
+    '#EXT-X-INDEPENDENT-SEGMENTS',
+  ];
+  if (o.map) lines.push(`#EXT-X-MAP:URI="${o.map}"`);
+  for (const s of o.segments) lines.push(`#EXTINF:${s.duration.toFixed(6)},`, s.uri);
+  if (o.ended) lines.push('#EXT-X-ENDLIST');
+  return `${lines.join('\n')}\n`;
+}
+
+/** A playlist ffmpeg wrote, as published: mediaPlaylist() over its segments (`durations` as they were measured). */
+export function finalPlaylist(text: string, durations: readonly number[]): string {
+  const p = parseMediaPlaylist(text);
+  const segments = p.segments.map((s, i) => ({ uri: s.uri, duration: durations[i] ?? s.duration }));
+  return mediaPlaylist({ segments, map: p.map, ended: true });
 }
 
 export interface Variant {

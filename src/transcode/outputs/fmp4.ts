@@ -1,10 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { dashManifest, timelineOf, type DashInput } from '../dash.ts';
+import { InternalError } from '../../lib/errors.ts';
+import { dashManifest, timelineOf, type DashInput, type SegmentTimeline } from '../dash.ts';
 import type { HlsOutput } from '../renditions.ts';
 import { storageKey, type UploadQueue } from '../uploads.ts';
 import type { EncodedMedia, OutputRun } from './format.ts';
-import { publishHls, type HlsTree, type Published } from './hls-publish.ts';
+import { publishHls, type HlsTree, type Published, type TreeMedia } from './hls-publish.ts';
 import { hlsTreeFormat } from './hls-tree.ts';
 
 /** The fMP4 (CMAF) tree's result: its HLS master, and the DASH manifest over the same segments. */
@@ -43,33 +44,63 @@ async function publishDash(
   published: { video: Published[]; audio: Published[] },
 ): Promise<string> {
   const local = (rel: string): string => path.join(enc.outDir, tree.dir, rel);
-  const input: DashInput = {
-    video: await Promise.all(
-      enc.renditions.map(async (r, i) => {
-        const p = published.video[i] as Published;
-        const { width, height, fps } = r;
-        const timeline = await timelineOf(local(p.rel));
-        return { name: r.name, dir: p.rel, bandwidth: p.peak, width, height, fps, codecs: p.codecs, timeline };
-      }),
-    ),
-    audio: await Promise.all(
-      enc.media.audioTracks.map(async (a, i) => {
-        const p = published.audio[i] as Published;
-        const timeline = await timelineOf(local(p.rel));
-        const labels = { lang: a.language, label: a.title, default: a.default };
-        return { dir: p.rel, ...labels, channels: 2, sampleRate: 48000, bandwidth: p.peak, codecs: p.codecs, timeline };
-      }),
-    ),
-    subtitles: enc.media.subtitles.map((s) => ({
+  const input = dashInput({
+    ...enc,
+    ...published,
+    timelines: {
+      video: await Promise.all(published.video.map((p) => timelineOf(local(p.rel)))),
+      audio: await Promise.all(published.audio.map((p) => timelineOf(local(p.rel)))),
+    },
+  });
+  const file = local('index.mpd');
+  await writeFile(file, dashManifest(input));
+  queue.add(storageKey(tree.prefix, 'index.mpd'), file);
+  await queue.drain();
+  return `/${storageKey(tree.prefix, 'index.mpd')}`;
+}
+
+/**
+ * What the MPD lists: each rendition and audio track with its HLS entry's bandwidth and
+ * codecs and its timeline. Shared by the single run and the chunked stitch (issue #30).
+ */
+export function dashInput(
+  o: TreeMedia & {
+    video: readonly Published[];
+    audio: readonly Published[];
+    timelines: { video: readonly SegmentTimeline[]; audio: readonly SegmentTimeline[] };
+  },
+): DashInput {
+  const at = <T>(list: readonly T[], i: number): T => {
+    const x = list[i];
+    if (x === undefined) throw new InternalError(`dash: no entry ${i} of ${list.length}`);
+    return x;
+  };
+  return {
+    video: o.renditions.map((r, i) => {
+      const p = at(o.video, i);
+      const { width, height, fps } = r;
+      return {
+        name: r.name,
+        dir: p.rel,
+        bandwidth: p.peak,
+        width,
+        height,
+        fps,
+        codecs: p.codecs,
+        timeline: at(o.timelines.video, i),
+      };
+    }),
+    audio: o.media.audioTracks.map((a, i) => {
+      const p = at(o.audio, i);
+      const labels = { lang: a.language, label: a.title, default: a.default };
+      const timeline = at(o.timelines.audio, i);
+      return { dir: p.rel, ...labels, channels: 2, sampleRate: 48000, bandwidth: p.peak, codecs: p.codecs, timeline };
+    }),
+    subtitles: o.media.subtitles.map((s) => ({
       uri: `subtitles/${s.index}/0.vtt`,
       lang: s.language,
       label: s.title,
       default: s.default,
     })),
   };
-  const file = local('index.mpd');
-  await writeFile(file, dashManifest(input));
-  queue.add(storageKey(tree.prefix, 'index.mpd'), file);
-  await queue.drain();
-  return `/${storageKey(tree.prefix, 'index.mpd')}`;
 }

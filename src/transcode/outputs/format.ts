@@ -33,6 +33,22 @@ export interface CommandPlan {
   threads: number;
   /** The storyboard and poster, one more branch of the split (none for audio-only inputs). */
   thumbnails?: StoryboardPlan | undefined;
+  /** Issue #30: one chunk of a long input (transcode/chunked/): what it reads, keeps and numbers. */
+  chunk?: ChunkWindow | undefined;
+}
+
+/** Issue #30: the part of the whole one chunk encodes (see chunked/plan.ts). */
+export interface ChunkWindow {
+  /** Where ffmpeg starts reading (input `-ss`), seconds: `skipSecs` before the chunk starts. */
+  seekSecs: number;
+  /** Decoded before the chunk and dropped: a whole number of frames of every rendition. */
+  skipSecs: number;
+  /** The chunk's length, seconds; undefined for the last chunk, which runs to the end. */
+  keepSecs: number | undefined;
+  /** Where the chunk starts in the whole, seconds: its TS timestamps are shifted there. */
+  startSecs: number;
+  /** The number of its first segment (segments are numbered across the whole). */
+  firstSegment: number;
 }
 
 /** What publishing needs to know of the encode. */

@@ -7,15 +7,21 @@ import { UnsupportedMediaError } from '../../lib/errors.ts';
 import { settledAll } from '../../lib/settled.ts';
 import { AAC_CODECS, AUDIO_BITRATE } from '../encoders.ts';
 import {
-  finalPlaylist,
   masterPlaylist,
+  mediaPlaylist,
   parseMediaPlaylist,
   subtitlePlaylist,
   type MediaRendition,
   type Variant,
 } from '../playlist.ts';
-import { value, type AudioTrack } from '../probe.ts';
-import { renditionOutput, type AudioOutput, type HlsOutput, type SubtitleOutput } from '../renditions.ts';
+import { value, type AudioTrack, type MediaInfo } from '../probe.ts';
+import {
+  renditionOutput,
+  type AudioOutput,
+  type HlsOutput,
+  type Rendition,
+  type SubtitleOutput,
+} from '../renditions.ts';
 import { storageKey, type UploadQueue } from '../uploads.ts';
 import type { EncodedMedia } from './format.ts';
 
@@ -68,23 +74,76 @@ export async function publishHls(
     publishSubtitles(enc, queue, tree),
   ] as const);
   await queue.drain();
-  const master = path.join(localTree, 'index.m3u8');
-  await writeFile(master, masterPlaylist(variants(enc, video, audio), mediaRenditions(enc, tree), true));
-  queue.add(storageKey(tree.prefix, 'index.m3u8'), master);
-  await queue.drain();
-  const output: HlsOutput = {
-    path: `/${storageKey(tree.prefix, 'index.m3u8')}`,
-    renditions: enc.renditions.map((r, i) =>
-      renditionOutput(r, `/${video[i]?.keyDir}/index.m3u8`, video[i]?.bytes ?? 0),
-    ),
-    ...(audio.length > 0 ? { audio: audioOutputs(enc.media.audioTracks, audio) } : {}),
-    ...(subtitles.length > 0 ? { subtitles } : {}),
-  };
+  const output = await publishMaster({ ...enc, queue, tree, localTree, video, audio, subtitles });
   return { output, video, audio };
 }
 
+/** What a tree's master lists (issue #30: the single run's encode or a chunked run's pieces). */
+export interface TreeMedia {
+  renditions: readonly Rendition[];
+  media: Pick<MediaInfo, 'audioTracks' | 'subtitles'>;
+}
+
+/**
+ * Writes and uploads a tree's master once its media playlists are in the bucket, and says
+ * what the task output lists. Shared by the single run and the chunked stitch (issue #30).
+ */
+export async function publishMaster(
+  o: TreeMedia & {
+    queue: UploadQueue;
+    tree: HlsTree;
+    localTree: string;
+    video: Published[];
+    audio: Published[];
+    subtitles: SubtitleOutput[];
+  },
+): Promise<HlsOutput> {
+  const { queue, tree, video, audio, subtitles } = o;
+  const master = path.join(o.localTree, 'index.m3u8');
+  await mkdir(o.localTree, { recursive: true });
+  await writeFile(master, masterPlaylist(variants(o, video, audio), mediaRenditions(o, tree), true));
+  queue.add(storageKey(tree.prefix, 'index.m3u8'), master);
+  await queue.drain();
+  return {
+    path: `/${storageKey(tree.prefix, 'index.m3u8')}`,
+    renditions: o.renditions.map((r, i) => renditionOutput(r, `/${video[i]?.keyDir}/index.m3u8`, video[i]?.bytes ?? 0)),
+    ...(audio.length > 0 ? { audio: audioOutputs(o.media.audioTracks, audio) } : {}),
+    ...(subtitles.length > 0 ? { subtitles } : {}),
+  };
+}
+
+/** One segment as a media playlist lists it, with the bytes its bandwidths are measured from. */
+export interface ListedSegment {
+  uri: string;
+  duration: number;
+  bytes: number;
+}
+
+/**
+ * Writes one media playlist to `localDir/index.m3u8` and queues it for `keyDir`, and says what
+ * its master entry needs. Shared by the single run and the chunked stitch (issue #30).
+ */
+export async function publishMediaPlaylist(
+  queue: UploadQueue,
+  o: {
+    rel: string;
+    keyDir: string;
+    localDir: string;
+    segments: readonly ListedSegment[];
+    map?: string | undefined;
+    codecs: string;
+    ended: boolean;
+  },
+): Promise<Published> {
+  const file = path.join(o.localDir, 'index.m3u8');
+  await mkdir(o.localDir, { recursive: true });
+  await writeFile(file, mediaPlaylist({ segments: o.segments, map: o.map, ended: o.ended }));
+  queue.add(`${o.keyDir}/index.m3u8`, file);
+  return { rel: o.rel, keyDir: o.keyDir, ...segmentStats(o.segments), codecs: o.codecs };
+}
+
 /** The master's variants: each video rendition with its audio group's cost, or audio alone. */
-function variants(enc: EncodedMedia, video: Published[], audio: Published[]): Variant[] {
+function variants(enc: TreeMedia, video: Published[], audio: Published[]): Variant[] {
   const main = audio[enc.media.audioTracks.findIndex((a) => a.default)] ?? audio[0];
   if (enc.renditions.length === 0) {
     if (!main) return [];
@@ -108,7 +167,7 @@ function bandwidths(p: Published): { bandwidth: number; averageBandwidth: number
 }
 
 /** EXT-X-MEDIA entries: alternate audio (not for an audio-only input's single track) and subtitles. */
-function mediaRenditions(enc: EncodedMedia, tree: HlsTree): MediaRendition[] {
+function mediaRenditions(enc: TreeMedia, tree: HlsTree): MediaRendition[] {
   const tracks = enc.media.audioTracks;
   const listAudio = tree.audioGroup && (enc.renditions.length > 0 || tracks.length > 1);
   const audio: MediaRendition[] = listAudio
@@ -168,19 +227,13 @@ async function publishMedia(
     throw new UnsupportedMediaError(
       `the ${isVideo ? 'video' : 'audio'} could not be decoded: no ${isVideo ? 'frames' : 'samples'} came out of it`,
     );
-  await writeFile(
-    playlistFile,
-    finalPlaylist(
-      text,
-      playlist.segments.map((s) => s.duration),
-    ),
+  const segments = await Promise.all(
+    playlist.segments.map(async (s) => ({ ...s, bytes: (await stat(path.join(localDir, s.uri))).size })),
   );
   if (playlist.map) queue.add(`${keyDir}/${playlist.map}`, path.join(localDir, playlist.map));
-  queue.add(`${keyDir}/index.m3u8`, playlistFile);
-  const stats = await segmentStats(localDir, playlist.segments);
   const sample = path.join(localDir, playlist.map ?? playlist.segments[0]?.uri ?? '');
   const codecs = isVideo ? await enc.codecs.of(localDir, sample) : AAC_CODECS;
-  return { rel, keyDir, ...stats, codecs };
+  return publishMediaPlaylist(queue, { rel, keyDir, localDir, segments, map: playlist.map, codecs, ended: true });
 }
 
 /**
@@ -207,19 +260,16 @@ async function publishSubtitles(enc: EncodedMedia, queue: UploadQueue, tree: Hls
   return out;
 }
 
-async function segmentStats(
-  dir: string,
-  segments: { uri: string; duration: number }[],
-): Promise<{ peak: number; average: number; bytes: number }> {
+/** Peak and average bits per second of a media playlist's segments, and their bytes. */
+function segmentStats(segments: readonly ListedSegment[]): { peak: number; average: number; bytes: number } {
   let bytes = 0;
   let seconds = 0;
   let peak = 0;
   for (const s of segments) {
-    const { size } = await stat(path.join(dir, s.uri));
-    bytes += size;
+    bytes += s.bytes;
     seconds += s.duration;
     // A last segment of a few frames says little about the peak; it still counts in the average.
-    if (s.duration >= 0.5 || segments.length === 1) peak = Math.max(peak, (size * 8) / Math.max(s.duration, 0.001));
+    if (s.duration >= 0.5 || segments.length === 1) peak = Math.max(peak, (s.bytes * 8) / Math.max(s.duration, 0.001));
   }
   return { peak: Math.round(peak), average: Math.round((bytes * 8) / Math.max(seconds, 0.001)), bytes };
 }

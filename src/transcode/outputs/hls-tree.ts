@@ -38,8 +38,8 @@ export function hlsTreeFormat<Key extends string, Result>(
     ...plan.renditions.map((r) => r.name),
     ...(audioGroup(plan) ? plan.probe.audioTracks.map((a) => treeLayout.audioDir(a.index)) : []),
   ];
-  const target = (cutAt: number, rel: string, select: string): string =>
-    `[${select}f=hls:${hlsOptions(cutAt, `${dir}/${rel}/${segment}`, fmp4)}]${dir}/${rel}/index.m3u8`;
+  const target = (plan: CommandPlan, cutAt: number, rel: string, select: string): string =>
+    `[${select}f=hls:${hlsOptions(cutAt, `${dir}/${rel}/${segment}`, fmp4)}${chunkOptions(plan, fmp4)}]${dir}/${rel}/index.m3u8`;
   return {
     key: o.key,
     label: o.label,
@@ -53,10 +53,10 @@ export function hlsTreeFormat<Key extends string, Result>(
       ...playlists(plan).map((rel) => `${dir}/${rel}`),
       ...(plan.probe.subtitles.length > 0 ? ['subtitles'] : []),
     ],
-    videoTarget: (plan, r, cutAt) => target(cutAt, r.name, muxed(plan) ? "select=\\'v,a\\':" : 'select=v:'),
+    videoTarget: (plan, r, cutAt) => target(plan, cutAt, r.name, muxed(plan) ? "select=\\'v,a\\':" : 'select=v:'),
     muxesAudio: muxed,
     audioTarget: (plan, track, cutAt) =>
-      audioGroup(plan) ? target(cutAt, treeLayout.audioDir(track.index), '') : undefined,
+      audioGroup(plan) ? target(plan, cutAt, treeLayout.audioDir(track.index), '') : undefined,
     open: (run, prefix) => ({
       watched: playlists(run.plan).map((rel) => ({
         local: path.join(run.outDir, dir, rel, 'index.m3u8'),
@@ -80,6 +80,23 @@ function hlsOptions(cutAt: number, segmentFile: string, fmp4: boolean): string {
   if (fmp4) opts.push('hls_segment_type=fmp4', 'hls_fmp4_init_filename=init.mp4');
   opts.push(`hls_segment_filename=${segmentFile}`);
   return opts.join(':');
+}
+
+/**
+ * Issue #30: a chunk's segments are numbered on from the chunks before it, and its TS
+ * timestamps placed where it starts in the whole: the hls muxer first shifts the chunk to
+ * start at 0 (make_zero: as a whole run's muxer shifts its negative B-frame decode times),
+ * then its TS muxer adds the chunk's start, so a seam matches a single run's packets exactly.
+ * fMP4 segments are written as a single run's first ones and their tfdt patched after
+ * (chunked/fmp4-patch.ts): the init segment stays the whole run's.
+ */
+function chunkOptions(plan: CommandPlan, fmp4: boolean): string {
+  const c = plan.chunk;
+  if (!c) return '';
+  const number = `:start_number=${c.firstSegment}`;
+  return fmp4
+    ? number
+    : `${number}:avoid_negative_ts=make_zero:hls_ts_options=output_ts_offset=${c.startSecs.toFixed(6)}`;
 }
 
 /**

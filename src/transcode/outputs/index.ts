@@ -56,7 +56,15 @@ export function openOutputs(run: OutputRun, outputs: Readonly<Partial<Record<str
   });
 }
 
-export type { CommandPlan, Encoder, OutputFolder, OutputFormat, OutputRun, WatchedPlaylist } from './format.ts';
+export type {
+  ChunkWindow,
+  CommandPlan,
+  Encoder,
+  OutputFolder,
+  OutputFormat,
+  OutputRun,
+  WatchedPlaylist,
+} from './format.ts';
 export type { ThumbnailsOutput } from './thumbnails.ts';
 export type { CmafOutput } from './fmp4.ts';
 export type { Mp4Output } from './mp4.ts';

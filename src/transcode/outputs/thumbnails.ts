@@ -11,8 +11,8 @@ import {
   thumbnailBranches,
   type StoryboardPlan,
 } from '../storyboard.ts';
-import { storageKey } from '../uploads.ts';
-import type { OutputFormat, OutputRun } from './format.ts';
+import { storageKey, type UploadQueue } from '../uploads.ts';
+import type { OutputFormat } from './format.ts';
 
 /** The storyboard's WebVTT file and the poster image. */
 export interface ThumbnailsOutput {
@@ -20,7 +20,8 @@ export interface ThumbnailsOutput {
   poster: string;
 }
 
-const DIR = 'thumbnails';
+export const THUMBNAILS_DIR = 'thumbnails';
+const DIR = THUMBNAILS_DIR;
 
 /**
  * The storyboard (JPEG sprite sheets and a WebVTT file of `#xywh=` cues) and the poster: one
@@ -39,7 +40,7 @@ export const thumbnails: OutputFormat<'thumbnails', ThumbnailsOutput, false> = {
     publish: () => {
       const plan = run.plan.thumbnails;
       if (!plan) throw new InternalError('thumbnails opened without a storyboard plan');
-      return publishThumbnails(run, plan, prefix);
+      return publishThumbnails(run.queue, { local: path.join(run.outDir, DIR), plan, prefix });
     },
   }),
 };
@@ -57,11 +58,12 @@ export function planThumbnails(o: {
 
 /**
  * The storyboard's sprite sheets, its WebVTT file (cues name the sheets relative to it) and
- * the poster, under `<prefix>/thumbnails/`.
+ * the poster, under `<prefix>/thumbnails/`. Also the chunked stitch's (issue #30), from `local`.
  */
-async function publishThumbnails(run: OutputRun, plan: StoryboardPlan, prefix: string): Promise<ThumbnailsOutput> {
-  const { queue } = run;
-  const local = path.join(run.outDir, DIR);
+export async function publishThumbnails(
+  queue: UploadQueue,
+  { local, plan, prefix }: { local: string; plan: StoryboardPlan; prefix: string },
+): Promise<ThumbnailsOutput> {
   const keyDir = storageKey(prefix, DIR);
   await writeFile(path.join(local, STORYBOARD_VTT), storyboardVtt(plan));
   for (let i = 0; i < plan.sheets; i++) queue.add(`${keyDir}/${sheetFileName(i)}`, path.join(local, sheetFileName(i)));

@@ -1,0 +1,68 @@
+import path from 'node:path';
+import { InternalError, ValidationError } from '../../lib/errors.ts';
+import type { JobContext } from '../../tasks/index.ts';
+import { openDestination } from '../destination.ts';
+import { treeFolder } from '../outputs/index.ts';
+import type { TranscodeFileOutput } from '../types.ts';
+import { pieceQueue } from './encode.ts';
+import { lowestRendition } from './pieces.ts';
+import { manifestOf, publishTrees } from './publish.ts';
+import { stitchDash, stitchMp4s, stitchThumbnails, type StitchInput } from './stitch-media.ts';
+import { piecesPrefix, type ChunkedDeps, type PieceManifest, type StitchJob } from './types.ts';
+
+/** The manifests of the audio and of every chunk, in order; the queue runs the stitch only once all are done. */
+async function manifests(
+  ctx: JobContext,
+  job: StitchJob,
+): Promise<{ audio: PieceManifest | undefined; chunks: PieceManifest[] }> {
+  if (!ctx.siblings) throw new InternalError('chunked: the stitch ran without its sibling pieces');
+  const done = (await ctx.siblings()).map(manifestOf).filter((m): m is PieceManifest => m !== undefined);
+  const chunks = done.filter((m) => m.kind === 'chunk').sort((a, b) => a.index - b.index);
+  if (chunks.length !== job.chunks || chunks.some((c, i) => c.index !== i))
+    throw new InternalError(`chunked: the stitch found ${chunks.length} of ${job.chunks} chunks done`);
+  const audio = done.find((m) => m.kind === 'audio');
+  if (job.media.audioTracks.length > 0 && !audio)
+    throw new InternalError('chunked: the stitch found no audio piece done');
+  return { audio, chunks };
+}
+
+/**
+ * The `transcode-stitch` piece (issue #30): from the pieces' manifests, without encoding the
+ * video again, the outputs a single run writes, in its layout: each tree's media playlists
+ * and master (final, VOD), the DASH manifest, the MP4s, the storyboard and poster. Its
+ * output becomes the parent task's. The pieces' files in the built-in store go at the end.
+ */
+export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobContext): Promise<TranscodeFileOutput> {
+  const parentId = ctx.parentId;
+  if (!parentId) throw new InternalError('chunked: a piece ran without its parent task');
+  if (!deps.builtinStore) throw new ValidationError('storage: this server has no built-in store for the pieces');
+  const { audio, chunks } = await manifests(ctx, job);
+  const store = openDestination(deps, job.storage, parentId);
+  const queue = pieceQueue(deps, store, ctx.signal);
+  const localRoot = path.join(ctx.scratchDir, 'stitch');
+  const s: StitchInput = { deps, ctx, job, store: deps.builtinStore, queue, localRoot, audio, chunks };
+  ctx.progress(0);
+  const trees = await publishTrees(deps, { job, store, signal: ctx.signal, localRoot, audio, chunks, ended: true });
+  const out: Record<string, unknown> = {};
+  if (trees.hls) out.hls = trees.hls.output;
+  if (job.outputs.mp4) out.mp4 = await stitchMp4s(s, job.outputs.mp4.path);
+  if (trees.fmp4) out.fmp4 = { ...trees.fmp4.output, dash: await stitchDash(s, trees.fmp4) };
+  ctx.progress(0.7);
+  const under = treeFolder(job.outputs);
+  const lowest = lowestRendition(job.renditions);
+  if (under && lowest) {
+    const thumbnails = await stitchThumbnails(s, { prefix: under.path, lowest: lowest.name });
+    if (thumbnails) out.thumbnails = thumbnails;
+  }
+  await queue.drain();
+  const { baseUrl, files } = await store.close(ctx.signal);
+  await deps.builtinStore.removePrefix(piecesPrefix(parentId));
+  ctx.progress(1);
+  return {
+    ...(baseUrl ? { baseUrl } : {}),
+    ...out,
+    input_video: { duration: job.duration, size: job.inputSize },
+    ...(files ? { files } : {}),
+    pieces: { chunks: job.chunks, chunkSecs: job.chunkSecs, audio: audio !== undefined },
+  };
+}

@@ -1,0 +1,89 @@
+import type { Logger } from 'pino';
+import type { Config } from '../../config/index.ts';
+import type { BuiltinStore } from '../../storage/builtin/index.ts';
+import type { InputSpec, ObjectStoreFactory, StorageTarget } from '../../storage/index.ts';
+import type { C2paSigner } from '../c2pa.ts';
+import type { ChunkWindow, OutputFolders } from '../outputs/index.ts';
+import type { MediaInfo } from '../probe.ts';
+import type { Rendition } from '../renditions.ts';
+
+// Issue #30: a long transcode-file task split into pieces (child tasks): `transcode-audio`
+// (every audio track, once), `transcode-chunk` x N (video, a range each) and
+// `transcode-stitch` (playlists, DASH, MP4s, thumbnails from the pieces' manifests). These
+// are the pieces' params and outputs: plain JSON, stored in the pieces' task rows.
+
+export const PIECE_TYPES = {
+  audio: 'transcode-audio',
+  chunk: 'transcode-chunk',
+  stitch: 'transcode-stitch',
+} as const;
+
+/** What the piece handlers need; the transcode handler's deps fit it. */
+export interface ChunkedDeps {
+  config: Config;
+  log?: Logger | undefined;
+  objectStores?: Partial<Record<string, ObjectStoreFactory>> | undefined;
+  c2paSigner?: C2paSigner | undefined;
+  builtinStore?: BuiltinStore | undefined;
+}
+
+/**
+ * Where a piece reads the input: the source itself by ranges, or its copy in the built-in store.
+ * At the top of the piece's params: a task's secrets are removed one level down on completion
+ * (tasks/model.ts PARAMS_WITHOUT_SECRETS), so the input's credentials and signed query go too.
+ */
+export type SourceRef = { input: InputSpec; stored?: undefined } | { stored: string; input?: undefined };
+
+/** What every piece of one parent is told: the split step's findings. */
+export type PieceJob = SourceRef & {
+  /** Absent: the built-in store under the parent's `task/<parentId>/`. */
+  storage?: StorageTarget;
+  outputs: OutputFolders;
+  /** The split step's probe of the input. */
+  media: MediaInfo;
+  /** The ladder, chosen once for the whole video (with #31's per-title choice). */
+  renditions: Rendition[];
+  segmentSecs: number;
+  duration: number;
+  c2pa?: boolean;
+};
+
+export type ChunkJob = PieceJob & { chunk: { index: number; count: number; window: ChunkWindow } };
+
+export type StitchJob = PieceJob & { chunks: number; chunkSecs: number; inputSize: number };
+
+/** A segment as a piece's manifest lists it. */
+export interface SegmentEntry {
+  uri: string;
+  duration: number;
+  bytes: number;
+}
+
+/** One media playlist's share of a piece: a rendition (`360p0`) or an audio track (`audio/0`). */
+export interface MediaPart {
+  rel: string;
+  segments: SegmentEntry[];
+  /** The init segment of an fMP4 playlist. */
+  map?: string;
+  /** RFC 6381, from the piece that uploaded the first segments. */
+  codecs?: string;
+  /** fMP4: each segment's [earliest presentation time, duration] in `timescale` ticks (DASH). */
+  spans?: [number, number][];
+  timescale?: number;
+}
+
+/** A piece's output: what it put where. The stitch and the early playlists read it. */
+export interface PieceManifest {
+  kind: 'audio' | 'chunk';
+  /** The chunk's index; -1 for the audio piece. */
+  index: number;
+  /** By HLS tree (`hls`, `fmp4`): its media playlists' share. */
+  trees: Record<string, MediaPart[]>;
+  /** Built-in store keys of its MP4 pieces, by rendition name (`audio` for the audio). */
+  mp4: Record<string, string>;
+  /** Built-in store key of the poster, from the chunk that holds the poster's time. */
+  poster?: string;
+}
+
+/** Where a parent's pieces keep their files in the built-in store; removed by the stitch. */
+export const piecesPrefix = (parentId: string): string => `pieces/${parentId}/`;

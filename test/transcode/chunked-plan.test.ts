@@ -1,0 +1,58 @@
+// Issue #30: where a long input is cut (transcode/chunked/plan.ts).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { planChunks } from '../../src/transcode/chunked/plan.ts';
+import type { Rendition } from '../../src/transcode/renditions.ts';
+
+const rung = (name: string, num: number, den = 1): Rendition => ({
+  name,
+  width: 640,
+  height: 360,
+  bitrate: 1_000_000,
+  fps: { num, den },
+  codec: 'h264',
+  profile: 'high',
+  noBFrames: false,
+  gopFrames: undefined,
+  crf: undefined,
+});
+
+describe('planChunks', () => {
+  const base = { segmentSecs: 6, chunkSecs: 30, thresholdSecs: 120 };
+
+  it('cuts whole segments of whole frames (29.97 fps: 179-frame segments)', () => {
+    const plan = planChunks({ ...base, duration: 600, renditions: [rung('a', 30000, 1001)] });
+    assert.ok(plan);
+    assert.ok(Math.abs(plan.segment - (179 * 1001) / 30000) < 1e-9);
+    assert.equal(plan.segmentsPerChunk, 5);
+    const w = plan.windows[3];
+    assert.ok(w);
+    assert.ok(Math.abs(w.startSecs - 15 * plan.segment) < 1e-9);
+    assert.equal(w.firstSegment, 15);
+    assert.equal(w.keepSecs, plan.chunkSecs);
+    // The lead-in is a whole number of frames, about half a second.
+    const leadFrames = (w.skipSecs * 30000) / 1001;
+    assert.ok(Math.abs(leadFrames - Math.round(leadFrames)) < 1e-6 && w.skipSecs >= 0.5 && w.skipSecs < 0.6);
+    assert.equal(plan.windows.at(-1)?.keepSecs, undefined, 'the last chunk runs to the end');
+    assert.equal(plan.windows[0]?.seekSecs, 0);
+  });
+
+  it('joins a tail shorter than a segment to the chunk before it', () => {
+    const plan = planChunks({ ...base, duration: 180.02, renditions: [rung('a', 30)] });
+    assert.equal(plan?.windows.length, 6);
+    assert.equal(planChunks({ ...base, duration: 186.5, renditions: [rung('a', 30)] })?.windows.length, 7);
+  });
+
+  it('does not split at or below the threshold, nor renditions with different segment lengths', () => {
+    assert.equal(planChunks({ ...base, duration: 120, renditions: [rung('a', 30)] }), undefined);
+    assert.equal(planChunks({ ...base, thresholdSecs: 0, duration: 600, renditions: [rung('a', 30)] }), undefined);
+    assert.equal(
+      planChunks({ ...base, duration: 600, renditions: [rung('a', 30), rung('b', 30000, 1001)] }),
+      undefined,
+    );
+    // 30 and 60 fps share 6 s segments: one grid, a lead-in whole in both.
+    const plan = planChunks({ ...base, duration: 600, renditions: [rung('a', 30), rung('b', 60)] });
+    assert.ok(plan);
+    assert.ok(Math.abs(((plan.windows[1]?.skipSecs ?? 0) * 30) % 1) < 1e-9);
+  });
+});
