@@ -89,7 +89,7 @@ export function startGateway(
     log,
   });
   const ledger = new Ledger(core.db);
-  const billing = new Billing(ledger, { usageBased: config.gatewayUsageBased });
+  const billing = new Billing(ledger, { usageBased: config.gatewayUsageBased, limiter: core.accounts.limiter });
   return registerGateway(app, {
     settings: config,
     pool,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Accounts } from './accounts/index.ts';
+import { Accounts, keyLimiter } from './accounts/index.ts';
 import {
   AssetStore,
   CLIP_TASK_TYPE,
@@ -33,7 +33,7 @@ import { ensurePrivateDir } from './lib/private-dir.ts';
 import { Queue, TaskStore, Worker } from './tasks/index.ts';
 import { purgeWebhookDeliveries, purgeWebhookLogs, WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
-import { createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
+import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
 import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 import { startOrchestrator } from './llm/orchestrator/index.ts';
@@ -92,7 +92,8 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
       // A cancelled worker may still write a file for a while: a deleted asset's files are removed again after it.
       deleteGraceMs: config.leaseMs * 2,
     }),
-    accounts: new Accounts(db, { authCacheMs: config.authCacheMs }),
+    // Key limits (issue #32) are counted in the database, so every process shares them.
+    accounts: new Accounts(db, { authCacheMs: config.authCacheMs, limiter: keyLimiter(db, config, log) }),
     tasks,
     queue: new Queue(db, {
       leaseMs: config.leaseMs,
@@ -142,24 +143,28 @@ async function createApp(
     requesterSalt: await requesterSalt(config),
     version: VERSION,
     exportProofConfigured: config.dwebExportProof !== undefined,
+    metricsPerKey: config.metricsPerKey,
   });
 }
 
 export function createWorker(core: Core): Worker {
   const dweb = dwebStoreFactory(core.config, core.agent);
-  const transcode = createTranscodeHandler({
+  const transcodeDeps = {
     config: core.config,
     log: core.log,
     c2paSigner: core.c2paSigner,
     builtinStore: core.builtinStore,
     objectStores: { 'dweb.storage': dweb, 'web3.storage': dweb },
-  });
+  };
+  // Issue #30: a long input is split into pieces, which the chunked handlers below run.
+  const transcode = createTranscodeHandler(transcodeDeps, { split: true });
   return new Worker({
     db: core.db,
     queue: core.queue,
     // One handler per task type; the API's contract for the type says what its params are.
     handlers: {
       [TRANSCODE_TASK_TYPE]: transcode,
+      ...createChunkedHandlers(transcodeDeps),
       [UPLOAD_TASK_TYPE]: createUploadHandler({
         config: core.config,
         store: core.builtinStore,
@@ -315,6 +320,8 @@ export async function startRoles(
         closers.unshift(() => gateway.close());
       }
       closers.unshift(() => app.close());
+      // After the server: the last batch of request counts is written before the database closes.
+      closers.push(async () => core.accounts.limiter?.close());
       running.url = await app.listen({ port: config.port, host: config.host });
       links = publicBase(app, config.publicUrl);
       running.app = app;

@@ -2,6 +2,21 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/index.ts';
 import { bearerToken } from '../lib/bearer.ts';
 import { AuthError, NotFoundError, ValidationError } from '../lib/errors.ts';
+import { keyView, keyViews, type KeyView, limitColumns, updateKeySettings, updateOwnerLimits } from './key-settings.ts';
+import type { KeyLimiter, Windows } from './limiter.ts';
+import {
+  checkSettings,
+  effectiveLimits,
+  type KeyLimits,
+  type LimitColumns,
+  type LimitSettings,
+  windowed,
+} from './limits.ts';
+
+export { KeyLimiter, keyLimiter, type LimiterOptions, type TokensHeld, type Windows } from './limiter.ts';
+export type { BudgetPeriod, KeyLimits, LimitSettings } from './limits.ts';
+export { BUDGET_PERIODS, checkModel } from './limits.ts';
+export type { KeyView } from './key-settings.ts';
 
 // Owners (tenants) and their API keys. A key is shown once when created and stored only as
 // its sha256: 192 random bits need no slow hash, and a lookup stays one indexed query.
@@ -10,6 +25,10 @@ export interface Principal {
   owner: string;
   projectId: string;
   keyId: string;
+  /** What the key is held to (issue #32); undefined: no limit of any kind. */
+  limits?: KeyLimits | undefined;
+  /** The key's rate windows after this request was counted (keys with a requests or tokens limit). */
+  windows?: Windows | undefined;
 }
 
 export interface KeyInfo {
@@ -34,16 +53,25 @@ export interface AccountsOptions {
    * another process keeps working for up to this long (revoking in this process is at once).
    */
   authCacheMs?: number;
+  /** Counts requests against key limits (issue #32); without it, limits other than expiry are not enforced. */
+  limiter?: KeyLimiter | undefined;
 }
 
 export class Accounts {
   readonly #db: Queryable;
   readonly #cacheMs: number;
   readonly #cache = new Map<string, { principal: Principal; until: number }>();
+  readonly #limiter: KeyLimiter | undefined;
 
   constructor(db: Queryable, opts: AccountsOptions = {}) {
     this.#db = db;
     this.#cacheMs = opts.authCacheMs ?? 0;
+    this.#limiter = opts.limiter;
+  }
+
+  /** The limiter the LLM billing and the task API count charges and tasks with (issue #32). */
+  get limiter(): KeyLimiter | undefined {
+    return this.#limiter;
   }
 
   /** Creates the owner if it does not exist yet; returns its project id. */
@@ -60,8 +88,13 @@ export class Accounts {
     return row.project_id;
   }
 
-  /** Creates a key for `owner` (and the owner if needed). The key itself is returned only here. */
-  async createKey(owner: string): Promise<{ id: string; key: string; owner: string; projectId: string }> {
+  /** Creates a key for `owner` (and the owner if needed), with `settings`. The key itself is returned only here. */
+  async createKey(
+    owner: string,
+    settings: LimitSettings = {},
+  ): Promise<{ id: string; key: string; owner: string; projectId: string }> {
+    // Checked before anything is written: a bad setting creates no key.
+    checkSettings(settings, { forKey: true });
     const projectId = await this.ensureOwner(owner);
     const key = KEY_PREFIX + randomBytes(24).toString('base64url');
     const id = randomUUID();
@@ -71,7 +104,37 @@ export class Accounts {
       hashKey(key),
       key.slice(0, 7),
     ]);
+    if (Object.keys(settings).length > 0) await updateKeySettings(this.#db, id, settings);
     return { id, key, owner, projectId };
+  }
+
+  /** Changes a key's limit settings (absent ones stay); false when no key has that id. */
+  async updateKey(id: string, settings: LimitSettings): Promise<boolean> {
+    const done = await updateKeySettings(this.#db, id, settings);
+    this.#forget((p) => p.keyId === id);
+    return done;
+  }
+
+  /** Changes an owner's default limits (absent ones stay); false when there is no such owner. */
+  async updateOwnerLimits(owner: string, settings: LimitSettings): Promise<boolean> {
+    const done = await updateOwnerLimits(this.#db, owner, settings);
+    this.#forget((p) => p.owner === owner);
+    return done;
+  }
+
+  /** Keys with their settings and limits: of one owner, or all. */
+  keyViews(owner?: string): Promise<KeyView[]> {
+    return keyViews(this.#db, owner === undefined ? {} : { owner });
+  }
+
+  /** One key of `owner` with its settings and limits; NotFoundError for another owner's. */
+  keyView(owner: string, id: string): Promise<KeyView> {
+    return keyView(this.#db, owner, id);
+  }
+
+  /** Drops cached lookups (a change made in this process holds at once; others' after authCacheMs). */
+  #forget(which: (p: Principal) => boolean): void {
+    for (const [hash, entry] of this.#cache) if (which(entry.principal)) this.#cache.delete(hash);
   }
 
   async listKeys(owner?: string): Promise<KeyInfo[]> {
@@ -102,7 +165,7 @@ export class Accounts {
       'UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id',
       [id],
     );
-    for (const [hash, entry] of this.#cache) if (entry.principal.keyId === id) this.#cache.delete(hash);
+    this.#forget((p) => p.keyId === id);
     return rows.length > 0;
   }
 
@@ -113,10 +176,31 @@ export class Accounts {
    */
   async requirePrincipal(authorization: string | undefined): Promise<Principal> {
     const p = await this.authenticate(authorization);
-    if (p) return p;
-    throw new AuthError(
-      bearerToken(authorization) ? 'invalid API key' : 'missing API key: send Authorization: Bearer <key>',
-    );
+    if (p) return checkExpiry(p);
+    throw unauthorized(authorization);
+  }
+
+  /**
+   * The auth step of every authenticated route (issue #32): the key (401 when missing, unknown,
+   * revoked or expired), then its request counted against its limits (429 past them). A bad key
+   * counts against the client's address: past MEDIAPLANE_AUTH_FAILURES_PER_MINUTE a window, its
+   * bad keys are answered 429, never a good one (keys are 192 random bits: nobody guesses one,
+   * so the limit slows scanners without letting an attacker lock a real key out of a shared address).
+   */
+  async admit(authorization: string | undefined, o: { address: string }): Promise<Principal> {
+    const p = await this.authenticate(authorization);
+    if (!p) {
+      const refused = bearerToken(authorization) ? await this.#limiter?.authFailed(o.address) : undefined;
+      throw refused ?? unauthorized(authorization);
+    }
+    checkExpiry(p);
+    const limiter = this.#limiter;
+    if (!limiter) return p;
+    if (!windowed(p.limits)) {
+      limiter.count(p);
+      return p;
+    }
+    return { ...p, windows: await limiter.admit({ ...p, limits: p.limits }) };
   }
 
   /** The principal of a bearer header, or null for a missing, unknown or revoked key. */
@@ -127,8 +211,10 @@ export class Accounts {
     const now = Date.now();
     const cached = this.#cache.get(hash);
     if (cached && cached.until > now) return cached.principal;
-    const rows = await this.#db.query<{ id: string; owner: string; project_id: string }>(
-      `SELECT k.id, k.owner, o.project_id FROM api_keys k JOIN owners o ON o.name = k.owner
+    // The key's limits and its owner's defaults come with the same query (issue #32).
+    const rows = await this.#db.query<AuthRow>(
+      `SELECT k.id, k.owner, o.project_id, k.expires_at, ${KEY_LIMITS}, ${OWNER_LIMITS}
+       FROM api_keys k JOIN owners o ON o.name = k.owner LEFT JOIN owner_limits ol ON ol.owner = k.owner
        WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
       [hash],
     );
@@ -137,7 +223,9 @@ export class Accounts {
       this.#cache.delete(hash);
       return null;
     }
-    const principal = { owner: row.owner, projectId: row.project_id, keyId: row.id };
+    const principal: Principal = { owner: row.owner, projectId: row.project_id, keyId: row.id };
+    const limits = effectiveLimits(row, ownerOf(row));
+    if (limits) principal.limits = limits;
     if (this.#cacheMs > 0) {
       // Bounded: unknown keys are never cached, and expired entries go when it fills up.
       if (this.#cache.size >= 10_000) for (const [h, e] of this.#cache) if (e.until <= now) this.#cache.delete(h);
@@ -145,4 +233,48 @@ export class Accounts {
     }
     return principal;
   }
+}
+
+const KEY_LIMITS = limitColumns('k');
+const OWNER_LIMITS = limitColumns('ol', 'o_');
+
+interface AuthRow extends LimitColumns {
+  id: string;
+  owner: string;
+  project_id: string;
+  expires_at: Date | null;
+  o_requests_per_minute: number | null;
+  o_tokens_per_minute: number | null;
+  o_concurrent_transcodes: number | null;
+  o_budget_usd: string | null;
+  o_budget_period: LimitColumns['budget_period'];
+  o_models: string[] | null;
+}
+
+function ownerOf(r: AuthRow): LimitColumns | null {
+  if (r.o_budget_period === null && r.o_models === null && r.o_budget_usd === null)
+    if (r.o_requests_per_minute === null && r.o_tokens_per_minute === null && r.o_concurrent_transcodes === null)
+      return null;
+  return {
+    requests_per_minute: r.o_requests_per_minute,
+    tokens_per_minute: r.o_tokens_per_minute,
+    concurrent_transcodes: r.o_concurrent_transcodes,
+    budget_usd: r.o_budget_usd,
+    budget_period: r.o_budget_period,
+    models: r.o_models,
+  };
+}
+
+/** The 401 of a missing or unknown key. */
+function unauthorized(authorization: string | undefined): AuthError {
+  return new AuthError(
+    bearerToken(authorization) ? 'invalid API key' : 'missing API key: send Authorization: Bearer <key>',
+  );
+}
+
+/** An expired key is a 401 (checked on every request: a cached lookup expires with it). */
+function checkExpiry(p: Principal): Principal {
+  const at = p.limits?.expiresAt ?? null;
+  if (at !== null && at <= Date.now()) throw new AuthError(`API key expired at ${new Date(at).toISOString()}`);
+  return p;
 }

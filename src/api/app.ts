@@ -37,11 +37,14 @@ import { accessControlRoutes } from './access-control-routes.ts';
 import { assetRoutes } from './asset-routes.ts';
 import { clipRoutes } from './clip-routes.ts';
 import { consoleRoutes } from './console-routes.ts';
+import { keyRoutes } from './key-routes.ts';
 import { exportRoutes } from './export-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { publicBase } from './public-base.ts';
 import { uploadRoutes } from './upload-routes.ts';
+import { usageRoutes } from './usage-routes.ts';
+import { registerKeyMetrics, UsageStore } from '../usage/index.ts';
 import { webhookRoutes, type WebhookResender, type WebhookStoreLike } from './webhook-routes.ts';
 
 export interface ApiDeps {
@@ -82,6 +85,8 @@ export interface ApiDeps {
   exportProofConfigured?: boolean;
   /** Where the built browser console is (issue #29); console/dist beside src/ when absent. */
   consoleDir?: string;
+  /** MEDIAPLANE_METRICS_PER_KEY: GET /metrics shows counters per API key (issue #32). */
+  metricsPerKey?: boolean;
 }
 
 /**
@@ -133,6 +138,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const openapi = collectOpenApi(app, { title: 'Mediaplane API', version: deps.version });
   const metrics = createMetrics({ tasks: deps.tasks, queue: deps.queue, registry: deps.metrics });
   metrics.instrument(app);
+  if (deps.metricsPerKey) registerKeyMetrics(deps.db, metrics.registry);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
@@ -169,14 +175,15 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     async (api) => {
       // Every route under /api names this check itself (lib/request-auth.ts, issue #26); an
       // unknown path asks for a key too, so without one it is a 401, not a map of the routes.
-      const auth = requestAuth((header) => deps.accounts.requirePrincipal(header));
+      // Every request of a key counts against its limits here (issue #32), on this API and the LLM routes alike.
+      const auth = requestAuth((header, req) => deps.accounts.admit(header, { address: req.ip }));
       api.setErrorHandler(transcodeApiErrorHandler(deps.log));
       api.setNotFoundHandler(async (req, reply) => {
         await auth.hook(req);
         return transcodeApiNotFound(req, reply);
       });
       const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
-      const routeDeps = { ...deps, auth, idempotency, publicBase: base };
+      const routeDeps = { ...deps, auth, idempotency, publicBase: base, limiter: deps.accounts.limiter };
       await taskRoutes(api, routeDeps);
       await webhookRoutes(api, routeDeps);
       await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
@@ -184,6 +191,8 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
       await clipRoutes(api, routeDeps);
       await exportRoutes(api, routeDeps);
       await accessControlRoutes(api, { auth, signingKeys, publicUrl: deps.publicUrl });
+      await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
+      await usageRoutes(api, { auth, usage: new UsageStore(deps.db) });
     },
     { prefix: '/api' },
   );

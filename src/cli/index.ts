@@ -160,7 +160,7 @@ const commands: Record<string, Command> = {
     run: (args) => tasksCommand(args, { config: config(args) }),
   },
   keys: {
-    summary: 'create, list and revoke API keys',
+    summary: 'create, update, list and revoke API keys and their limits',
     help: KEYS_HELP,
     flags: KEYS_FLAGS,
     run: (args) => withAdminDbFor(args, (db) => keysCommand(args, db)),

@@ -1,15 +1,43 @@
-import { Accounts } from '../accounts/index.ts';
+import { Accounts, BUDGET_PERIODS, type BudgetPeriod, type KeyView, type LimitSettings } from '../accounts/index.ts';
 import type { Queryable } from '../db/index.ts';
 import { UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
 export const KEYS_HELP = `Usage:
-  mediaplane keys create --owner NAME   create a key; printed once, on a line of its own
-  mediaplane keys list [--owner NAME]   list keys (id, owner, prefix, created, revoked)
-  mediaplane keys revoke KEY_ID         revoke a key by its id
+  mediaplane keys create --owner NAME [LIMITS]   create a key; printed once, on a line of its own
+  mediaplane keys update KEY_ID LIMITS           change a key's limits (those not given stay)
+  mediaplane keys owner-limits --owner NAME [LIMITS]
+                                                 set (or, without LIMITS, show) an owner's defaults
+  mediaplane keys show KEY_ID                    a key's settings, its owner's defaults, its limits
+  mediaplane keys list [--owner NAME] [--json]   list keys (id, owner, prefix, created, revoked, limits)
+  mediaplane keys revoke KEY_ID                  revoke a key by its id
 
-Keys are stored only as a hash. These commands work whether or not the server is running.`;
+LIMITS (issue #32; "per minute" is per MEDIAPLANE_RATE_WINDOW_MS):
+  --rpm N                     requests per minute, every authenticated route of both APIs
+  --tpm N                     LLM tokens per minute (max_tokens x n when admitted, settled on use)
+  --concurrent-transcodes N   transcode tasks waiting or running at once
+  --budget USD                USD per period on top of the credit balance (LLM charges)
+  --budget-period P           day, month (UTC calendar) or total (default total)
+  --models A,B                the model ids the key may use ('*': every model)
+  --expires WHEN              an ISO date (2027-01-31, 2027-01-31T12:00:00Z) or a duration from now (30d, 12h)
+A key's setting overrides its owner's default. On a key, "none" lifts the owner's default (no
+limit) and "default" goes back to it; on an owner, "none" removes the default.
 
-export const KEYS_FLAGS: CommandFlags = { owner: { type: 'string' }, json: { type: 'boolean' } };
+Keys are stored only as a hash. These commands work whether or not the server is running; a
+change reaches a running server within MEDIAPLANE_AUTH_CACHE_MS.`;
+
+export const KEYS_FLAGS: CommandFlags = {
+  owner: { type: 'string' },
+  json: { type: 'boolean' },
+  rpm: { type: 'string' },
+  tpm: { type: 'string' },
+  'concurrent-transcodes': { type: 'string' },
+  budget: { type: 'string' },
+  'budget-period': { type: 'string' },
+  models: { type: 'string' },
+  expires: { type: 'string' },
+};
+
+const LIMIT_FLAGS = ['rpm', 'tpm', 'concurrent-transcodes', 'budget', 'budget-period', 'models', 'expires'] as const;
 
 export async function keysCommand(args: ParsedArgs, db: Queryable): Promise<number> {
   const accounts = new Accounts(db);
@@ -18,23 +46,30 @@ export async function keysCommand(args: ParsedArgs, db: Queryable): Promise<numb
   switch (sub) {
     case 'create': {
       if (!owner) throw new UsageError('keys create needs --owner NAME');
-      const k = await accounts.createKey(owner);
+      const k = await accounts.createKey(owner, limitSettings(args, { forKey: true }));
       process.stderr.write(
         `created key ${k.id} for owner ${k.owner} (project ${k.projectId}); it is shown only once:\n`,
       );
       process.stdout.write(`${k.key}\n`);
       return 0;
     }
-    case 'list': {
-      const keys = await accounts.listKeys(owner);
-      if (args.flags.json === true) process.stdout.write(`${JSON.stringify(keys)}\n`);
-      else
-        for (const k of keys)
-          process.stdout.write(
-            `${k.id}  ${k.owner}  ${k.prefix}…  created ${new Date(k.createdAt).toISOString()}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}\n`,
-          );
+    case 'update':
+      return update(accounts, args, rest[0]);
+    case 'owner-limits':
+      return ownerLimits(accounts, args, owner);
+    case 'show': {
+      const id = rest[0];
+      if (!id) throw new UsageError('keys show needs the key id (see keys list)');
+      const [view] = (await accounts.keyViews()).filter((k) => k.id === id);
+      if (!view) {
+        process.stderr.write(`no key with id ${id}\n`);
+        return 1;
+      }
+      process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
       return 0;
     }
+    case 'list':
+      return list(accounts, args, owner);
     case 'revoke': {
       const id = rest[0];
       if (!id) throw new UsageError('keys revoke needs the key id (see keys list)');
@@ -46,6 +81,115 @@ export async function keysCommand(args: ParsedArgs, db: Queryable): Promise<numb
       return 0;
     }
     default:
-      throw new UsageError(`keys needs create, list or revoke\n\n${KEYS_HELP}`);
+      throw new UsageError(`keys needs create, update, owner-limits, show, list or revoke\n\n${KEYS_HELP}`);
   }
+}
+
+async function update(accounts: Accounts, args: ParsedArgs, id: string | undefined): Promise<number> {
+  if (!id) throw new UsageError('keys update needs the key id (see keys list)');
+  const settings = limitSettings(args, { forKey: true });
+  if (Object.keys(settings).length === 0) throw new UsageError(`keys update needs at least one limit\n\n${KEYS_HELP}`);
+  if (!(await accounts.updateKey(id, settings))) {
+    process.stderr.write(`no key with id ${id}\n`);
+    return 1;
+  }
+  process.stderr.write(`updated ${id}\n`);
+  return 0;
+}
+
+async function ownerLimits(accounts: Accounts, args: ParsedArgs, owner: string | undefined): Promise<number> {
+  if (!owner) throw new UsageError('keys owner-limits needs --owner NAME');
+  const settings = limitSettings(args, { forKey: false });
+  if (!(await accounts.updateOwnerLimits(owner, settings))) {
+    process.stderr.write(`no owner ${owner} (create a key for it first)\n`);
+    return 1;
+  }
+  const [key] = await accounts.keyViews(owner);
+  if (Object.keys(settings).length > 0) process.stderr.write(`updated the defaults of ${owner}\n`);
+  process.stdout.write(`${JSON.stringify(key?.ownerDefaults ?? {}, null, 2)}\n`);
+  return 0;
+}
+
+async function list(accounts: Accounts, args: ParsedArgs, owner: string | undefined): Promise<number> {
+  const keys = await accounts.keyViews(owner);
+  if (args.flags.json === true) {
+    process.stdout.write(`${JSON.stringify(keys)}\n`);
+    return 0;
+  }
+  for (const k of keys)
+    process.stdout.write(
+      `${k.id}  ${k.owner}  ${k.prefix}…  created ${k.createdAt.toISOString()}${k.revokedAt ? `  revoked ${k.revokedAt.toISOString()}` : ''}${limitsText(k)}\n`,
+    );
+  return 0;
+}
+
+function limitsText(k: KeyView): string {
+  const l = k.limits;
+  if (!l) return '';
+  const parts = [
+    l.requestsPerMinute === null ? '' : `rpm ${l.requestsPerMinute}`,
+    l.tokensPerMinute === null ? '' : `tpm ${l.tokensPerMinute}`,
+    l.concurrentTranscodes === null ? '' : `transcodes ${l.concurrentTranscodes}`,
+    l.budget ? `budget ${l.budget.usd} USD/${l.budget.period}` : '',
+    l.models ? `models ${l.models.join(',')}` : '',
+    l.expiresAt === null ? '' : `expires ${new Date(l.expiresAt).toISOString()}`,
+  ].filter(Boolean);
+  return `  [${parts.join(', ')}]`;
+}
+
+/** The limit flags given, as settings: "none" and "default" as the help says. */
+function limitSettings(args: ParsedArgs, o: { forKey: boolean }): LimitSettings {
+  const s: LimitSettings = {};
+  const flag = (name: (typeof LIMIT_FLAGS)[number]) => {
+    const v = args.flags[name];
+    return typeof v === 'string' ? v.trim() : undefined;
+  };
+  // On a key: none = 0 (no limit, over the owner's default), default = null; on an owner both clear it.
+  const word = (v: string, zero: number | string) => (v === 'default' || (!o.forKey && v === 'none') ? null : zero);
+  const count = (name: (typeof LIMIT_FLAGS)[number]) => {
+    const v = flag(name);
+    if (v === undefined) return undefined;
+    if (v === 'none' || v === 'default') return word(v, 0) as number | null;
+    if (!/^\d+$/.test(v)) throw new UsageError(`--${name}: a whole number, none or default (got ${v})`);
+    return Number(v);
+  };
+  const put = <K extends keyof LimitSettings>(k: K, v: LimitSettings[K] | undefined) => {
+    if (v !== undefined) s[k] = v;
+  };
+  put('requestsPerMinute', count('rpm'));
+  put('tokensPerMinute', count('tpm'));
+  put('concurrentTranscodes', count('concurrent-transcodes'));
+  const budget = flag('budget');
+  if (budget !== undefined)
+    s.budgetUsd = budget === 'none' || budget === 'default' ? (word(budget, '0') as string | null) : budget;
+  const period = flag('budget-period');
+  if (period !== undefined) {
+    if (period !== 'default' && !BUDGET_PERIODS.includes(period as BudgetPeriod))
+      throw new UsageError(`--budget-period: day, month, total or default (got ${period})`);
+    s.budgetPeriod = period === 'default' ? null : (period as BudgetPeriod);
+  }
+  const models = flag('models');
+  if (models !== undefined)
+    s.models =
+      models === 'default' || (!o.forKey && models === '*')
+        ? null
+        : models
+            .split(',')
+            .map((m) => m.trim())
+            .filter(Boolean);
+  const expires = flag('expires');
+  if (expires !== undefined) s.expiresAt = expires === 'none' || expires === 'default' ? null : expiryDate(expires);
+  return s;
+}
+
+/** An ISO date, or a duration from now: 30d, 12h, 45m, 90s. */
+function expiryDate(v: string): Date {
+  const d = /^(\d+)([dhms])$/.exec(v);
+  if (d) {
+    const unit = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000 }[d[2] as 'd' | 'h' | 'm' | 's'];
+    return new Date(Date.now() + Number(d[1]) * unit);
+  }
+  const at = new Date(v);
+  if (Number.isNaN(at.getTime())) throw new UsageError(`--expires: an ISO date or a duration like 30d (got ${v})`);
+  return at;
 }

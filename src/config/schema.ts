@@ -7,6 +7,8 @@ import { dwebSettings } from './dweb.ts';
 import { c2paSettings } from './c2pa.ts';
 import { webhookSettings } from './webhooks.ts';
 import { assetSettings } from './assets.ts';
+import { usageSettings } from './usage.ts';
+import { limitSettings } from './limits.ts';
 
 // Every setting the service reads, in one table per domain: name, type, default, description
 // (STYLE.md, practice 2). `--help` and the README's settings table are generated from it.
@@ -306,6 +308,8 @@ export const settings = {
   ...c2paSettings,
   ...webhookSettings,
   ...assetSettings,
+  ...usageSettings,
+  ...limitSettings,
 };
 
 export type Settings = typeof settings;

@@ -136,13 +136,71 @@ export class PayloadTooLargeError extends MediaplaneError {
 
 /** A limit that frees up with time; the answer says when to try again (API.md: 429 with Retry-After). */
 export class TooManyRequestsError extends MediaplaneError {
-  readonly code = 'too_many_requests';
+  readonly code: string = 'too_many_requests';
   readonly statusCode = 429;
   /** Whole seconds until a retry may succeed, at least 1 (the Retry-After header). */
   readonly retryAfterSeconds: number;
   constructor(message: string, options: ErrorOptions & { retryAfterMs?: number } = {}) {
     super(message, options);
     this.retryAfterSeconds = Math.max(1, Math.ceil((options.retryAfterMs ?? 1000) / 1000));
+  }
+}
+
+/** One rate window of a key (issue #32): what OpenAI's x-ratelimit-* headers say of it. */
+export interface RateWindow {
+  limit: number;
+  remaining: number;
+  /** Milliseconds until the window starts again. */
+  resetMs: number;
+}
+
+/**
+ * A key's requests or tokens per window are used up (issue #32). Its windows go on the wire
+ * as OpenAI's x-ratelimit-* headers on the LLM routes (lib/wire-errors.ts), Retry-After on both.
+ */
+export class RateLimitedError extends TooManyRequestsError {
+  override readonly code = 'rate_limit_exceeded';
+  /** Which limit refused it. */
+  readonly kind: 'requests' | 'tokens';
+  /** The key's windows as they stood (requests, and tokens when the key has a tokens limit). */
+  readonly windows: { requests?: RateWindow | undefined; tokens?: RateWindow | undefined };
+  constructor(
+    message: string,
+    options: ErrorOptions & {
+      kind: 'requests' | 'tokens';
+      windows: { requests?: RateWindow | undefined; tokens?: RateWindow | undefined };
+    },
+  ) {
+    const refused = options.windows[options.kind];
+    super(message, { ...options, retryAfterMs: refused?.resetMs ?? 1000 });
+    this.kind = options.kind;
+    this.windows = options.windows;
+  }
+}
+
+/**
+ * A key's budget for its period is spent (issue #32): a 402 on the LLM routes, a 429 on the
+ * task API (lib/wire-errors.ts), with Retry-After when the period ends.
+ */
+export class BudgetSpentError extends MediaplaneError {
+  readonly code = 'budget_exceeded';
+  readonly statusCode = 402;
+  /** Whole seconds until the budget's period starts again; undefined for a budget with no period. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(message: string, options: ErrorOptions & { retryAfterMs?: number | undefined } = {}) {
+    super(message, options);
+    this.retryAfterSeconds =
+      options.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(options.retryAfterMs / 1000));
+  }
+}
+
+/** The key may not do this: a model outside its allowlist (issue #32). */
+export class ForbiddenError extends MediaplaneError {
+  readonly code: string;
+  readonly statusCode = 403;
+  constructor(message: string, options: ErrorOptions & { code?: string } = {}) {
+    super(message, options);
+    this.code = options.code ?? 'forbidden';
   }
 }
 

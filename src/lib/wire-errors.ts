@@ -3,10 +3,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import {
   BadRequestError,
+  BudgetSpentError,
   InternalError,
   MediaplaneError,
   NotFoundError,
   PayloadTooLargeError,
+  RateLimitedError,
+  type RateWindow,
   TooManyRequestsError,
   UnsupportedContentTypeError,
   ValidationError,
@@ -75,7 +78,33 @@ const RETRY_AFTER_SECONDS = '1';
 
 function withHeaders<Body>(answer: WireError<Body>, e: MediaplaneError): WireError<Body> {
   if (e instanceof TooManyRequestsError) return { ...answer, headers: { 'retry-after': String(e.retryAfterSeconds) } };
+  if (e instanceof BudgetSpentError && e.retryAfterSeconds !== undefined)
+    return { ...answer, headers: { 'retry-after': String(e.retryAfterSeconds) } };
   return answer.status === 503 ? { ...answer, headers: { 'retry-after': RETRY_AFTER_SECONDS } } : answer;
+}
+
+/** OpenAI's duration format of x-ratelimit-reset-*: `450ms`, `12s`, `1m30s`. */
+function resetText(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
+  const s = Math.ceil(ms / 1000);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${s % 60}s`;
+}
+
+/**
+ * OpenAI's rate-limit headers for a key's windows (issue #32): x-ratelimit-limit-requests,
+ * -remaining-requests, -reset-requests and the same for tokens, on every answer of the LLM
+ * routes of a key with limits (the gateway sets them on success, openAiWireError on a 429).
+ */
+export function rateLimitHeaders(windows: { requests?: RateWindow | undefined; tokens?: RateWindow | undefined }) {
+  const headers: Record<string, string> = {};
+  for (const kind of ['requests', 'tokens'] as const) {
+    const w = windows[kind];
+    if (!w) continue;
+    headers[`x-ratelimit-limit-${kind}`] = String(w.limit);
+    headers[`x-ratelimit-remaining-${kind}`] = String(Math.max(0, w.remaining));
+    headers[`x-ratelimit-reset-${kind}`] = resetText(w.resetMs);
+  }
+  return headers;
 }
 
 /** What a 500 says on any wire: its message may hold paths or settings, never meant for a client. */
@@ -123,9 +152,10 @@ export function fromFastifyError(err: unknown): MediaplaneError {
 
 /**
  * The task API's statuses are those spec/API.md section A lists: an action that does not fit
- * the task's state (409) and a wrong content type (415) are its 400s.
+ * the task's state (409) and a wrong content type (415) are its 400s, and a key's spent budget
+ * (402 on the LLM routes) is its 429 (issue #32).
  */
-const TASKS_STATUS: Record<number, number> = { 409: 400, 415: 400 };
+const TASKS_STATUS: Record<number, number> = { 409: 400, 415: 400, 402: 429 };
 
 /** The task API's shape: `{"errors": ["message", ...]}`. */
 export function tasksWireError(err: unknown): WireError<TasksErrorBody> {
@@ -137,6 +167,8 @@ export function tasksWireError(err: unknown): WireError<TasksErrorBody> {
 const OPENAI_TYPES: Record<number, string> = {
   401: 'authentication_error',
   402: 'insufficient_quota',
+  403: 'permission_error',
+  429: 'rate_limit_error',
   404: 'not_found_error',
   408: 'timeout_error',
   502: 'upstream_error',
@@ -174,11 +206,17 @@ export function openAiWireError(err: unknown, opts: OpenAiWireOptions = {}): Wir
   const message = internal ? INTERNAL : e.message;
   const error = {
     message,
-    type: openAiType(status),
+    // OpenAI names the window that refused a rate-limited request as its type.
+    type: e instanceof RateLimitedError ? e.kind : openAiType(status),
     param: internal ? null : (e.param ?? null),
     code: internal ? 'internal' : (OPENAI_CODES[e.code] ?? e.code),
   };
-  return withHeaders({ status, body: opts.detail ? { error, detail: { msg: message } } : { error } }, e);
+  const answer = withHeaders({ status, body: opts.detail ? { error, detail: { msg: message } } : { error } }, e);
+  if (!(e instanceof RateLimitedError)) return answer;
+  // The openai SDK waits retry-after-ms (exact) before retry-after (whole seconds).
+  const resetMs = e.windows[e.kind]?.resetMs ?? 1000;
+  const limits = { ...rateLimitHeaders(e.windows), 'retry-after-ms': String(Math.max(1, Math.ceil(resetMs))) };
+  return { ...answer, headers: { ...answer.headers, ...limits } };
 }
 
 /** The LLM paths whose clients include @livepeer/ai: POST /llm and the rest under /llm. */

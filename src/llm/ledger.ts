@@ -26,10 +26,31 @@ export interface LedgerEntry {
 }
 
 /** Decimal text for a JS number without exponent surprises (8e-8 -> "0.00000008"). */
-function dec(n: number): string {
+export function dec(n: number): string {
   if (!Number.isFinite(n) || n < 0) throw new RangeError(`not a non-negative amount: ${n}`);
   return n.toFixed(18).replace(/\.?0+$/, '') || '0';
 }
+
+// Key limits and usage (issue #32; accounts/ KeyLimiter): a refund goes back to the key's
+// budget of the period it was counted in, and settled tokens are the key's usage of the day,
+// in the same statement as the settlement.
+
+/** The final statement: what `r` (owner, refund, key_id, budget_start) gave back returns to the key's budget. */
+const KEY_SPEND_REFUND = (r: string) => `UPDATE key_spend k SET spent_usd = GREATEST(0, k.spent_usd - ${r}.refund)
+       FROM ${r} WHERE k.key_id = ${r}.key_id AND k.period_start = ${r}.budget_start AND ${r}.refund > 0`;
+
+/** The final statement: `l`'s completion_tokens added to its key's usage of the day. */
+const KEY_DAY_TOKENS = (l: string) => `INSERT INTO api_key_days AS a (key_id, owner, day, tokens)
+       SELECT ${l}.key_id, ${l}.owner, (now() AT TIME ZONE 'UTC')::date, ${l}.completion_tokens FROM ${l}
+       WHERE ${l}.key_id IS NOT NULL AND ${l}.completion_tokens > 0
+       ON CONFLICT (key_id, day) DO UPDATE SET tokens = a.tokens + EXCLUDED.tokens`;
+
+/** After a settlement `s`: the refund to the balance and the key's budget, and the key's tokens of the day. */
+const SETTLED = (s: string) => `bal AS (
+         UPDATE llm_balances b SET balance_usd = b.balance_usd + ${s}.refund, updated_at = now()
+         FROM ${s} WHERE b.owner = ${s}.owner AND ${s}.refund > 0),
+       k AS (${KEY_SPEND_REFUND(s)})
+       ${KEY_DAY_TOKENS(s)}`;
 
 export class Ledger {
   readonly #db: Queryable;
@@ -41,25 +62,42 @@ export class Ledger {
    * Takes max_tokens x price from the owner's balance and records a reserved charge; null when
    * the balance cannot cover it. A free request (price 0) needs no balance but is recorded.
    */
-  async reserve(o: {
-    owner: string;
-    maxTokens: number;
-    pricePerToken: number;
-    model: string;
-    orchestrator: string;
-    requestId: string;
-  }): Promise<Reservation | null> {
-    const rows = await this.#db.query<{ id: string; amount_usd: string }>(
+  async reserve(
+    o: {
+      owner: string;
+      maxTokens: number;
+      pricePerToken: number;
+      model: string;
+      orchestrator: string;
+      requestId: string;
+      /** The key the request came with (usage per key, issue #32). */
+      keyId?: string | undefined;
+      /** The key's budget period the charge was counted against (accounts/ KeyLimiter.hold): refunds go back to it. */
+      budgetStart?: string | null | undefined;
+    },
+    q: Queryable = this.#db,
+  ): Promise<Reservation | null> {
+    const rows = await q.query<{ id: string; amount_usd: string }>(
       `WITH amount AS (SELECT ($3::integer * $4::numeric)::numeric(30, 12) AS usd),
        debit AS (
          UPDATE llm_balances b SET balance_usd = b.balance_usd - amount.usd, updated_at = now()
          FROM amount WHERE b.owner = $2 AND amount.usd > 0 AND b.balance_usd >= amount.usd
          RETURNING b.owner)
-       INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token)
-       SELECT $1, $2, 'charge', 'reserved', amount.usd, $5, $6, $7, $3, $4::numeric FROM amount
+       INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, key_id, budget_start)
+       SELECT $1, $2, 'charge', 'reserved', amount.usd, $5, $6, $7, $3, $4::numeric, $8::uuid, $9::date FROM amount
        WHERE amount.usd = 0 OR EXISTS (SELECT 1 FROM debit)
        RETURNING id, amount_usd`,
-      [randomUUID(), o.owner, o.maxTokens, dec(o.pricePerToken), o.model, o.orchestrator, o.requestId],
+      [
+        randomUUID(),
+        o.owner,
+        o.maxTokens,
+        dec(o.pricePerToken),
+        o.model,
+        o.orchestrator,
+        o.requestId,
+        o.keyId ?? null,
+        o.budgetStart ?? null,
+      ],
     );
     const row = rows[0];
     return row ? { id: row.id, amountUsd: Number(row.amount_usd) } : null;
@@ -77,20 +115,28 @@ export class Ledger {
     orchestrator: string;
     requestId: string;
     completionTokens: number;
+    keyId?: string | undefined;
   }): Promise<void> {
     await this.#db.query(
-      `INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, completion_tokens)
-       VALUES ($1, $2, 'charge', 'settled', 0, $3, $4, $5, $6, 0, $7)`,
-      [randomUUID(), o.owner, o.model, o.orchestrator, o.requestId, o.maxTokens, o.completionTokens],
+      `WITH l AS (
+         INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, completion_tokens, key_id)
+         VALUES ($1, $2, 'charge', 'settled', 0, $3, $4, $5, $6, 0, $7, $8::uuid)
+         RETURNING owner, key_id, completion_tokens)
+       ${KEY_DAY_TOKENS('l')}`,
+      [randomUUID(), o.owner, o.model, o.orchestrator, o.requestId, o.maxTokens, o.completionTokens, o.keyId ?? null],
     );
   }
 
   /** Refunds a reservation in full (the request failed before its first token). */
   async release(id: string): Promise<void> {
     await this.#db.query(
-      `WITH r AS (UPDATE llm_ledger SET status = 'released' WHERE id = $1 AND status = 'reserved' RETURNING owner, amount_usd)
-       UPDATE llm_balances b SET balance_usd = b.balance_usd + r.amount_usd, updated_at = now()
-       FROM r WHERE b.owner = r.owner AND r.amount_usd > 0`,
+      `WITH r AS (
+         UPDATE llm_ledger SET status = 'released' WHERE id = $1 AND status = 'reserved'
+         RETURNING owner, amount_usd AS refund, key_id, budget_start),
+       b AS (
+         UPDATE llm_balances b SET balance_usd = b.balance_usd + r.refund, updated_at = now()
+         FROM r WHERE b.owner = r.owner AND r.refund > 0)
+       ${KEY_SPEND_REFUND('r')}`,
       [id],
     );
   }
@@ -105,9 +151,8 @@ export class Ledger {
          UPDATE llm_ledger l SET status = 'settled', completion_tokens = $2,
            amount_usd = CASE WHEN $3::boolean THEN LEAST(old.amount_usd, ($2::integer * old.price_per_token)::numeric(30, 12)) ELSE old.amount_usd END
          FROM llm_ledger old WHERE l.id = $1 AND old.id = l.id AND l.status = 'reserved'
-         RETURNING l.owner, old.amount_usd - l.amount_usd AS refund)
-       UPDATE llm_balances b SET balance_usd = b.balance_usd + s.refund, updated_at = now()
-       FROM s WHERE b.owner = s.owner AND s.refund > 0`,
+         RETURNING l.owner, old.amount_usd - l.amount_usd AS refund, l.key_id, l.budget_start, l.completion_tokens),
+       ${SETTLED('s')}`,
       [id, o.completionTokens, o.usageBased],
     );
   }
@@ -133,9 +178,8 @@ export class Ledger {
          UPDATE llm_ledger l SET status = 'settled', completion_tokens = $2, amount_usd = LEAST(old.amount_usd, p.usd),
            price_per_token = p.price, orchestrator = p.orchestrator
          FROM llm_ledger old, p WHERE l.id = $1 AND old.id = l.id AND l.status = 'reserved'
-         RETURNING l.owner, old.amount_usd - l.amount_usd AS refund)
-       UPDATE llm_balances b SET balance_usd = b.balance_usd + s.refund, updated_at = now()
-       FROM s WHERE b.owner = s.owner AND s.refund > 0`,
+         RETURNING l.owner, old.amount_usd - l.amount_usd AS refund, l.key_id, l.budget_start, l.completion_tokens),
+       ${SETTLED('s')}`,
       [
         id,
         o.completionTokens,

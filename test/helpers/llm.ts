@@ -140,7 +140,7 @@ export function registerTestGateway(
     log: quietLog,
   });
   const ledger = new Ledger(o.db);
-  const billing = new Billing(ledger, { usageBased: config.gatewayUsageBased });
+  const billing = new Billing(ledger, { usageBased: config.gatewayUsageBased, limiter: o.accounts.limiter });
   return registerGateway(app, {
     settings: config,
     pool,

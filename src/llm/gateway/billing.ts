@@ -7,8 +7,9 @@
 // (issue #25: parts used to be charged one by one, so a 402 or a failed part left the others
 // charged for answers the client never got).
 
-import { PaymentRequiredError } from '../../lib/errors.ts';
-import type { Ledger } from '../ledger.ts';
+import type { KeyLimiter, Principal, TokensHeld } from '../../accounts/index.ts';
+import { MediaplaneError, PaymentRequiredError } from '../../lib/errors.ts';
+import { dec, type Ledger, type Reservation } from '../ledger.ts';
 
 export interface Charge {
   /** The answer is out: charge its tokens (usage-based, or the max_tokens reserved). */
@@ -24,6 +25,8 @@ export interface Charge {
 
 export interface ChargeFor {
   owner: string;
+  /** The key the request came with: its tokens and budget limits hold the charge (issue #32). */
+  key?: Principal | undefined;
   /** The price basis: max_tokens for each of the request's choices (n) and prompts, all together. */
   maxTokens: number;
   /** The choices asked for (n); each may take max_tokens. */
@@ -54,13 +57,61 @@ interface PartSettled {
   orchestrator: string;
 }
 
+/** What a charge of a limited key holds: its ledger reservation (none for a free one) and its tokens. */
+interface Held {
+  reservation: Reservation | undefined;
+  tokens: TokensHeld | undefined;
+}
+
+export interface OpenOptions {
+  /** Settle at the tokens used whatever the gateway's setting (embeddings: the reserve is a bound, not a price basis). */
+  usageBased?: boolean;
+  /** The 402 when the balance cannot cover the charge (default: max_tokens' words). */
+  tooLow?: (c: ChargeFor) => PaymentRequiredError;
+}
+
 export class Billing {
   readonly #ledger: Ledger;
   readonly #usageBased: boolean;
+  readonly #limiter: KeyLimiter | undefined;
 
-  constructor(ledger: Ledger, opts: { usageBased: boolean }) {
+  /** `limiter`: holds the charges of keys with a tokens or budget limit (accounts/ KeyLimiter, issue #32). */
+  constructor(ledger: Ledger, opts: { usageBased: boolean; limiter?: KeyLimiter | undefined }) {
     this.#ledger = ledger;
     this.#usageBased = opts.usageBased;
+    this.#limiter = opts.limiter;
+  }
+
+  /**
+   * A charge of a key whose tokens or budget limit applies to it: its tokens, its budget and the
+   * ledger's reservation taken together (KeyLimiter.hold), or its refusal; undefined when no
+   * limit applies (the charge is opened as any other).
+   */
+  async #hold(
+    charge: ChargeFor,
+    tooLow: (c: ChargeFor) => PaymentRequiredError,
+  ): Promise<Held | MediaplaneError | undefined> {
+    const limits = charge.key?.limits;
+    const priced = charge.pricePerToken > 0;
+    if (!this.#limiter || !charge.key || !limits) return undefined;
+    if (limits.tokensPerMinute === null && !(limits.budget !== null && priced)) return undefined;
+    const ledger = this.#ledger;
+    const keyId = charge.key.keyId;
+    const held = await this.#limiter.hold(charge.key, {
+      tokens: charge.maxTokens,
+      pricePerToken: dec(charge.pricePerToken),
+      reserve: async (q, budgetStart) =>
+        priced ? ledger.reserve({ ...charge, keyId, budgetStart }, q) : ({ id: '', amountUsd: 0 } as Reservation),
+    });
+    if (held === 'balance') return tooLow(charge);
+    if (held instanceof MediaplaneError) return held;
+    return { reservation: priced ? held.reserved : undefined, tokens: held.tokens };
+  }
+
+  /** Gives back the tokens a held charge did not use (nothing for a key without a tokens limit). */
+  #tokensUsed(charge: ChargeFor, held: Held | undefined, used: number): Promise<void> {
+    if (!held?.tokens || !charge.key || !this.#limiter) return Promise.resolve();
+    return this.#limiter.settleTokens(charge.key.keyId, held.tokens, used);
   }
 
   /**
@@ -71,16 +122,29 @@ export class Billing {
    * one holds the event loop for about a millisecond, which every stream on this gateway
    * would feel).
    */
-  async open(charge: ChargeFor): Promise<Charge | PaymentRequiredError> {
-    if (!(charge.pricePerToken > 0)) return this.#free(charge);
-    const reservation = await this.#ledger.reserve(charge);
-    if (!reservation) return balanceTooLow(charge);
+  async open(charge: ChargeFor, o: OpenOptions = {}): Promise<Charge | MediaplaneError> {
+    const tooLow = o.tooLow ?? balanceTooLow;
+    const held = await this.#hold(charge, tooLow);
+    if (held instanceof MediaplaneError) return held;
+    const used = (n: number) => this.#tokensUsed(charge, held, n);
+    if (!(charge.pricePerToken > 0)) return this.#free(charge, used);
+    const reservation = held ? held.reservation : await this.#ledger.reserve({ ...charge, keyId: charge.key?.keyId });
+    if (!reservation) return tooLow(charge);
     const ledger = this.#ledger;
-    const usageBased = this.#usageBased;
+    const usageBased = o.usageBased ?? this.#usageBased;
     return {
-      settle: (completionTokens) => ledger.settle(reservation.id, { completionTokens, usageBased }),
-      cutOff: (delivered) => ledger.settle(reservation.id, { completionTokens: delivered, usageBased: true }),
-      release: () => ledger.release(reservation.id),
+      settle: async (completionTokens) => {
+        await ledger.settle(reservation.id, { completionTokens, usageBased });
+        await used(completionTokens);
+      },
+      cutOff: async (delivered) => {
+        await ledger.settle(reservation.id, { completionTokens: delivered, usageBased: true });
+        await used(delivered);
+      },
+      release: async () => {
+        await ledger.release(reservation.id);
+        await used(0);
+      },
     };
   }
 
@@ -89,10 +153,17 @@ export class Billing {
    * price any part may be answered at: each part may fail over to any candidate) or refuses
    * it with nothing reserved. The parts' charges only count; the ledger is written once.
    */
-  async openJoint(charge: ChargeFor): Promise<JointCharge | PaymentRequiredError> {
+  async openJoint(charge: ChargeFor): Promise<JointCharge | MediaplaneError> {
     const priced = charge.pricePerToken > 0;
-    const reservation = priced ? await this.#ledger.reserve(charge) : undefined;
+    const held = await this.#hold(charge, balanceTooLow);
+    if (held instanceof MediaplaneError) return held;
+    const reservation = held
+      ? held.reservation
+      : priced
+        ? await this.#ledger.reserve({ ...charge, keyId: charge.key?.keyId })
+        : undefined;
     if (reservation === null) return balanceTooLow(charge);
+    const used = (n: number) => this.#tokensUsed(charge, held, n);
     const ledger = this.#ledger;
     const usageBased = this.#usageBased;
     const parts: PartSettled[] = [];
@@ -113,18 +184,23 @@ export class Billing {
       }),
       settle: async () => {
         if (reservation) await ledger.settleJoint(reservation.id, { completionTokens: completionTokens(), parts });
-        else await ledger.recordFree({ ...charge, completionTokens: completionTokens() });
+        else await ledger.recordFree({ ...charge, keyId: charge.key?.keyId, completionTokens: completionTokens() });
+        await used(completionTokens());
       },
       release: async () => {
         if (reservation) await ledger.release(reservation.id);
+        await used(0);
       },
     };
   }
 
-  #free(charge: ChargeFor): Charge {
+  #free(charge: ChargeFor, used: (n: number) => Promise<void>): Charge {
     const ledger = this.#ledger;
-    const record = (completionTokens: number) => ledger.recordFree({ ...charge, completionTokens });
-    return { settle: record, cutOff: record, release: async () => {} };
+    const record = async (completionTokens: number) => {
+      await ledger.recordFree({ ...charge, keyId: charge.key?.keyId, completionTokens });
+      await used(completionTokens);
+    };
+    return { settle: record, cutOff: record, release: () => used(0) };
   }
 }
 

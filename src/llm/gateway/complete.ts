@@ -7,6 +7,7 @@
 // completion are answered together under one joint charge (completeJointly, issue #25).
 
 import { randomBytes } from 'node:crypto';
+import { checkModel, type Principal } from '../../accounts/index.ts';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import {
@@ -43,6 +44,8 @@ export type AnswerShape = 'chat' | 'text_completion';
 
 export interface CompleteOptions {
   owner: string;
+  /** The key the request came with: its model allowlist, tokens and budget (issue #32). */
+  key?: Principal | undefined;
   body: ChatRequest;
   res: ServerResponse;
   clientGone: AbortSignal;
@@ -57,6 +60,7 @@ export interface CompleteOptions {
 export async function complete(deps: CompleteDeps, opts: CompleteOptions): Promise<{ json?: unknown }> {
   const arrived = performance.now();
   const { body } = opts;
+  checkModel(opts.key?.limits, body.model);
   const candidates = await candidatesFor(deps, body);
   const requestId = newRequestId(opts.shape);
   const forward = forwardBody(body, deps.maxForwardBytes);
@@ -66,7 +70,7 @@ export async function complete(deps: CompleteDeps, opts: CompleteOptions): Promi
     requestId,
     arrived,
     forward,
-    charge: (c) => deps.billing.open(chargeFor(opts.owner, body, c, requestId)),
+    charge: (c) => deps.billing.open(chargeFor(opts, body, c, requestId)),
   });
   return recordOutcome(deps.metrics, body.model, ended);
 }
@@ -87,12 +91,13 @@ export async function completeJointly(
   const { bodies, ...shared } = opts;
   const [first] = bodies;
   if (!first) return [];
+  checkModel(opts.key?.limits, first.model);
   // The requests differ only in their prompt: the same orchestrators can answer each.
   const candidates = await candidatesFor(deps, first);
   const requestId = newRequestId(opts.shape);
   const parts = bodies.map((body) => ({ body, forward: forwardBody(body, deps.maxForwardBytes) }));
   const joint = await deps.billing.openJoint(
-    jointChargeFor({ owner: opts.owner, first, bodies, candidates, requestId }),
+    jointChargeFor({ owner: opts.owner, key: opts.key, first, bodies, candidates, requestId }),
   );
   if (joint instanceof MediaplaneError) {
     recordOutcome(deps.metrics, first.model, { outcome: 'refused', error: joint });
@@ -103,7 +108,7 @@ export async function completeJointly(
   const ended = await Promise.allSettled(
     parts.map(async ({ body, forward }) => {
       const part = { ...shared, body, clientGone: gone };
-      const charge = async (c: Candidate) => joint.part(chargeFor(opts.owner, body, c, requestId));
+      const charge = async (c: Candidate) => joint.part(chargeFor(opts, body, c, requestId));
       const e = await answer(deps, part, { candidates, requestId, arrived, forward, charge }).catch((err: unknown) => {
         stop.abort();
         throw err;
@@ -233,6 +238,7 @@ function ceilingOf(operator: number, caller: number | undefined): number {
  */
 function jointChargeFor(o: {
   owner: string;
+  key: Principal | undefined;
   first: ChatRequest;
   bodies: readonly ChatRequest[];
   candidates: readonly Candidate[];
@@ -240,6 +246,7 @@ function jointChargeFor(o: {
 }): ChargeFor {
   return {
     owner: o.owner,
+    key: o.key,
     maxTokens: o.bodies.reduce((sum, b) => sum + tokensReserved(b), 0),
     choices: o.first.n ?? 1,
     prompts: o.bodies.length,
@@ -256,9 +263,15 @@ function tokensReserved(body: ChatRequest): number {
 }
 
 /** One request's charge at one candidate. */
-function chargeFor(owner: string, body: ChatRequest, c: Candidate, requestId: string): ChargeFor {
+function chargeFor(
+  who: { owner: string; key?: Principal | undefined },
+  body: ChatRequest,
+  c: Candidate,
+  requestId: string,
+): ChargeFor {
   return {
-    owner,
+    owner: who.owner,
+    key: who.key,
     maxTokens: tokensReserved(body),
     choices: body.n ?? 1,
     pricePerToken: c.pricePerToken,

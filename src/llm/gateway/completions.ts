@@ -189,10 +189,11 @@ async function completions(
   const res = reply.raw;
   nameIgnored(res, ignored);
   const gone = clientGone(res);
-  const owner = routes.auth.of(req).owner;
+  const key = routes.auth.of(req);
+  const owner = key.owner;
   // Each prompt is a completion of its own (its own orchestrator), run together under one
   // charge: all of them are paid for, or none (issue #25).
-  const opts = { owner, bodies: requests, res, clientGone: gone, shape: 'text_completion' as const };
+  const opts = { owner, key, bodies: requests, res, clientGone: gone, shape: 'text_completion' as const };
   const answers = (await completeJointly(routes.complete, opts)) as TextCompletion[] | undefined;
   // undefined: the client went away; there is no one to answer.
   return reply.send(answers && merged(answers, { prompts, echo, n: first?.n ?? 1 }));

@@ -18,7 +18,8 @@ import {
 } from '../../lib/errors.ts';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { OpenAiErrorBody } from '../../lib/wire-errors.ts';
-import type { Ledger } from '../ledger.ts';
+import { checkModel, type Principal } from '../../accounts/index.ts';
+import type { Billing } from './billing.ts';
 import { sharedFields, unknownFields } from '../protocol/index.ts';
 import type { CompleteDeps } from './complete.ts';
 import { clientGone, type GatewayRoutes, listOf, nameIgnored } from './serve.ts';
@@ -116,10 +117,13 @@ async function embeddings(
   const { body } = req;
   const input = listOf(body.input);
   nameIgnored(reply.raw, unknownFields(body, EmbeddingsBody));
+  const key = routes.auth.of(req);
+  checkModel(key.limits, body.model);
   const candidates = await candidatesFor(routes.complete, body.model);
   const gone = clientGone(reply.raw);
   const out = await firstAnswer(routes, {
-    owner: routes.auth.of(req).owner,
+    owner: key.owner,
+    key,
     model: body.model,
     input,
     candidates,
@@ -180,6 +184,7 @@ function tokenBound(input: readonly string[], c: Candidate): number {
 
 interface Attempted {
   owner: string;
+  key: Principal;
   model: string;
   input: string[];
   candidates: Candidate[];
@@ -195,7 +200,7 @@ async function firstAnswer(routes: GatewayRoutes, a: Attempted): Promise<Embedde
     deps,
     { candidates: a.candidates, model: a.model, requestId, clientGone: a.gone },
     {
-      charge: (c) => openCharge(routes.ledger, { ...a, candidate: c, requestId }),
+      charge: (c) => openCharge(deps.billing, { ...a, candidate: c, requestId }),
       ask: (c) => ask(c, { ...a, requestId }, deps.firstTokenTimeoutMs),
       deliver: async (out: Embedded, charge) => {
         await charge.settle(out.usage.prompt_tokens);
@@ -217,37 +222,34 @@ interface EmbeddingsCharge {
 }
 
 /**
- * The charge of one attempt (ledger.ts, as chat's billing.ts): a free orchestrator's zero
- * charge is written once the answer is out; a priced one reserves tokenBound x price first
- * (402 when the balance cannot cover it) and settles usage-based at the tokens counted,
- * whatever the gateway's setting for chat: the bound is a bound, not a price basis.
+ * The charge of one attempt (chat's billing.ts, with the key's tokens and budget limits): a
+ * free orchestrator's zero charge is written once the answer is out; a priced one reserves
+ * tokenBound x price first (402 when the balance cannot cover it) and settles usage-based at
+ * the tokens counted, whatever the gateway's setting for chat: the bound is a bound, not a price basis.
  */
 async function openCharge(
-  ledger: Ledger,
-  o: { owner: string; model: string; input: string[]; candidate: Candidate; requestId: string },
+  billing: Billing,
+  o: { owner: string; key: Principal; model: string; input: string[]; candidate: Candidate; requestId: string },
 ): Promise<EmbeddingsCharge | MediaplaneError> {
   const c = o.candidate;
-  const entry = {
-    owner: o.owner,
-    maxTokens: tokenBound(o.input, c),
-    model: o.model,
-    orchestrator: c.orchestrator.url,
-    requestId: o.requestId,
-  };
-  if (!(c.pricePerToken > 0))
-    return {
-      settle: (promptTokens) => ledger.recordFree({ ...entry, completionTokens: promptTokens }),
-      release: async () => {},
-    };
-  const reservation = await ledger.reserve({ ...entry, pricePerToken: c.pricePerToken });
-  if (!reservation)
-    return new PaymentRequiredError(
-      `balance too low for up to ${entry.maxTokens} input tokens at ${c.pricePerToken} USD per token; add credits or send less input`,
-    );
-  return {
-    settle: (promptTokens) => ledger.settle(reservation.id, { completionTokens: promptTokens, usageBased: true }),
-    release: () => ledger.release(reservation.id),
-  };
+  return billing.open(
+    {
+      owner: o.owner,
+      key: o.key,
+      maxTokens: tokenBound(o.input, c),
+      pricePerToken: c.pricePerToken,
+      model: o.model,
+      orchestrator: c.orchestrator.url,
+      requestId: o.requestId,
+    },
+    {
+      usageBased: true,
+      tooLow: (charge) =>
+        new PaymentRequiredError(
+          `balance too low for up to ${charge.maxTokens} input tokens at ${c.pricePerToken} USD per token; add credits or send less input`,
+        ),
+    },
+  );
 }
 
 /** One orchestrator's answer, or the error that says why not. */

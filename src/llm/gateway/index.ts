@@ -13,7 +13,7 @@ import type { Accounts } from '../../accounts/index.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { requestAuth } from '../../lib/request-auth.ts';
 import { schemaValidatorCompiler } from '../../lib/schema-validator.ts';
-import { llmWireErrorFor, tasksWireError, wireErrorHandler } from '../../lib/wire-errors.ts';
+import { llmWireErrorFor, rateLimitHeaders, tasksWireError, wireErrorHandler } from '../../lib/wire-errors.ts';
 import type { Ledger } from '../ledger.ts';
 import { forwardedBodyLimit } from '../protocol/index.ts';
 import type { Billing } from './billing.ts';
@@ -90,7 +90,14 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     ledger: deps.ledger,
     // Accounts reuses a checked key for MEDIAPLANE_AUTH_CACHE_MS: without that, every chat
     // request pays a database query (~1.2 ms on PGlite) before its first token.
-    auth: requestAuth((header) => deps.accounts.requirePrincipal(header)),
+    // Each request counts against its key's limits (issue #32); a key with a requests or tokens
+    // limit gets OpenAI's x-ratelimit-* headers on every answer (the stream's too: set on the raw response).
+    auth: requestAuth(async (header, req, reply) => {
+      const p = await deps.accounts.admit(header, { address: req.ip });
+      if (p.windows && reply)
+        for (const [h, v] of Object.entries(rateLimitHeaders(p.windows))) reply.raw.setHeader(h, v);
+      return p;
+    }),
     complete: {
       pool,
       billing: deps.billing,

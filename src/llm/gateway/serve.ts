@@ -58,8 +58,10 @@ export async function serveCompletion(
   const gone = clientGone(res);
   if (body.stream) reply.hijack();
   try {
+    const key = routes.auth.of(req);
     const out = await complete(routes.complete, {
-      owner: routes.auth.of(req).owner,
+      owner: key.owner,
+      key,
       body,
       res,
       clientGone: gone,
