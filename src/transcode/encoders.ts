@@ -72,6 +72,65 @@ export function keyframeArgs(r: Rendition, t: SegmentTiming): string[] {
   return ['-force_key_frames', `expr:gte(t,n_forced*${t.segment.toFixed(6)}-${early.toFixed(6)})`];
 }
 
+/**
+ * The quality the per-title ladder aims at, as an x264 CRF (issue #31). 21, not x264's
+ * default 23: the fixed ladder's rungs sit near it on natural video (1 Mbps at 360p, 4 Mbps
+ * at 720p), and the per-title ladder must keep their quality (mean VMAF within 1 point)
+ * while it saves on the titles where they spend bits for nothing.
+ */
+export const TARGET_CRF = 21;
+
+/**
+ * Bits per pixel one keyframe may need when the analysis measured nothing larger: 0.5 is a
+ * detailed 720p keyframe of 58 KB at CRF 21, several times what a slide or test card needs.
+ */
+const KEYFRAME_BITS_PER_PIXEL = 0.5;
+
+/** One keyframe's bits, and the peak rate that refills them within a segment. */
+function keyframeFloor(r: Rendition, segmentSecs: number): { keyframe: number; floor: number } {
+  const keyframe = Math.max(r.keyframeBits ?? 0, Math.round(r.width * r.height * KEYFRAME_BITS_PER_PIXEL));
+  return { keyframe, floor: Math.round(keyframe / Math.max(segmentSecs, 0.1)) };
+}
+
+/** The most a rendition may spend a second: its bitrate, or the keyframe floor above a low one. */
+export function rateCap(r: Rendition, segmentSecs: number): number {
+  return Math.max(r.bitrate, keyframeFloor(r, segmentSecs).floor);
+}
+
+/** The VBV and what it caps: a CRF (capped CRF) or an average bitrate (ABR). */
+export interface RateControl {
+  crf: number | undefined;
+  bitrate: number | undefined;
+  maxrate: number;
+  bufsize: number;
+}
+
+/**
+ * A rendition's rate control (issue #31). The VBV buffer always holds one keyframe and the
+ * peak rate refills it within a segment (a keyframe starts every segment): a low average
+ * (a source at 12 kb/s caps its rungs there) says nothing about how big a keyframe must be.
+ * With a 24 kbit buffer, x264 crushed a 720p card's keyframe and the picture came out gray
+ * for 4 s. The per-title rungs are capped CRF, the cap their peak, or ABR at the cap where the
+ * analysis says the title would spend it all anyway; the other rungs ABR at their bitrate (or
+ * the profile's CRF) under 1.5x peaks, as before. Below the keyframe floor,
+ * ABR's opening guess is the trouble even with a large buffer (measured: SSIM 0.79 on that
+ * card's first frame with a 600 kbit buffer), so such a rung is capped CRF too, at the same cap.
+ */
+export function rateControl(r: Rendition, segmentSecs: number): RateControl {
+  const { keyframe, floor } = keyframeFloor(r, segmentSecs);
+  // Capped CRF: the cap is the peak, over a buffer of one second of it (the usual capped-CRF
+  // setting): over a whole video the average stays under the cap, a short one may gain the
+  // buffer's 0.9 s that x264 starts with (vbv-init).
+  if (r.choice?.crf !== undefined) {
+    const cap = Math.max(r.choice.cap, floor);
+    return { crf: r.choice.crf, bitrate: undefined, maxrate: cap, bufsize: Math.max(cap, keyframe) };
+  }
+  const bufsize = Math.max(r.bitrate * 2, keyframe);
+  const maxrate = Math.max(Math.round(r.bitrate * 1.5), floor);
+  if (r.crf === undefined && r.bitrate < floor) return { crf: TARGET_CRF, bitrate: undefined, maxrate, bufsize };
+  return { crf: r.crf, bitrate: r.crf === undefined ? r.bitrate : undefined, maxrate, bufsize };
+}
+
 /** How a rendition is encoded: rate control, keyframe interval, the codec's own options. */
 export function videoCodecArgs(
   r: Rendition,
@@ -84,8 +143,7 @@ export function videoCodecArgs(
   },
 ): string[] {
   const gop = keyframeInterval(r, o.frames);
-  const maxrate = Math.round(r.bitrate * 1.5);
-  const vbv = ['-maxrate', String(maxrate), '-bufsize', String(r.bitrate * 2)];
+  const rate = rateControl(r, o.frames / value(r.fps));
   // Scene-cut keyframes off: a keyframe just before a cut makes hlsenc cut there and the
   // next segment longer than the target; keyframes come from the interval and the forcing.
   switch (r.codec) {
@@ -93,7 +151,7 @@ export function videoCodecArgs(
       return [
         '-c:v',
         'libx265',
-        ...x26xRate(r, vbv),
+        ...x26xRate(rate),
         '-g',
         String(gop),
         '-preset',
@@ -109,11 +167,11 @@ export function videoCodecArgs(
         `log-level=error:scenecut=0:open-gop=0${r.noBFrames ? ':bframes=0' : ''}`,
       ];
     case 'av1':
-      return [...av1Args(r, { gop, preset: o.preset, maxrate, vbv }), ...bt709(o.hdrSource)];
+      return [...av1Args({ gop, preset: o.preset, rate }), ...bt709(o.hdrSource)];
     case 'vp9':
-      return [...vp9Args(r, { gop, preset: o.preset, maxrate, vbv }), ...bt709(o.hdrSource)];
+      return [...vp9Args({ gop, preset: o.preset, rate }), ...bt709(o.hdrSource)];
     default: {
-      const args = ['-c:v', 'libx264', ...x26xRate(r, vbv), '-g', String(gop), '-sc_threshold', '0'];
+      const args = ['-c:v', 'libx264', ...x26xRate(rate), '-g', String(gop), '-sc_threshold', '0'];
       args.push('-preset', o.preset);
       if (r.profile) args.push('-profile:v', r.profile);
       if (r.noBFrames) args.push('-bf', '0');
@@ -123,8 +181,13 @@ export function videoCodecArgs(
 }
 
 /** x264/x265: CRF or average bitrate, both under the VBV cap. */
-function x26xRate(r: Rendition, vbv: string[]): string[] {
-  return [...(r.crf !== undefined ? ['-crf', String(r.crf)] : ['-b:v', String(r.bitrate)]), ...vbv];
+function x26xRate(rate: RateControl): string[] {
+  const target = rate.crf !== undefined ? ['-crf', String(rate.crf)] : ['-b:v', String(rate.bitrate)];
+  return [...target, ...vbvArgs(rate)];
+}
+
+function vbvArgs(rate: RateControl): string[] {
+  return ['-maxrate', String(rate.maxrate), '-bufsize', String(rate.bufsize)];
 }
 
 /** Tone-mapped HDR is BT.709 SDR: say so, or players take the source's tags. */
@@ -140,8 +203,7 @@ function crf63(crf: number): number {
 interface RateAndSpeed {
   gop: number;
   preset: string;
-  maxrate: number;
-  vbv: string[];
+  rate: RateControl;
 }
 
 // SVT-AV1 presets (0 slowest, 13 fastest) for the x264 preset setting. At the default
@@ -159,13 +221,13 @@ const SVT_AV1_PRESETS: Readonly<Record<string, number>> = {
   veryslow: 4,
 };
 
-function av1Args(r: Rendition, o: RateAndSpeed): string[] {
+function av1Args(o: RateAndSpeed): string[] {
   // Capped CRF (crf with maxrate) or VBR at the profile's bitrate. ffmpeg 5.1 maps -g to
   // SVT's intra period; scene-change keyframes are off by default in SVT-AV1 1.4.
   const rate =
-    r.crf !== undefined
-      ? ['-crf', String(crf63(r.crf)), '-maxrate', String(o.maxrate)]
-      : ['-b:v', String(r.bitrate), ...o.vbv];
+    o.rate.crf !== undefined
+      ? ['-crf', String(crf63(o.rate.crf)), '-maxrate', String(o.rate.maxrate)]
+      : ['-b:v', String(o.rate.bitrate), ...vbvArgs(o.rate)];
   return ['-c:v', 'libsvtav1', ...rate, '-g', String(o.gop), '-preset', String(SVT_AV1_PRESETS[o.preset] ?? 10)];
 }
 
@@ -186,12 +248,12 @@ const VP9_SPEEDS: Readonly<Record<string, readonly [deadline: string, cpuUsed: n
   veryslow: ['good', 0],
 };
 
-function vp9Args(r: Rendition, o: RateAndSpeed): string[] {
+function vp9Args(o: RateAndSpeed): string[] {
   // Constrained quality (crf with the cap as -b:v) or VBR at the profile's bitrate.
   const rate =
-    r.crf !== undefined
-      ? ['-crf', String(crf63(r.crf)), '-b:v', String(o.maxrate)]
-      : ['-b:v', String(r.bitrate), ...o.vbv];
+    o.rate.crf !== undefined
+      ? ['-crf', String(crf63(o.rate.crf)), '-b:v', String(o.rate.maxrate)]
+      : ['-b:v', String(o.rate.bitrate), ...vbvArgs(o.rate)];
   const [deadline, cpuUsed] = VP9_SPEEDS[o.preset] ?? ['realtime', 6];
   return [
     '-c:v',

@@ -43,7 +43,8 @@ function defaultLadder(probe: ProbeResult, maxFps: number): Rendition[] {
   });
   const own = { width: even(width), height: even(height) };
   rungs.push(base(`${Math.min(own.width, own.height)}p0`, own, sourceRungBitrate(own.width * own.height), fps));
-  return rungs;
+  // Issue #31: the per-title ladder (per-title/) tunes these under their bitrates as caps.
+  return rungs.map((r) => ({ ...r, perTitle: 'ladder' as const }));
 }
 
 /**
@@ -84,6 +85,8 @@ function fromProfile(p: ProfileSpec, probe: ProbeResult, opts: LadderOptions): R
           ? Math.max(codec === 'av1' ? 2 : 1, Math.round(gopSecs * value(fps)))
           : undefined,
     crf: p.quality,
+    // A profile keeps its bitrate unless it opts in to the per-title choice (issue #31).
+    ...(p.perTitle ? { perTitle: 'profile' as const } : {}),
   };
 }
 

@@ -19,6 +19,11 @@ export interface ProfileSpec {
   encoder?: 'H.264' | 'HEVC' | 'AV1' | 'VP8' | 'VP9';
   /** CRF, 0 to 51. */
   quality?: number;
+  /**
+   * Issue #31: let the per-title ladder choose this rung's rate, with `bitrate` as its cap
+   * (capped CRF). Off by default: a profile keeps its bitrate.
+   */
+  perTitle?: boolean;
 }
 
 /** One output rendition as ffmpeg will encode it. */
@@ -36,6 +41,36 @@ export interface Rendition {
   /** Keyframe interval in frames asked by the profile's `gop` (seconds); never above the segment. */
   gopFrames: number | undefined;
   crf: number | undefined;
+  /**
+   * Issue #31: the per-title ladder may choose this rung's rate under `bitrate`: a rung of the
+   * default ladder (`ladder`: dropped when it adds nothing) or a profile that opted in
+   * (`profile`: always kept). Absent: ABR at `bitrate`.
+   */
+  perTitle?: 'ladder' | 'profile' | undefined;
+  /** What the per-title ladder chose: capped CRF at `choice.crf` under the cap `bitrate`, or ABR at the cap. */
+  choice?: PerTitleChoice | undefined;
+  /** The largest keyframe the analysis predicts at this size, in bits (the VBV buffer holds one). */
+  keyframeBits?: number | undefined;
+}
+
+/** The per-title ladder's choice for one rung (plain JSON: chunk pieces keep renditions in their params). */
+export interface PerTitleChoice {
+  /** The constant rate factor (x264's 0-51 scale) of the capped CRF encode; absent when the rung hits its cap. */
+  crf?: number;
+  /** The analysis' prediction of the rung's average video bitrate, at most its cap. */
+  predictedBitrate: number;
+  /**
+   * The most the rung may spend a second (its peak): the fixed ladder's or the profile's
+   * bitrate, lowered to the source's, but never below what refills one keyframe a segment.
+   */
+  cap: number;
+  /**
+   * At the target CRF the title would spend about its cap or more (a hard title): the rung is
+   * ABR at its cap, as the fixed ladder encodes it, quality below the target.
+   */
+  hitsCap: boolean;
+  /** SSIM (luma) of the analysis' probe encode at this CRF: the quality aimed at, when not capped. */
+  predictedSsim?: number;
 }
 
 /** One rendition as it landed in storage (extra fields the spec allows). */
@@ -44,9 +79,12 @@ export interface RenditionOutput {
   path: string;
   width: number;
   height: number;
+  /** The video bitrate chosen: the planned one, or for a per-title rung its predicted average. */
   bitrate: number;
   size: number;
   signed?: boolean;
+  /** Issue #31: how the per-title ladder encoded this rung, and why (absent: ABR at `bitrate`). */
+  perTitle?: PerTitleChoice;
 }
 
 /** An audio-only file or rendition: an audio-only input's `audio.m4a`, an alternate audio track. */
@@ -77,5 +115,7 @@ export interface HlsOutput {
 }
 
 export function renditionOutput(r: Rendition, key: string, size: number): RenditionOutput {
-  return { name: r.name, path: key, width: r.width, height: r.height, bitrate: r.bitrate, size };
+  const base = { name: r.name, path: key, width: r.width, height: r.height };
+  if (!r.choice) return { ...base, bitrate: r.bitrate, size };
+  return { ...base, bitrate: r.choice.predictedBitrate, size, perTitle: r.choice };
 }

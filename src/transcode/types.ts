@@ -19,6 +19,8 @@ export type TranscodeJob = {
   targetSegmentSizeSecs?: number;
   /** Sign every MP4 with C2PA (issue 5). */
   c2pa?: boolean;
+  /** Issue #31: the per-title ladder for the default ladder's rungs; absent: MEDIAPLANE_PER_TITLE. */
+  perTitle?: boolean;
 };
 
 /**

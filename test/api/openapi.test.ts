@@ -93,6 +93,12 @@ describe('the OpenAPI document', () => {
     assert.ok(paths['/api/task/{id}']?.get);
   });
 
+  it('documents the per-title switch of a request and of each profile (issue #31)', () => {
+    const body = JSON.stringify(paths['/api/transcode']?.post?.requestBody);
+    assert.match(body, /"perTitle":\{"description":"The per-title ladder for the default ladder/);
+    assert.match(body, /"perTitle":\{"description":"Let the per-title ladder choose this rendition's rate/);
+  });
+
   it('says which operations need no API key, and every other one needs it', () => {
     const keyless: string[][] = [];
     for (const [path, ops] of Object.entries(paths))

@@ -168,7 +168,9 @@ describe('POST /api/transcode through the API and a worker', () => {
       /the input http:\/\/127\.0\.0\.1:\d+\/missing\.mp4 was not found \(HTTP 404 Not Found\)/,
     );
     assert.ok(!task.status.retries, `retries ${task.status.retries}`);
-    assert.equal(web.hits.filter((h) => h === '/missing.mp4').length, 1, 'asked once');
+    // Once by the download, and once more at most by the chunking probe beside it (issue #30): never retried.
+    const asked = web.hits.filter((h) => h === '/missing.mp4').length;
+    assert.ok(asked >= 1 && asked <= 2, `asked ${asked} times`);
     assert.deepEqual(await s3.keys(bucket), [], 'nothing uploaded');
   });
 

@@ -132,6 +132,12 @@ export const Profile = Type.Object(
       ),
     ),
     quality: Type.Optional(Type.Integer({ minimum: 0, maximum: 51 })),
+    perTitle: Type.Optional(
+      Type.Boolean({
+        description:
+          "Let the per-title ladder choose this rendition's rate (capped CRF at `quality`, default 21), with `bitrate` as its cap. Default false: the profile keeps its bitrate.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -160,6 +166,12 @@ export const TranscodeRequest = Type.Object(
       Type.Number({ minimum: 1, maximum: 60, description: 'Segment duration in seconds, from 1 to 60 (default 6).' }),
     ),
     c2pa: Type.Optional(Type.Boolean()),
+    perTitle: Type.Optional(
+      Type.Boolean({
+        description:
+          "The per-title ladder for the default ladder (no profiles): an analysis of the video picks each rung's rate under its fixed bitrate, and drops a rung that adds nothing; output.transcodeFile lists each rendition's chosen bitrate and why (`perTitle`: crf, cap, predictedBitrate, hitsCap, predictedSsim). With profiles it applies to those that set perTitle; false: every rung at its fixed bitrate. Default: the server's MEDIAPLANE_PER_TITLE (on).",
+      }),
+    ),
     creatorId: Type.Optional(CreatorId),
   },
   { additionalProperties: false },
