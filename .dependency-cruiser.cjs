@@ -5,7 +5,7 @@
 
 /** A path regex for one folder of src/ (and everything under it). */
 const folder = (name) => `^src/${name}/`;
-const DOMAINS = '^src/(access|accounts|api|assets|config|db|lib|llm|storage|tasks|transcode|webhooks)/';
+const DOMAINS = '^src/(access|accounts|api|assets|config|db|lib|llm|storage|tasks|transcode|usage|webhooks)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -105,6 +105,14 @@ module.exports = {
       severity: 'error',
       from: { path: folder('access') },
       to: { path: '^src/', pathNot: [folder('access'), folder('db'), folder('lib'), folder('config')] },
+    },
+    {
+      name: 'usage-below-the-api',
+      comment:
+        "usage/ (issue #32) reads what the limiter, the ledger and the tasks recorded, in SQL of its own: it may use db/ and lib/, nothing above them; its wire shapes are in api/contract/usage.ts.",
+      severity: 'error',
+      from: { path: folder('usage') },
+      to: { path: '^src/', pathNot: [folder('usage'), folder('db'), folder('lib')] },
     },
     {
       name: 'no-domain-to-access',

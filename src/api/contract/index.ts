@@ -10,7 +10,7 @@ import { EXPORT_DATA_TASK_TYPE, EXPORT_TASK_TYPE, exportDataTaskWire, exportTask
 // The wire contracts of the task API, one file per task type (issue #16): a new task type
 // is a new handler (given to the worker in main.ts) and a new contract file, listed here.
 
-export type { TaskWireShape, WireTask } from './task.ts';
+export { TaskPieces, wirePieces, type TaskWireShape, type WirePieces, type WireTask } from './task.ts';
 export {
   redactParams,
   TranscodeRequest,
