@@ -66,6 +66,7 @@ export async function exportRoutes(api: FastifyInstance, deps: ExportRoutesDeps)
         target,
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
+        keyId: who.keyId,
       });
       req.log.info(
         { taskId: task.id, assetId: req.params.id, to: 'custom' in target ? 'custom' : 'ipfs' },
@@ -96,6 +97,7 @@ export async function exportRoutes(api: FastifyInstance, deps: ExportRoutesDeps)
         proof,
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
+        keyId: who.keyId,
       });
       return { task: toWireTask(task, deps.publicBase) };
     },

@@ -88,6 +88,8 @@ interface StartCommon {
   owner: string;
   requesterId: string | null;
   maxQueuedPerOwner: number;
+  /** The API key that asked (usage per key, issue #32). */
+  keyId?: string | undefined;
 }
 
 /** Livepeer's content type of the exported file: `video/<format>` (`audio/` for an audio asset). */
@@ -136,6 +138,7 @@ export async function startExport(
     params,
     requesterId: s.requesterId,
     maxQueuedPerOwner: s.maxQueuedPerOwner,
+    keyId: s.keyId,
   });
 }
 
@@ -163,6 +166,7 @@ export async function startExportData(
     params,
     requesterId: s.requesterId,
     maxQueuedPerOwner: s.maxQueuedPerOwner,
+    keyId: s.keyId,
   });
 }
 

@@ -86,6 +86,7 @@ export class AssetStore implements UploadSessions {
           },
           requesterId: c.requesterId,
           maxQueuedPerOwner: c.maxQueuedPerOwner,
+          keyId: c.keyId,
           id: randomUUID(),
           phase: c.upload ? 'pending' : 'waiting',
         },

@@ -139,6 +139,8 @@ export interface CreateAsset {
   creatorId?: unknown;
   requesterId: string | null;
   maxQueuedPerOwner: number;
+  /** The API key that asked (usage per key, issue #32). */
+  keyId?: string | undefined;
   /**
    * The task type that makes the asset, and its params. The store adds `assetId` and
    * `playbackId` to them, and for a direct upload `input: {key}` (the source's key).
