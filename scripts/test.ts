@@ -27,12 +27,15 @@ const SERIAL = new Set([
   'test/tasks/worker.test.ts', // a cancel reaches the job within 5 s; leases
   'test/transcode/handler.test.ts', // a cancelled encode stops within 15 s
   'test/transcode/playback.test.ts', // Chromium plays the renditions in real time
+  'test/transcode/per-title-playback.test.ts', // Chromium plays a per-title ladder in real time
   'test/assets/quickstart.test.ts', // Chromium plays an asset and a transcode in real time
   'test/assets/distributed.test.ts', // a worker process beside the API; Chromium plays in real time
   'test/api/clip.test.ts', // Chromium plays a clip in real time
   'test/assets/clip-crash.test.ts', // SIGKILLs a worker mid-clip; 1.5 s leases
   'test/console/story.test.ts', // Chromium plays an uploaded asset and its clip in real time
   'test/webhooks/limits.test.ts', // a delivery within 2.5 s while another receiver hangs
+  'test/transcode/chunked-acceptance.test.ts', // two worker processes, SIGKILLs one mid-chunk; Chromium plays
+  'test/api/key-limits.test.ts', // bursts of 200 requests over two API processes within one 10 s rate window
 ]);
 
 // Most files wait on timers, sockets and child processes more than they compute: twice as

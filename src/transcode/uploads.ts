@@ -111,6 +111,8 @@ export class SegmentWatcher {
   readonly #playlists: { local: string; keyDir: string }[];
   readonly #seen = new Set<string>();
   readonly #announced = new Set<string>();
+  /** Each playlist's size and mtime when it was last read. */
+  readonly #stamps = new Map<string, { size: number; mtimeMs: number }>();
   readonly #onFirst: ((dir: string, sample: string) => void) | undefined;
 
   /** `onFirst` hears of each playlist's first file (its init segment, else its first segment). */
@@ -128,7 +130,15 @@ export class SegmentWatcher {
     for (const pl of this.#playlists) {
       let text: string;
       try {
+        // Issue #30: a playlist changes once a segment (seconds), the scan runs every second;
+        // one stat instead of open, read, close and a parse of the whole list (the scan was
+        // the service's largest own item in a CPU profile of a task, after spawning ffmpeg).
+        // ffmpeg only appends to a playlist, so an unchanged size is an unchanged list.
+        const { size, mtimeMs } = await stat(pl.local);
+        const seen = this.#stamps.get(pl.local);
+        if (seen && seen.size === size && seen.mtimeMs === mtimeMs) continue;
         text = await readFile(pl.local, 'utf8');
+        this.#stamps.set(pl.local, { size, mtimeMs });
       } catch {
         continue; // not written yet
       }

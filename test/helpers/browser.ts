@@ -40,15 +40,26 @@ export interface PlayResult {
   playing?: { height: number | null; codecs: string };
   /** The page's console errors and uncaught exceptions, to say why a play failed. */
   log: string[];
+  /** The media element's buffered ranges when the play ended, [start, end] seconds. */
+  buffered?: [number, number][];
+  /** hls.js and shaka-player: currentTime when playback began, and the stalls for data after it (issue #30). */
+  startedAt?: number;
+  stalls?: number;
+}
+
+/** Issue #30: play from `start` (seconds) until `start + seconds`, e.g. across a chunk seam. */
+export interface PlayWindow {
+  start?: number;
+  seconds?: number;
 }
 
 export interface BrowserPlayer {
   /** The URL under which the page reaches an object of the test's S3 server. */
   mediaUrl(bucket: string, key: string): string;
   /** hls.js; `level` locks that level (ABR off), `subtitles` turns the first text track on. */
-  playHls(url: string, opts?: { level?: number; subtitles?: boolean }): Promise<PlayResult>;
+  playHls(url: string, opts?: { level?: number; subtitles?: boolean } & PlayWindow): Promise<PlayResult>;
   /** shaka-player on a DASH manifest; `videoCodec` prefers that codec's variants (e.g. 'av01'). */
-  playDash(url: string, opts?: { videoCodec?: string; subtitles?: boolean }): Promise<PlayResult>;
+  playDash(url: string, opts?: { videoCodec?: string; subtitles?: boolean } & PlayWindow): Promise<PlayResult>;
   /** A progressive file (MP4, M4A) in a bare <video>. */
   playFile(url: string): Promise<PlayResult>;
   close(): Promise<void>;

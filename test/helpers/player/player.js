@@ -28,16 +28,16 @@ function cueCount(media) {
 }
 
 /**
- * Waits until currentTime passed PLAY_SECONDS (or the end of a clip shorter than that),
- * a fatal error was reported, or GIVE_UP_MS passed. `extra()` lets a caller also wait for
- * something else (subtitle cues) before counting the play as done.
+ * Waits until currentTime passed PLAY_SECONDS (or `until`, or the end of a clip shorter than
+ * that), a fatal error was reported, or GIVE_UP_MS passed. `extra()` lets a caller also wait
+ * for something else (subtitle cues) before counting the play as done.
  */
-function watchPlayback(media, state, extra = () => true) {
+function watchPlayback(media, state, extra = () => true, until = PLAY_SECONDS) {
   const started = Date.now();
   return new Promise((resolve) => {
     const tick = () => {
       const error = state.error ?? mediaErrorText(media);
-      const target = Number.isFinite(media.duration) ? Math.min(PLAY_SECONDS, media.duration - 0.25) : PLAY_SECONDS;
+      const target = Number.isFinite(media.duration) ? Math.min(until, media.duration - 0.25) : until;
       const advanced = media.ended || (target > 0 && media.currentTime >= target);
       if (error) return resolve(error);
       if (advanced && extra()) return resolve(undefined);
@@ -65,16 +65,37 @@ function startPlaying(media, state) {
   });
 }
 
-function commonResult(media, error) {
+function commonResult(media, error, state = {}) {
+  const buffered = [];
+  for (let i = 0; i < media.buffered.length; i++) buffered.push([media.buffered.start(i), media.buffered.end(i)]);
   return {
     played: media.currentTime,
     ended: media.ended,
     duration: media.duration,
     videoHeight: media.videoHeight,
     cues: cueCount(media),
+    buffered,
+    ...(state.startedAt !== undefined ? { startedAt: state.startedAt, stalls: state.stalls } : {}),
     ...(error ? { error } : {}),
   };
 }
+
+/**
+ * For a play from `start` (issue #30: across a chunk seam): where playback began, and how
+ * often it stalled for data after that (a hole in the timeline stalls a player).
+ */
+function watchStalls(media, state) {
+  state.stalls = 0;
+  media.addEventListener('playing', () => {
+    state.startedAt ??= media.currentTime;
+  });
+  media.addEventListener('waiting', () => {
+    if (state.startedAt !== undefined) state.stalls++;
+  });
+}
+
+/** The currentTime a play from opts.start must pass: start + opts.seconds (PLAY_SECONDS when absent). */
+const untilOf = (opts) => (opts.start ?? 0) + (opts.seconds ?? PLAY_SECONDS);
 
 /** Resolves with undefined once `promise` settles, or with the fatal error reported into `state` first. */
 function unlessFailed(promise, state) {
@@ -105,12 +126,18 @@ function hlsErrorText(data) {
 
 /**
  * opts.level: the index of the level to play, locked (ABR off); opts.subtitles: turn the
- * first subtitle track on and wait for its cues.
+ * first subtitle track on and wait for its cues; opts.start, opts.seconds: play from `start`
+ * for `seconds`.
  */
 window.playHls = async (url, opts = {}) => {
   const media = mediaElement();
   const state = { error: undefined };
-  const hls = new Hls({ startLevel: opts.level ?? -1, capLevelToPlayerSize: false });
+  watchStalls(media, state);
+  const hls = new Hls({
+    startLevel: opts.level ?? -1,
+    capLevelToPlayerSize: false,
+    ...(opts.start !== undefined ? { startPosition: opts.start } : {}),
+  });
   const fragmentLevels = new Set();
   const switchedTo = [];
   hls.on(Hls.Events.ERROR, (_event, data) => {
@@ -133,9 +160,10 @@ window.playHls = async (url, opts = {}) => {
     }
     startPlaying(media, state);
   }
-  const error = failed ?? (await watchPlayback(media, state, () => !opts.subtitles || cueCount(media) > 0));
+  const error =
+    failed ?? (await watchPlayback(media, state, () => !opts.subtitles || cueCount(media) > 0, untilOf(opts)));
   const result = {
-    ...commonResult(media, error),
+    ...commonResult(media, error, state),
     levels: hls.levels.map((l) => ({ height: l.height, codecs: l.attrs.CODECS ?? '' })),
     fragmentLevels: [...fragmentLevels].sort((a, b) => a - b),
     switchedTo,
@@ -151,10 +179,11 @@ function shakaErrorText(e) {
   return `shaka-player error ${e.code} (category ${e.category}): ${JSON.stringify(e.data).slice(0, 500)}`;
 }
 
-/** opts.videoCodec: prefer variants of this codec (e.g. 'av01'); opts.subtitles: as in playHls. */
+/** opts.videoCodec: prefer variants of this codec (e.g. 'av01'); opts.subtitles, opts.start, opts.seconds: as in playHls. */
 window.playDash = async (url, opts = {}) => {
   const media = mediaElement();
   const state = { error: undefined };
+  watchStalls(media, state);
   shaka.polyfill.installAll();
   const player = new shaka.Player();
   player.addEventListener('error', (event) => {
@@ -166,7 +195,7 @@ window.playDash = async (url, opts = {}) => {
   let failed;
   try {
     await player.attach(media);
-    await player.load(url);
+    await player.load(url, opts.start);
   } catch (e) {
     failed = e instanceof shaka.util.Error ? shakaErrorText(e) : String(e);
   }
@@ -178,13 +207,14 @@ window.playDash = async (url, opts = {}) => {
     }
     startPlaying(media, state);
   }
-  const error = failed ?? (await watchPlayback(media, state, () => !opts.subtitles || cueCount(media) > 0));
+  const error =
+    failed ?? (await watchPlayback(media, state, () => !opts.subtitles || cueCount(media) > 0, untilOf(opts)));
   const variants = player.getVariantTracks();
   const active = variants.find((t) => t.active);
   const levels = new Map();
   for (const t of variants) levels.set(`${t.height}/${t.codecs}`, { height: t.height, codecs: t.codecs ?? '' });
   const result = {
-    ...commonResult(media, error),
+    ...commonResult(media, error, state),
     levels: [...levels.values()],
     playing: active ? { height: active.height, codecs: active.codecs ?? '' } : undefined,
     audioTracks: player.getAudioTracks().map((t) => ({ lang: t.language, name: t.label ?? '', default: t.primary })),
