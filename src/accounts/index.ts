@@ -3,7 +3,7 @@ import type { Queryable } from '../db/index.ts';
 import { bearerToken } from '../lib/bearer.ts';
 import { AuthError, NotFoundError, ValidationError } from '../lib/errors.ts';
 import { keyView, keyViews, type KeyView, limitColumns, updateKeySettings, updateOwnerLimits } from './key-settings.ts';
-import type { KeyLimiter, Windows } from './limiter.ts';
+import type { DeferredCount, KeyLimiter, Windows } from './limiter.ts';
 import {
   checkSettings,
   effectiveLimits,
@@ -13,7 +13,16 @@ import {
   windowed,
 } from './limits.ts';
 
-export { KeyLimiter, keyLimiter, type LimiterOptions, type TokensHeld, type Windows } from './limiter.ts';
+export {
+  type DeferredCount,
+  type Held,
+  KeyLimiter,
+  keyLimiter,
+  type LimiterOptions,
+  type ReserveStep,
+  type TokensHeld,
+  type Windows,
+} from './limiter.ts';
 export type { BudgetPeriod, KeyLimits, LimitSettings } from './limits.ts';
 export { BUDGET_PERIODS, checkModel } from './limits.ts';
 export type { KeyView } from './key-settings.ts';
@@ -29,6 +38,8 @@ export interface Principal {
   limits?: KeyLimits | undefined;
   /** The key's rate windows after this request was counted (keys with a requests or tokens limit). */
   windows?: Windows | undefined;
+  /** This request's count, left to the route (admit's `defer`): KeyLimiter.hold makes it. */
+  deferred?: DeferredCount | undefined;
 }
 
 export interface KeyInfo {
@@ -186,8 +197,12 @@ export class Accounts {
    * counts against the client's address: past MEDIAPLANE_AUTH_FAILURES_PER_MINUTE a window, its
    * bad keys are answered 429, never a good one (keys are 192 random bits: nobody guesses one,
    * so the limit slows scanners without letting an attacker lock a real key out of a shared address).
+   * `defer`: the route counts the request itself (KeyLimiter.hold; countDeferred if it never gets there).
    */
-  async admit(authorization: string | undefined, o: { address: string }): Promise<Principal> {
+  async admit(
+    authorization: string | undefined,
+    o: { address: string; defer?: DeferredCount | undefined },
+  ): Promise<Principal> {
     const p = await this.authenticate(authorization);
     if (!p) {
       const refused = bearerToken(authorization) ? await this.#limiter?.authFailed(o.address) : undefined;
@@ -200,6 +215,8 @@ export class Accounts {
       limiter.count(p);
       return p;
     }
+    // A route that charges (the LLM completions) counts the request in its charge's statement.
+    if (o.defer) return { ...p, deferred: o.defer };
     return { ...p, windows: await limiter.admit({ ...p, limits: p.limits }) };
   }
 

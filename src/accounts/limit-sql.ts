@@ -2,6 +2,8 @@
 // one atomic UPSERT ... RETURNING on a row per key (or per address), so concurrent processes
 // count in the same rows and a refusal changes nothing.
 
+import { type Bind, sqlParams } from '../lib/sql-params.ts';
+
 /** The current window by the database's clock: `now` and `start` in ms since the epoch. */
 export const WINDOW_CTE = `c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms),
   win AS (SELECT ms, ms - ms % $2::bigint AS start FROM c)`;
@@ -10,52 +12,92 @@ export const WINDOW_CTE = `c AS (SELECT (extract(epoch FROM clock_timestamp()) *
 export const PERIOD_START = (p: string) => `CASE ${p}::text WHEN 'day' THEN (now() AT TIME ZONE 'UTC')::date
   WHEN 'month' THEN date_trunc('month', now() AT TIME ZONE 'UTC')::date ELSE DATE '1970-01-01' END`;
 
-// One key's requests in this window: counted and refused at the limit in one UPSERT, and the
-// day's count in the same statement (a refused request is not counted); the tokens window is
-// read for the headers. $3 null: count, refuse nothing.
-export const ADMIT_SQL = `WITH ${WINDOW_CTE},
-  w AS (
-    INSERT INTO key_windows AS k (key_id, kind, window_start, used)
-    SELECT $1::uuid, 'requests', start, 1 FROM win
-    ON CONFLICT (key_id, kind) DO UPDATE
-      SET used = CASE WHEN k.window_start = EXCLUDED.window_start THEN k.used + 1 ELSE 1 END,
-        window_start = EXCLUDED.window_start
-      WHERE $3::bigint IS NULL OR k.window_start <> EXCLUDED.window_start OR k.used < $3::bigint
-    RETURNING used),
-  d AS (
-    INSERT INTO api_key_days AS a (key_id, owner, day, requests)
-    SELECT $1::uuid, $4, (now() AT TIME ZONE 'UTC')::date, 1 WHERE EXISTS (SELECT 1 FROM w)
-    ON CONFLICT (key_id, day) DO UPDATE SET requests = a.requests + 1)
-  SELECT win.ms::float8 AS now_ms, win.start::float8 AS start, (SELECT used FROM w)::float8 AS used,
-    t.window_start::float8 AS t_start, t.used::float8 AS t_used
-  FROM win LEFT JOIN key_windows t ON t.key_id = $1::uuid AND t.kind = 'tokens'`;
+/** What one limited request is held to, in the order its steps run (KeyLimiter.hold). */
+export interface HoldSteps {
+  keyId: string;
+  owner: string;
+  windowMs: number;
+  /** Count the request in the key's requests window (and its day); `limit` null: count, refuse nothing. */
+  requests?: { limit: number | null } | undefined;
+  /** Take `take` tokens from the key's tokens window unless that passes `limit` (null: only read the window). */
+  tokens?: { take: number | null; limit: number } | undefined;
+  /** Add `tokens` x `pricePerToken` USD to the key's spend in its period unless that passes `usd`. */
+  budget?: { usd: string; period: string; tokens: number; pricePerToken: string } | undefined;
+  /**
+   * The ledger's reservation as CTEs ending in `reserved` (id, amount_usd), written only where
+   * `go` holds; `budgetStart`: the budget period's first day (SQL), for its refunds.
+   */
+  reserve?: ((bind: Bind, go: string, budgetStart: string) => string) | undefined;
+}
 
-// Tokens taken from the window ($3 of them) unless that would pass the limit ($4).
-export const TOKENS_SQL = `WITH ${WINDOW_CTE},
-  w AS (
-    INSERT INTO key_windows AS k (key_id, kind, window_start, used)
-    SELECT $1::uuid, 'tokens', start, $3::bigint FROM win WHERE $3::bigint <= $4::bigint
-    ON CONFLICT (key_id, kind) DO UPDATE
-      SET used = CASE WHEN k.window_start = EXCLUDED.window_start THEN k.used + EXCLUDED.used ELSE EXCLUDED.used END,
-        window_start = EXCLUDED.window_start
-      WHERE k.window_start <> EXCLUDED.window_start OR k.used + EXCLUDED.used <= $4::bigint
-    RETURNING used)
-  SELECT win.ms::float8 AS now_ms, win.start::float8 AS start, (SELECT used FROM w)::float8 AS used,
-    t.window_start::float8 AS t_start, t.used::float8 AS t_used
-  FROM win LEFT JOIN key_windows t ON t.key_id = $1::uuid AND t.kind = 'tokens'`;
+/** What the hold statement answers: each step's result, null where it refused or did not run. */
+export interface HoldRow {
+  /** Every step passed (the reservation aside). */
+  ok: boolean;
+  now_ms: number;
+  start: number;
+  /** The key's requests in this window, this one counted. */
+  used: number | null;
+  /** The key's tokens in this window, this request's taken. */
+  t_took: number | null;
+  /** The tokens window as it stood before the statement. */
+  t_start: number | null;
+  t_used: number | null;
+  spent: string | null;
+  usd: string | null;
+  budget_start: string | null;
+  res_id: string | null;
+  res_usd: string | null;
+}
 
-// The charge's USD ($3 tokens x $4 price, as the ledger computes it) added to the key's spend
-// in its budget period unless that would pass the budget ($2).
-export const BUDGET_SQL = `WITH p AS (SELECT ${PERIOD_START('$5')} AS start, ($3::integer * $4::numeric)::numeric(30, 12) AS usd),
-  s AS (
-    INSERT INTO key_spend AS k (key_id, period_start, spent_usd)
-    SELECT $1::uuid, p.start, p.usd FROM p WHERE p.usd <= $2::numeric
-    ON CONFLICT (key_id) DO UPDATE
-      SET spent_usd = CASE WHEN k.period_start = EXCLUDED.period_start THEN k.spent_usd + EXCLUDED.spent_usd ELSE EXCLUDED.spent_usd END,
-        period_start = EXCLUDED.period_start
-      WHERE k.period_start <> EXCLUDED.period_start OR k.spent_usd + EXCLUDED.spent_usd <= $2::numeric
-    RETURNING spent_usd)
-  SELECT to_char(p.start, 'YYYY-MM-DD') AS start, (SELECT spent_usd::text FROM s) AS spent, p.usd::text AS usd FROM p`;
+/**
+ * One limited request's steps in ONE statement (issue #32): key_hold() (migration 401) counts
+ * the request, takes the tokens and adds to the budget, each only if the ones before passed,
+ * and the ledger's reservation (`reserve`) is written in the same statement only if all did.
+ * One round trip, no transaction held open across the event loop (the embedded database runs
+ * every other request's statements on the same thread), and the limits' statements planned
+ * once per process inside the function.
+ */
+export function holdSql(s: HoldSteps): { sql: string; params: unknown[] } {
+  const { bind, params } = sqlParams();
+  const sql = `WITH ${holdCte(bind, s)}${s.reserve ? `,\n  ${s.reserve(bind, '(SELECT ok FROM h)', '(SELECT budget_start FROM h)')}` : ''}
+  SELECT h.ok, h.now_ms, h.start, h.used, h.t_took, h.t_start, h.t_used, h.spent,
+    ${s.budget ? `(${chargeSql(bind, s.budget)})::text` : 'NULL::text'} AS usd, to_char(h.budget_start, 'YYYY-MM-DD') AS budget_start,
+    ${s.reserve ? '(SELECT id::text FROM reserved)' : 'NULL::text'} AS res_id,
+    ${s.reserve ? '(SELECT amount_usd::text FROM reserved)' : 'NULL::text'} AS res_usd
+  FROM h`;
+  return { sql, params };
+}
+
+/** The CTE `h`: key_hold()'s one row for `s`, bound by `bind` (TaskStore.create's guard uses it too). */
+export function holdCte(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
+  const b = s.budget;
+  const args = [
+    bind(s.keyId, 'uuid'),
+    bind(s.owner, 'text'),
+    bind(s.windowMs, 'bigint'),
+    bind(s.requests !== undefined, 'boolean'),
+    bind(s.requests?.limit ?? null, 'bigint'),
+    bind(s.tokens?.take ?? null, 'bigint'),
+    bind(s.tokens?.limit ?? null, 'bigint'),
+    bind(b?.usd ?? null, 'numeric'),
+    b ? PERIOD_START(bind(b.period, 'text')) : 'NULL::date',
+    b ? chargeSql(bind, b) : 'NULL::numeric',
+  ];
+  return `h AS (SELECT * FROM key_hold(${args.join(', ')}))`;
+}
+
+/** What a charge adds to a budget, as the ledger computes it. */
+function chargeSql(bind: Bind, b: NonNullable<HoldSteps['budget']>): string {
+  return `(${bind(b.tokens, 'integer')} * ${bind(b.pricePerToken, 'numeric')})::numeric(30, 12)`;
+}
+
+// What a refused request took before the step that refused it (tokens, USD), given back.
+export const GIVE_BACK_SQL = `WITH t AS (
+    UPDATE key_windows SET used = GREATEST(0, used - $3::bigint)
+    WHERE key_id = $1::uuid AND kind = 'tokens' AND window_start = $2::bigint AND $3::bigint > 0)
+  UPDATE key_spend SET spent_usd = GREATEST(0, spent_usd - $5::numeric)
+  WHERE key_id = $1::uuid AND period_start = $4::date AND $5::numeric > 0`;
 
 // One more bad key from an address; stale rows of other addresses go a few at a time.
 export const AUTH_FAILED_SQL = `WITH ${WINDOW_CTE},

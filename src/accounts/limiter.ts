@@ -6,16 +6,26 @@
 // are added to api_key_days in batches (usage only), so the unlimited path costs no statement.
 
 import type { Db, Queryable } from '../db/index.ts';
+import type { Bind } from '../lib/sql-params.ts';
 import {
   BadRequestError,
-  BudgetSpentError,
+  type BudgetSpentError,
   type MediaplaneError,
   RateLimitedError,
   type RateWindow,
   TooManyRequestsError,
 } from '../lib/errors.ts';
-import { ADMIT_SQL, AUTH_FAILED_SQL, BUDGET_SQL, FLUSH_SQL, PERIOD_START, TOKENS_SQL } from './limit-sql.ts';
-import { budgetPeriodEnd, type KeyLimits, trimDecimal } from './limits.ts';
+import {
+  AUTH_FAILED_SQL,
+  FLUSH_SQL,
+  GIVE_BACK_SQL,
+  type HoldRow,
+  type HoldSteps,
+  holdSql,
+  PERIOD_START,
+  holdCte,
+} from './limit-sql.ts';
+import { budgetSpent, type KeyLimits } from './limits.ts';
 
 export interface LimiterOptions {
   /** MEDIAPLANE_RATE_WINDOW_MS: the length of a rate window ("per minute" is per window). */
@@ -33,7 +43,30 @@ export interface Keyed {
   keyId: string;
   owner: string;
   limits?: KeyLimits | undefined;
+  /** Set when the route counts the request itself, in the statement that charges it (the LLM routes). */
+  deferred?: DeferredCount | undefined;
 }
+
+/**
+ * A request of a key with a requests or tokens limit whose count the auth step left to the
+ * route (issue #32): the LLM routes count it in the one statement that holds its charge
+ * (KeyLimiter.hold), so a limited key's request costs one round trip before its first token.
+ * `done` once counted; `counted` hears the windows (the x-ratelimit-* headers).
+ */
+export interface DeferredCount {
+  done: boolean;
+  counted?: ((windows: Windows) => void) | undefined;
+}
+
+/** A condition of a task's insert (the shape of tasks/ TaskStore.create's guard). */
+export interface TaskGuard {
+  ctes?: ((bind: Bind) => string) | undefined;
+  sql(bind: Bind): string;
+  refused(o: { live: boolean }): Promise<MediaplaneError | undefined>;
+}
+
+/** The ledger's reservation as CTEs of the hold statement (llm/ledger.ts reserveCtes). */
+export type ReserveStep = (bind: Bind, go: string, budgetStart: string) => string;
 
 /** A key's windows after its request was let through (for the x-ratelimit-* headers). */
 export interface Windows {
@@ -47,21 +80,11 @@ export interface TokensHeld {
   reserved: number;
 }
 
-interface WindowRow {
-  now_ms: number;
-  start: number;
-  used: number | null;
-  t_start: number | null;
-  t_used: number | null;
-}
-
-/** A refusal inside a transaction: thrown to roll it back, answered after. */
-class Refused extends Error {
-  readonly answer: MediaplaneError | null;
-  constructor(answer: MediaplaneError | null) {
-    super('refused');
-    this.answer = answer;
-  }
+/** What a hold took: the ledger's reservation (when it wrote one), the key's tokens, its windows. */
+export interface Held {
+  reserved: { id: string; amountUsd: number } | undefined;
+  tokens: TokensHeld | undefined;
+  windows: Windows;
 }
 
 export class KeyLimiter {
@@ -84,25 +107,55 @@ export class KeyLimiter {
 
   /**
    * Counts one request of a key with a requests or tokens limit; RateLimitedError when its
-   * requests in this window are used up (then it is not counted anywhere).
+   * requests in this window are used up (then it is not counted anywhere). `refuse` false:
+   * counted whatever the limit (a deferred request that ended before its charge).
    */
-  async admit(k: Keyed & { limits: KeyLimits }): Promise<Windows> {
+  async admit(k: Keyed & { limits: KeyLimits }, o: { refuse?: boolean } = {}): Promise<Windows> {
     const rpm = k.limits.requestsPerMinute;
-    const rows = await this.#db.query<WindowRow>(ADMIT_SQL, [k.keyId, this.#o.windowMs, rpm, k.owner]);
-    const row = rows[0];
-    if (!row) throw new Error('the request window answered no row');
-    const resetMs = row.start + this.#o.windowMs - row.now_ms;
-    const windows: Windows = {
-      requests:
-        rpm === null ? undefined : { limit: rpm, remaining: rpm - (row.used ?? rpm), resetMs: Math.max(1, resetMs) },
-      tokens: this.#tokensWindow(k.limits, row),
-    };
-    if (row.used === null)
-      throw new RateLimitedError(
-        `rate limit reached: this key may make ${rpm} requests per ${this.#windowText()}; try again in ${Math.ceil(resetMs / 1000)} s`,
-        { kind: 'requests', windows },
-      );
+    const row = await this.#run({
+      keyId: k.keyId,
+      owner: k.owner,
+      windowMs: this.#o.windowMs,
+      requests: { limit: o.refuse === false ? null : rpm },
+      tokens: k.limits.tokensPerMinute === null ? undefined : { take: null, limit: k.limits.tokensPerMinute },
+    });
+    const windows = this.#windowsOf(k.limits, row, true);
+    if (row.used === null) throw this.#requestsRefused(rpm, windows, row);
     return windows;
+  }
+
+  /** Counts a deferred request that never reached its charge (a refusal before it), once; no refusal. */
+  async countDeferred(k: Keyed): Promise<void> {
+    if (!k.deferred || k.deferred.done || !k.limits) return;
+    k.deferred.done = true;
+    await this.admit({ ...k, limits: k.limits }, { refuse: false });
+  }
+
+  async #run(steps: HoldSteps): Promise<HoldRow> {
+    const { sql, params } = holdSql(steps);
+    const row = (await this.#db.query<HoldRow>(sql, params))[0];
+    if (!row) throw new Error('the key limits statement answered no row');
+    return row;
+  }
+
+  /** The key's windows from a hold's row (requests: only when this request was counted in it). */
+  #windowsOf(limits: KeyLimits | undefined, row: HoldRow, counted: boolean): Windows {
+    const rpm = limits?.requestsPerMinute ?? null;
+    const resetMs = Math.max(1, row.start + this.#o.windowMs - row.now_ms);
+    const tpm = limits?.tokensPerMinute ?? null;
+    const tokensUsed = row.t_took ?? (row.t_start === row.start ? (row.t_used ?? 0) : 0);
+    return {
+      requests: rpm === null || !counted ? undefined : { limit: rpm, remaining: rpm - (row.used ?? rpm), resetMs },
+      tokens: tpm === null ? undefined : { limit: tpm, remaining: Math.max(0, tpm - tokensUsed), resetMs },
+    };
+  }
+
+  #requestsRefused(rpm: number | null, windows: Windows, row: { start: number; now_ms: number }): RateLimitedError {
+    const resetMs = row.start + this.#o.windowMs - row.now_ms;
+    return new RateLimitedError(
+      `rate limit reached: this key may make ${rpm} requests per ${this.#windowText()}; try again in ${Math.ceil(resetMs / 1000)} s`,
+      { kind: 'requests', windows },
+    );
   }
 
   /** Counts a request of a key without a window: written with others in the next batch. */
@@ -113,18 +166,16 @@ export class KeyLimiter {
   }
 
   /**
-   * Takes a charge's tokens from the key's tokens window and its USD from the key's budget, and
-   * runs `reserve` (the ledger's reservation) in the same transaction: all three or none. Returns
-   * what was held, or the refusal (429 tokens, 402 budget; `reserve` answering null: 'balance').
+   * Counts the request (when its count was deferred to here), takes a charge's tokens from the
+   * key's tokens window and its USD from the key's budget, and writes `reserve` (the ledger's
+   * reservation) in ONE statement: each step only if the ones before it succeeded. Returns what
+   * was held, or the refusal (429 requests or tokens, 402 budget; no reservation: 'balance'),
+   * with what the steps before it took given back (a counted request stays counted).
    */
-  async hold<R>(
+  async hold(
     k: Keyed,
-    o: {
-      tokens: number;
-      pricePerToken: string;
-      reserve: (q: Queryable, budgetStart: string | null) => Promise<R | null>;
-    },
-  ): Promise<{ reserved: R; tokens: TokensHeld | undefined } | MediaplaneError | 'balance'> {
+    o: { tokens: number; pricePerToken: string; reserve?: ReserveStep | undefined },
+  ): Promise<Held | MediaplaneError | 'balance'> {
     const tpm = k.limits?.tokensPerMinute ?? null;
     const budget = Number(o.pricePerToken) > 0 ? (k.limits?.budget ?? null) : null;
     if (tpm !== null && o.tokens > tpm)
@@ -132,50 +183,64 @@ export class KeyLimiter {
         `max_tokens: this request may take ${o.tokens} tokens, more than this key's ${tpm} tokens per ${this.#windowText()}; lower max_tokens (or n)`,
         { param: 'max_tokens' },
       );
-    try {
-      return await this.#db.tx(async (q) => {
-        const tokens = tpm === null ? undefined : await this.#takeTokens(q, k, { tokens: o.tokens, limit: tpm });
-        let budgetStart: string | null = null;
-        if (budget) {
-          const rows = await q.query<{ start: string; spent: string | null; usd: string }>(BUDGET_SQL, [
-            k.keyId,
-            budget.usd,
-            o.tokens,
-            o.pricePerToken,
-            budget.period,
-          ]);
-          const row = rows[0];
-          if (!row?.spent)
-            throw new Refused(budgetSpent(budget, row && { request: row.usd, spent: await spentNow(q, k) }));
-          budgetStart = row.start;
-        }
-        const reserved = await o.reserve(q, budgetStart);
-        if (reserved === null) throw new Refused(null);
-        return { reserved, tokens };
-      });
-    } catch (err) {
-      if (err instanceof Refused) return err.answer ?? 'balance';
-      throw err;
+    const count = k.deferred !== undefined && !k.deferred.done;
+    if (count && k.deferred) k.deferred.done = true;
+    const row = await this.#run({
+      keyId: k.keyId,
+      owner: k.owner,
+      windowMs: this.#o.windowMs,
+      requests: count ? { limit: k.limits?.requestsPerMinute ?? null } : undefined,
+      tokens: tpm === null ? undefined : { take: o.tokens, limit: tpm },
+      budget: budget ? { ...budget, tokens: o.tokens, pricePerToken: o.pricePerToken } : undefined,
+      reserve: o.reserve,
+    });
+    const windows = this.#windowsOf(k.limits, row, count);
+    if (count) k.deferred?.counted?.(windows);
+    if (count && row.used === null) return this.#requestsRefused(k.limits?.requestsPerMinute ?? null, windows, row);
+    if (tpm !== null && row.t_took === null) return this.#tokensRefused(k, { tokens: o.tokens, limit: tpm }, windows);
+    const tokens = tpm === null ? undefined : { windowStart: row.start, reserved: o.tokens };
+    if (budget && row.spent === null) {
+      await this.#giveBack(k, tokens);
+      return budgetSpent(budget, { request: row.usd ?? '0', spent: await spentNow(this.#db, k) });
     }
+    if (o.reserve && row.res_id === null) {
+      await this.#giveBack(k, tokens, budget ? { start: row.budget_start, usd: row.usd } : undefined);
+      return 'balance';
+    }
+    const reserved = row.res_id === null ? undefined : { id: row.res_id, amountUsd: Number(row.res_usd) };
+    return { reserved, tokens, windows };
   }
 
-  async #takeTokens(q: Queryable, k: Keyed, o: { tokens: number; limit: number }): Promise<TokensHeld> {
-    const rows = await q.query<WindowRow>(TOKENS_SQL, [k.keyId, this.#o.windowMs, o.tokens, o.limit]);
-    const row = rows[0];
-    if (!row) throw new Error('the tokens window answered no row');
-    if (row.used !== null) return { windowStart: row.start, reserved: o.tokens };
-    // The statement's own reading of the window predates the lock it waited for: read it again.
-    const [now] = await q.query<{ t_start: number; t_used: number }>(
-      `SELECT window_start::float8 AS t_start, used::float8 AS t_used FROM key_windows WHERE key_id = $1::uuid AND kind = 'tokens'`,
+  /** The refusal of a charge past the tokens window (read again: the statement's reading predates its wait). */
+  async #tokensRefused(k: Keyed, o: { tokens: number; limit: number }, windows: Windows): Promise<RateLimitedError> {
+    const [now] = await this.#db.query<{ start: number; used: number; now_ms: number }>(
+      `SELECT window_start::float8 AS start, used::float8 AS used,
+         (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
+       FROM key_windows WHERE key_id = $1::uuid AND kind = 'tokens'`,
       [k.keyId],
     );
-    const tokens = this.#tokensWindow(k.limits, { ...row, t_start: now?.t_start ?? null, t_used: now?.t_used ?? null });
-    throw new Refused(
-      new RateLimitedError(
-        `rate limit reached: this key may use ${o.limit} tokens per ${this.#windowText()} and has ${tokens?.remaining ?? 0} left; this request may take ${o.tokens} (max_tokens x n)`,
-        { kind: 'tokens', windows: { tokens } },
-      ),
+    const current = now && now.start + this.#o.windowMs > now.now_ms ? now.used : 0;
+    const tokens = windows.tokens && { ...windows.tokens, remaining: Math.max(0, o.limit - current) };
+    return new RateLimitedError(
+      `rate limit reached: this key may use ${o.limit} tokens per ${this.#windowText()} and has ${tokens?.remaining ?? 0} left; this request may take ${o.tokens} (max_tokens x n)`,
+      { kind: 'tokens', windows: { ...windows, tokens } },
     );
+  }
+
+  /** Gives back what a refused charge's earlier steps took: its tokens, its USD. */
+  async #giveBack(
+    k: Keyed,
+    tokens: TokensHeld | undefined,
+    usd?: { start: string | null; usd: string | null },
+  ): Promise<void> {
+    if (!tokens && !usd) return;
+    await this.#db.query(GIVE_BACK_SQL, [
+      k.keyId,
+      tokens?.windowStart ?? 0,
+      tokens?.reserved ?? 0,
+      usd?.start ?? null,
+      usd?.usd ?? '0',
+    ]);
   }
 
   /** Gives back the tokens a charge held but did not use (only within the same window). */
@@ -204,16 +269,54 @@ export class KeyLimiter {
   }
 
   /**
-   * Runs `create` (which writes a task and counts the key's live ones in the same statement)
-   * holding the key's lock when it has a concurrent-transcodes limit, so that processes
-   * creating tasks for one key take turns and the count is exact.
+   * The condition a key's new transcoding work is written under, in the task's own insert
+   * (tasks/ TaskStore.create's guard): the request counted in its window when the auth step
+   * left that to the route (`deferred`), and the key's budget not spent. Undefined when
+   * neither applies. `refused`: why no task was written, read after (`live`: the key's
+   * concurrent transcodes were full), or undefined (another limit said it).
    */
-  async withTaskSlot<T>(k: Keyed, create: (q: Queryable) => Promise<T>): Promise<T> {
-    if (!k.limits?.concurrentTranscodes) return create(this.#db);
-    return this.#db.tx(async (q) => {
-      await q.query('SELECT pg_advisory_xact_lock(400, hashtext($1::text))', [k.keyId]);
-      return create(q);
-    });
+  taskGuard(k: Keyed): TaskGuard | undefined {
+    const budget = k.limits?.budget ?? null;
+    const count = k.deferred !== undefined && !k.deferred.done && k.limits !== undefined;
+    if (!budget && !count) return undefined;
+    if (count && k.deferred) k.deferred.done = true;
+    const conditions = (bind: Bind) => [
+      ...(count ? ['(SELECT ok FROM h)'] : []),
+      ...(budget
+        ? [
+            `NOT EXISTS (SELECT 1 FROM key_spend WHERE key_id = ${bind(k.keyId, 'uuid')}
+         AND period_start = ${PERIOD_START(bind(budget.period, 'text'))} AND spent_usd >= ${bind(budget.usd, 'numeric')})`,
+          ]
+        : []),
+    ];
+    return {
+      ctes: count
+        ? (bind) =>
+            holdCte(bind, {
+              keyId: k.keyId,
+              owner: k.owner,
+              windowMs: this.#o.windowMs,
+              requests: { limit: k.limits?.requestsPerMinute ?? null },
+            })
+        : undefined,
+      sql: (bind) => conditions(bind).join(' AND '),
+      refused: async ({ live }) => (await this.budgetRefusal(k)) ?? (count && !live ? this.#windowFull(k) : undefined),
+    };
+  }
+
+  /** The requests refusal of a key whose window is full (read after a refused insert), or undefined. */
+  async #windowFull(k: Keyed): Promise<RateLimitedError | undefined> {
+    const rpm = k.limits?.requestsPerMinute ?? null;
+    if (rpm === null) return undefined;
+    const [row] = await this.#db.query<{ used: number; start: number; now_ms: number }>(
+      `SELECT used::float8 AS used, window_start::float8 AS start, (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
+       FROM key_windows WHERE key_id = $1::uuid AND kind = 'requests'`,
+      [k.keyId],
+    );
+    if (!row || row.start + this.#o.windowMs <= row.now_ms || row.used < rpm) return undefined;
+    const resetMs = Math.max(1, row.start + this.#o.windowMs - row.now_ms);
+    const windows = { requests: { limit: rpm, remaining: 0, resetMs } };
+    return this.#requestsRefused(rpm, windows, row);
   }
 
   /**
@@ -265,17 +368,6 @@ export class KeyLimiter {
     await this.flush();
   }
 
-  #tokensWindow(limits: KeyLimits | undefined, row: WindowRow): RateWindow | undefined {
-    const tpm = limits?.tokensPerMinute ?? null;
-    if (tpm === null) return undefined;
-    const used = row.t_start === row.start ? (row.t_used ?? 0) : 0;
-    return {
-      limit: tpm,
-      remaining: Math.max(0, tpm - used),
-      resetMs: Math.max(1, row.start + this.#o.windowMs - row.now_ms),
-    };
-  }
-
   #windowText(): string {
     const ms = this.#o.windowMs;
     return ms === 60_000 ? 'minute' : `${ms / 1000} s (MEDIAPLANE_RATE_WINDOW_MS)`;
@@ -291,22 +383,6 @@ async function spentNow(q: Queryable, k: Keyed): Promise<string> {
     [k.keyId, budget.period],
   );
   return rows[0]?.spent ?? '0';
-}
-
-/** The refusal naming the key's budget; `charge`: the request that would pass it, and what was spent before. */
-function budgetSpent(
-  budget: NonNullable<KeyLimits['budget']>,
-  charge?: { request: string; spent: string },
-): BudgetSpentError {
-  const end = budgetPeriodEnd(budget.period, Date.now());
-  const per = budget.period === 'total' ? '' : ` per ${budget.period}`;
-  const again = end === undefined ? '' : `; it starts again at ${new Date(end).toISOString()}`;
-  const why = charge
-    ? `this request (up to ${trimDecimal(charge.request)} USD) would pass this key's budget of ${budget.usd} USD${per} (${trimDecimal(charge.spent)} USD spent)`
-    : `this key's budget of ${budget.usd} USD${per} is used up`;
-  return new BudgetSpentError(`budget exceeded: ${why}${again}`, {
-    retryAfterMs: end === undefined ? undefined : end - Date.now(),
-  });
 }
 
 /** The limiter of a service process from its settings (MEDIAPLANE_RATE_WINDOW_MS, MEDIAPLANE_AUTH_FAILURES_PER_MINUTE). */

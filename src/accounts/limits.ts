@@ -3,7 +3,7 @@
 // lookup that authenticates a key reads them in the same query, so a key with no limits costs
 // nothing more than before. The counting (SQL) is in limiter.ts.
 
-import { ForbiddenError, ValidationError } from '../lib/errors.ts';
+import { BudgetSpentError, ForbiddenError, ValidationError } from '../lib/errors.ts';
 
 export type BudgetPeriod = 'day' | 'month' | 'total';
 export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'month', 'total'];
@@ -153,5 +153,21 @@ export function checkModel(limits: KeyLimits | undefined, model: string): void {
   throw new ForbiddenError(`model ${model} is not allowed for this API key (it may use: ${allowed.join(', ')})`, {
     code: 'model_not_allowed',
     param: 'model',
+  });
+}
+
+/** The refusal naming the key's budget; `charge`: the request that would pass it, and what was spent before. */
+export function budgetSpent(
+  budget: NonNullable<KeyLimits['budget']>,
+  charge?: { request: string; spent: string },
+): BudgetSpentError {
+  const end = budgetPeriodEnd(budget.period, Date.now());
+  const per = budget.period === 'total' ? '' : ` per ${budget.period}`;
+  const again = end === undefined ? '' : `; it starts again at ${new Date(end).toISOString()}`;
+  const why = charge
+    ? `this request (up to ${trimDecimal(charge.request)} USD) would pass this key's budget of ${budget.usd} USD${per} (${trimDecimal(charge.spent)} USD spent)`
+    : `this key's budget of ${budget.usd} USD${per} is used up`;
+  return new BudgetSpentError(`budget exceeded: ${why}${again}`, {
+    retryAfterMs: end === undefined ? undefined : end - Date.now(),
   });
 }

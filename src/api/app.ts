@@ -176,7 +176,16 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
       // Every route under /api names this check itself (lib/request-auth.ts, issue #26); an
       // unknown path asks for a key too, so without one it is a 401, not a map of the routes.
       // Every request of a key counts against its limits here (issue #32), on this API and the LLM routes alike.
-      const auth = requestAuth((header, req) => deps.accounts.admit(header, { address: req.ip }));
+      // POST /api/transcode counts a limited key's request in its task's insert (one statement,
+      // KeyLimiter.taskGuard); one answered before the insert is counted once answered.
+      const auth = requestAuth(async (header, req, reply) => {
+        const defer =
+          reply && req.method === 'POST' && req.routeOptions.url === '/api/transcode' ? { done: false } : undefined;
+        const p = await deps.accounts.admit(header, { address: req.ip, defer });
+        const counted = (err: unknown) => deps.log.warn({ err }, 'could not count a request against its key limits');
+        if (p.deferred) reply?.raw.once('close', () => void deps.accounts.limiter?.countDeferred(p).catch(counted));
+        return p;
+      });
       api.setErrorHandler(transcodeApiErrorHandler(deps.log));
       api.setNotFoundHandler(async (req, reply) => {
         await auth.hook(req);

@@ -69,9 +69,6 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     idempotency: deps.idempotency,
     create: async (req, p) => {
       const params = await checkTranscodeRequest(req.body, deps.rules);
-      // A key whose budget is spent queues no new work (a 429 naming the budget, issue #32).
-      const spent = await deps.limiter?.budgetRefusal(p);
-      if (spent) throw spent;
       const task = {
         owner: p.owner,
         projectId: p.projectId,
@@ -79,11 +76,12 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
         keyId: p.keyId,
+        // Its concurrent transcodes, and a key whose budget is spent queues no new work (a 429
+        // naming the budget), both checked in the insert's own statement (issue #32).
         maxLivePerKey: p.limits?.concurrentTranscodes ?? undefined,
+        guard: deps.limiter?.taskGuard(p),
       };
-      const row = deps.limiter
-        ? await deps.limiter.withTaskSlot(p, (q) => deps.tasks.create(task, q))
-        : await deps.tasks.create(task);
+      const row = await deps.tasks.create(task);
       req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
       return toWireTask(row, deps.publicBase);
     },

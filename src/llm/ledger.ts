@@ -5,6 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/index.ts';
+import { type Bind, sqlParams } from '../lib/sql-params.ts';
 
 export interface Reservation {
   id: string;
@@ -52,6 +53,43 @@ const SETTLED = (s: string) => `bal AS (
        k AS (${KEY_SPEND_REFUND(s)})
        ${KEY_DAY_TOKENS(s)}`;
 
+/** A charge to reserve: max_tokens x price from the owner's balance. */
+export interface ReserveFor {
+  owner: string;
+  maxTokens: number;
+  pricePerToken: number;
+  model: string;
+  orchestrator: string;
+  requestId: string;
+  /** The key the request came with (usage per key, issue #32). */
+  keyId?: string | undefined;
+  /** The key's budget period the charge was counted against (accounts/ KeyLimiter.hold): refunds go back to it. */
+  budgetStart?: string | null | undefined;
+}
+
+/**
+ * The reservation as CTEs of a statement: `reserved` (id, amount_usd) is the reserved charge,
+ * the owner's balance debited with it; nothing is written unless `go` (an SQL condition over
+ * the statement's earlier CTEs: a key's limits, accounts/ KeyLimiter.hold) holds. `budgetStart`:
+ * an SQL date expression for the budget period (default: the bound o.budgetStart).
+ */
+export function reserveCtes(o: ReserveFor, bind: Bind, go = 'true', budgetStart?: string): string {
+  const owner = bind(o.owner, 'text');
+  const maxTokens = bind(o.maxTokens, 'integer');
+  const price = bind(dec(o.pricePerToken), 'numeric');
+  return `res_amount AS (SELECT (${maxTokens} * ${price})::numeric(30, 12) AS usd),
+       res_debit AS (
+         UPDATE llm_balances b SET balance_usd = b.balance_usd - a.usd, updated_at = now()
+         FROM res_amount a WHERE b.owner = ${owner} AND a.usd > 0 AND b.balance_usd >= a.usd AND (${go})
+         RETURNING b.owner),
+       reserved AS (
+         INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, key_id, budget_start)
+         SELECT ${bind(randomUUID(), 'uuid')}, ${owner}, 'charge', 'reserved', a.usd, ${bind(o.model, 'text')}, ${bind(o.orchestrator, 'text')},
+           ${bind(o.requestId, 'text')}, ${maxTokens}, ${price}, ${bind(o.keyId ?? null, 'uuid')}, ${budgetStart ?? bind(o.budgetStart ?? null, 'date')}
+         FROM res_amount a WHERE (${go}) AND (a.usd = 0 OR EXISTS (SELECT 1 FROM res_debit))
+         RETURNING id, amount_usd)`;
+}
+
 export class Ledger {
   readonly #db: Queryable;
   constructor(db: Queryable) {
@@ -62,42 +100,11 @@ export class Ledger {
    * Takes max_tokens x price from the owner's balance and records a reserved charge; null when
    * the balance cannot cover it. A free request (price 0) needs no balance but is recorded.
    */
-  async reserve(
-    o: {
-      owner: string;
-      maxTokens: number;
-      pricePerToken: number;
-      model: string;
-      orchestrator: string;
-      requestId: string;
-      /** The key the request came with (usage per key, issue #32). */
-      keyId?: string | undefined;
-      /** The key's budget period the charge was counted against (accounts/ KeyLimiter.hold): refunds go back to it. */
-      budgetStart?: string | null | undefined;
-    },
-    q: Queryable = this.#db,
-  ): Promise<Reservation | null> {
+  async reserve(o: ReserveFor, q: Queryable = this.#db): Promise<Reservation | null> {
+    const { bind, params } = sqlParams();
     const rows = await q.query<{ id: string; amount_usd: string }>(
-      `WITH amount AS (SELECT ($3::integer * $4::numeric)::numeric(30, 12) AS usd),
-       debit AS (
-         UPDATE llm_balances b SET balance_usd = b.balance_usd - amount.usd, updated_at = now()
-         FROM amount WHERE b.owner = $2 AND amount.usd > 0 AND b.balance_usd >= amount.usd
-         RETURNING b.owner)
-       INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, key_id, budget_start)
-       SELECT $1, $2, 'charge', 'reserved', amount.usd, $5, $6, $7, $3, $4::numeric, $8::uuid, $9::date FROM amount
-       WHERE amount.usd = 0 OR EXISTS (SELECT 1 FROM debit)
-       RETURNING id, amount_usd`,
-      [
-        randomUUID(),
-        o.owner,
-        o.maxTokens,
-        dec(o.pricePerToken),
-        o.model,
-        o.orchestrator,
-        o.requestId,
-        o.keyId ?? null,
-        o.budgetStart ?? null,
-      ],
+      `WITH ${reserveCtes(o, bind)} SELECT id, amount_usd FROM reserved`,
+      params,
     );
     const row = rows[0];
     return row ? { id: row.id, amountUsd: Number(row.amount_usd) } : null;

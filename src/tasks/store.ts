@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
-import { InvalidStateError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
+import { InvalidStateError, type MediaplaneError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
+import { type Bind, sqlParams } from '../lib/sql-params.ts';
 import { isUuid } from '../lib/ids.ts';
 import {
   CHANNEL_CANCEL,
@@ -31,10 +32,16 @@ export interface CreateTask {
   keyId?: string | undefined;
   /**
    * The most tasks of this type the key may have pending, waiting or running (its concurrent
-   * transcodes, issue #32), counted in the same statement; exact when the caller holds the
-   * key's lock (accounts/ KeyLimiter.withTaskSlot).
+   * transcodes, issue #32), counted in the same statement under the key's lock (migration 401:
+   * exact across processes, with no transaction around it).
    */
   maxLivePerKey?: number | undefined;
+  /**
+   * A further condition of the insert, in the same statement (the key's budget, accounts/
+   * KeyLimiter.taskGuard): its SQL, with its values bound by `bind`, and the refusal to answer
+   * when the task was not written (undefined: it was another limit).
+   */
+  guard?: TaskGuard | undefined;
   /** The task's id when the caller made it already (a record that names its task is written with it). */
   id?: string;
   /**
@@ -47,6 +54,16 @@ export interface CreateTask {
 export interface ListOptions {
   limit: number;
   cursor?: string | undefined;
+}
+
+/** A condition a task's insert must meet (CreateTask.guard). */
+export interface TaskGuard {
+  /** CTEs written before the insert (they may count something: the key's request). */
+  ctes?: ((bind: Bind) => string) | undefined;
+  /** The condition (SQL) over them and the tables. */
+  sql(bind: Bind): string;
+  /** Why no task was written, read after (`live`: the key's concurrent tasks were full); undefined: another limit. */
+  refused(o: { live: boolean }): Promise<MediaplaneError | undefined>;
 }
 
 /** The owner-facing side of tasks: create, read, list, cancel, retry. Workers use Queue. */
@@ -73,13 +90,19 @@ export class TaskStore {
     // at the limit, so its cost does not grow with an owner's history. A pending task is
     // scheduled when it is enqueued.
     const phase = t.phase ?? 'waiting';
+    const { bind, params } = sqlParams(10);
+    const before = t.guard?.ctes?.(bind) ?? '';
+    const guard = t.guard ? t.guard.sql(bind) : 'true';
     const rows = await q.query<TaskRow>(
-      withEvent(`INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at, key_id)
+      withEvent(
+        `INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at, key_id)
        SELECT $1, $2, $3, $4, $8::text, $5, $6, CASE WHEN $8::text = 'waiting' THEN now() END, $9::uuid
        WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') AND parent_id IS NULL LIMIT $7) AS queued) < $7
-         AND ($10::integer IS NULL OR (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE key_id = $9::uuid AND type = $4
-           AND phase IN ('pending', 'waiting', 'running') LIMIT $10::integer) AS live) < $10::integer)
-       ${returningEvent(`'task.spawned'`)}`),
+         AND CASE WHEN $10::integer IS NULL THEN true ELSE key_task_slot($9::uuid, $4, $10::integer) END AND ${guard}
+       ${returningEvent(`'task.spawned'`)}`,
+        undefined,
+        before,
+      ),
       [
         t.id ?? randomUUID(),
         t.owner,
@@ -91,10 +114,14 @@ export class TaskStore {
         phase,
         t.keyId ?? null,
         t.maxLivePerKey ?? null,
+        ...params,
       ],
     );
     const row = rows[0];
-    if (!row && t.maxLivePerKey !== undefined && (await this.#liveOfKey(q, t)) >= t.maxLivePerKey)
+    const live = !row && t.maxLivePerKey !== undefined && (await this.#liveOfKey(q, t)) >= t.maxLivePerKey;
+    const refused = row ? undefined : await t.guard?.refused({ live });
+    if (refused) throw refused;
+    if (live)
       throw new TooManyRequestsError(
         `too many concurrent transcodes: this key may have at most ${t.maxLivePerKey} ${t.type} tasks waiting or running`,
         { retryAfterMs: QUEUED_RETRY_AFTER_MS },

@@ -9,7 +9,7 @@
 
 import type { KeyLimiter, Principal, TokensHeld } from '../../accounts/index.ts';
 import { MediaplaneError, PaymentRequiredError } from '../../lib/errors.ts';
-import { dec, type Ledger, type Reservation } from '../ledger.ts';
+import { dec, type Ledger, type Reservation, reserveCtes } from '../ledger.ts';
 
 export interface Charge {
   /** The answer is out: charge its tokens (usage-based, or the max_tokens reserved). */
@@ -83,29 +83,30 @@ export class Billing {
   }
 
   /**
-   * A charge of a key whose tokens or budget limit applies to it: its tokens, its budget and the
-   * ledger's reservation taken together (KeyLimiter.hold), or its refusal; undefined when no
+   * A charge of a key whose limits apply to it (a request count the auth step left to it, a
+   * tokens limit, a budget on a priced model): the count, its tokens, its budget and the
+   * ledger's reservation in one statement (KeyLimiter.hold), or its refusal; undefined when no
    * limit applies (the charge is opened as any other).
    */
   async #hold(
     charge: ChargeFor,
     tooLow: (c: ChargeFor) => PaymentRequiredError,
   ): Promise<Held | MediaplaneError | undefined> {
-    const limits = charge.key?.limits;
+    const key = charge.key;
+    const limits = key?.limits;
     const priced = charge.pricePerToken > 0;
-    if (!this.#limiter || !charge.key || !limits) return undefined;
-    if (limits.tokensPerMinute === null && !(limits.budget !== null && priced)) return undefined;
-    const ledger = this.#ledger;
-    const keyId = charge.key.keyId;
-    const held = await this.#limiter.hold(charge.key, {
+    if (!this.#limiter || !key || !limits) return undefined;
+    const count = key.deferred !== undefined && !key.deferred.done;
+    if (!count && limits.tokensPerMinute === null && !(limits.budget !== null && priced)) return undefined;
+    const keyId = key.keyId;
+    const held = await this.#limiter.hold(key, {
       tokens: charge.maxTokens,
       pricePerToken: dec(charge.pricePerToken),
-      reserve: async (q, budgetStart) =>
-        priced ? ledger.reserve({ ...charge, keyId, budgetStart }, q) : ({ id: '', amountUsd: 0 } as Reservation),
+      reserve: priced ? (bind, go, budgetStart) => reserveCtes({ ...charge, keyId }, bind, go, budgetStart) : undefined,
     });
     if (held === 'balance') return tooLow(charge);
     if (held instanceof MediaplaneError) return held;
-    return { reservation: priced ? held.reserved : undefined, tokens: held.tokens };
+    return { reservation: held.reserved, tokens: held.tokens };
   }
 
   /** Gives back the tokens a held charge did not use (nothing for a key without a tokens limit). */

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry as MetricsRegistry } from 'prom-client';
-import type { Accounts } from '../../accounts/index.ts';
+import type { Accounts, Windows } from '../../accounts/index.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { requestAuth } from '../../lib/request-auth.ts';
 import { schemaValidatorCompiler } from '../../lib/schema-validator.ts';
@@ -79,6 +79,9 @@ export function selfBase(app: FastifyInstance): (url: string) => string | undefi
   };
 }
 
+/** The routes whose charge counts a limited key's request (Accounts.admit's `defer`). */
+const CHARGED_ROUTES = new Set(['/llm', '/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
+
 /** Registers the gateway's routes on `app` and starts polling its pool; close() stops that. */
 export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): Promise<{ close(): Promise<void> }> {
   const { settings, pool } = deps;
@@ -92,10 +95,24 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     // request pays a database query (~1.2 ms on PGlite) before its first token.
     // Each request counts against its key's limits (issue #32); a key with a requests or tokens
     // limit gets OpenAI's x-ratelimit-* headers on every answer (the stream's too: set on the raw response).
+    // The routes that charge count a limited key's request in the statement that holds its
+    // charge (KeyLimiter.hold: one round trip before the first token); one that ends before
+    // its charge (a refusal) is counted once answered.
     auth: requestAuth(async (header, req, reply) => {
-      const p = await deps.accounts.admit(header, { address: req.ip });
-      if (p.windows && reply)
-        for (const [h, v] of Object.entries(rateLimitHeaders(p.windows))) reply.raw.setHeader(h, v);
+      const res = reply?.raw;
+      const headers = (w: Windows) => {
+        if (res && !res.headersSent) for (const [h, v] of Object.entries(rateLimitHeaders(w))) res.setHeader(h, v);
+      };
+      const defer =
+        res && CHARGED_ROUTES.has(req.routeOptions.url ?? '') ? { done: false, counted: headers } : undefined;
+      const p = await deps.accounts.admit(header, { address: req.ip, defer });
+      if (p.deferred && res)
+        res.once('close', () => {
+          deps.accounts.limiter
+            ?.countDeferred(p)
+            .catch((err: unknown) => log.warn({ err }, 'could not count a request against its key limits'));
+        });
+      if (p.windows) headers(p.windows);
       return p;
     }),
     complete: {
