@@ -18,7 +18,6 @@ import {
   buildApp,
   configuredBase,
   publicBase,
-  purgeExpiredIdempotencyKeys,
   TRANSCODE_TASK_TYPE,
   webhookPayload,
   type PublicBase,
@@ -31,15 +30,17 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import { readOrCreate } from './lib/state-file.ts';
 import { ensurePrivateDir } from './lib/private-dir.ts';
 import { Queue, TaskStore, Worker } from './tasks/index.ts';
-import { purgeWebhookDeliveries, purgeWebhookLogs, WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
+import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
 import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
 import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 import { startOrchestrator } from './llm/orchestrator/index.ts';
 import { localOrchestratorSecret, orchestratorOptions, startGateway } from './main-llm.ts';
+import { createRetentionSweep } from './main-retention.ts';
 
 export { orchestratorOptions, startGateway, tuningFromConfig } from './main-llm.ts';
+export { createRetentionSweep } from './main-retention.ts';
 
 // The composition root (STYLE.md, practice 1): the only place that builds the database,
 // queue, stores and apps and passes them in. Each role below takes what it needs.
@@ -209,34 +210,6 @@ export function createWebhookDispatcher(
     concurrency: config.webhookConcurrency,
     resendsPerMinute: config.webhookResendsPerMinute,
     stopGraceMs: Math.min(config.shutdownGraceMs, config.webhookTimeoutMs),
-  });
-}
-
-/** How often a worker process sweeps old history: rows only age by the hour, and each sweep is cheap when nothing is due. */
-const RETENTION_SWEEP_MS = 10 * 60_000;
-
-/**
- * Retention (issue #25): deletes, a batch at a time, webhook logs past their retention, then
- * finished deliveries no log names and task events fanned out to webhooks with no delivery
- * left past theirs, then Idempotency-Keys past their 24 h. Work not yet done (an event not
- * fanned out, a delivery not yet made or given up) is never deleted.
- */
-export function createRetentionSweep(core: Core, o: { everyMs?: number; batch?: number } = {}): Sweeper {
-  const { db, config, queue } = core;
-  const logs = { olderThanMs: config.webhookLogRetentionMs };
-  const events = { olderThanMs: config.taskEventsRetentionMs };
-  return new Sweeper({
-    log: core.log.child({ role: 'retention' }),
-    everyMs: o.everyMs ?? RETENTION_SWEEP_MS,
-    batch: o.batch ?? 1000,
-    jobs: [
-      { name: 'webhook_logs', run: (limit) => purgeWebhookLogs(db, { ...logs, limit }) },
-      { name: 'webhook_deliveries', run: (limit) => purgeWebhookDeliveries(db, { ...events, limit }) },
-      { name: 'task_events', run: (limit) => queue.purgeEvents({ ...events, limit }) },
-      { name: 'idempotency_keys', run: (limit) => purgeExpiredIdempotencyKeys(db, limit) },
-      // Deleted assets whose files could not all be removed at once (issue #27).
-      { name: 'asset_deletes', run: (limit) => core.assets.finishDeletes(limit) },
-    ],
   });
 }
 

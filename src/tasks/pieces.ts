@@ -135,6 +135,31 @@ export class PieceSql {
     return rows.length > 0;
   }
 
+  /**
+   * Split tasks that ended failed or cancelled at least `olderThanMs` ago and whose pieces'
+   * files may still be kept (the stitch removes them only on success); `forgetSplits` says
+   * they are gone. Oldest first.
+   */
+  async endedSplits(o: { olderThanMs: number; limit: number }): Promise<string[]> {
+    const rows = await this.#db.query<{ id: string }>(
+      `SELECT id::text AS id FROM tasks
+       WHERE parent_id IS NULL AND split_progress IS NOT NULL AND phase IN ('failed', 'cancelled')
+         AND updated_at < now() - $1 * interval '1 millisecond'
+       ORDER BY updated_at LIMIT $2`,
+      [o.olderThanMs, o.limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** The pieces' files of these ended splits are gone (endedSplits no longer lists them). */
+  async forgetSplits(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.#db.query(
+      `UPDATE tasks SET split_progress = NULL WHERE id = ANY($1::uuid[]) AND phase IN ('failed', 'cancelled')`,
+      [ids],
+    );
+  }
+
   /** Every piece of `parentId`, in queue order (a piece's view of its siblings). */
   async states(parentId: string, q: Queryable = this.#db): Promise<PieceState[]> {
     return q.query<PieceState>(PIECE_STATE, [parentId]);

@@ -258,6 +258,16 @@ export class TaskStore {
     return this.#pieces.states(id);
   }
 
+  /** Split tasks that ended failed or cancelled, whose pieces' files may be left (PieceSql.endedSplits). */
+  endedSplits(o: { olderThanMs: number; limit: number }): Promise<string[]> {
+    return this.#pieces.endedSplits(o);
+  }
+
+  /** Their pieces' files are gone. */
+  forgetSplits(ids: readonly string[]): Promise<void> {
+    return this.#pieces.forgetSplits(ids);
+  }
+
   /**
    * The owner's task now, then each version of it whose phase, progress or update time
    * changed, until it is completed, failed or cancelled (after yielding that state). Another

@@ -10,4 +10,4 @@ export { planLadder, type Rendition } from './ladder.ts';
 export { buildFfmpegArgs } from './command.ts';
 export { runProcess, type RunOptions, type RunResult } from './run.ts';
 export { ProgressParser } from './progress.ts';
-export { createChunkedHandlers, PIECE_TYPES, piecesPrefix } from './chunked/index.ts';
+export { createChunkedHandlers, PIECE_TYPES, piecesPrefix, removeEndedPieces } from './chunked/index.ts';

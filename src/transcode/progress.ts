@@ -26,14 +26,20 @@ export class ProgressParser {
   }
 }
 
-/** Limits progress reports to one per interval and never lets the fraction go down. */
+const BIG_STEP = 0.05;
+
+/**
+ * Limits progress reports to one per interval and never lets the fraction go down. A step of
+ * 5% or more always goes through: the ends of a job's phases (the download, the per-title
+ * analysis) come in quick steps, and a client polling the task should see them.
+ */
 export function throttledProgress(report: (f: number) => void, intervalMs = 1000): (f: number) => void {
   let last = -1;
   let at = 0;
   return (f) => {
     const x = Math.min(1, Math.max(0, f));
     const now = Date.now();
-    if (x <= last || (now - at < intervalMs && x < 1)) return;
+    if (x <= last || (now - at < intervalMs && x < 1 && x - last < BIG_STEP)) return;
     last = x;
     at = now;
     report(x);

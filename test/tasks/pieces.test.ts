@@ -5,11 +5,13 @@
 // error, the pieces view, cancels reaching running pieces, and no event from a piece.
 
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { createLogger } from '../../src/lib/log.ts';
 import { UnsupportedMediaError, UpstreamUnavailableError } from '../../src/lib/errors.ts';
 import { type JobContext, type JobHandler, type PieceSpec, Queue, Worker } from '../../src/tasks/index.ts';
+import { piecesPrefix, removeEndedPieces } from '../../src/transcode/index.ts';
 import { databaseKinds, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -319,6 +321,20 @@ for (const { kind, skip } of await databaseKinds()) {
         ['task.spawned', 'task.failed'],
       );
       assert.equal((await get(id)).pieces.failed, 1);
+
+      // Its pieces' files (the chunks' MP4 parts) go with the retention sweep's job.
+      const { tasks, builtinStore } = server.running.core;
+      const part = join(server.dataDir, 'part.mp4');
+      await writeFile(part, 'a chunk part');
+      await builtinStore.putFile(`${piecesPrefix(id)}0/360p0.mp4`, part, {
+        contentType: 'video/mp4',
+        signal: AbortSignal.timeout(5000),
+      });
+      const sweep = () => removeEndedPieces({ tasks, store: builtinStore }, { limit: 10, olderThanMs: 0 });
+      assert.equal(await sweep(), 1);
+      assert.equal(await builtinStore.stat(`${piecesPrefix(id)}0/360p0.mp4`), undefined, 'the pieces are gone');
+      assert.equal(await sweep(), 0, 'once');
+      assert.equal((await get(id)).status.phase, 'failed');
     });
 
     it('a retryable piece failure retries that piece alone; then retrying a failed parent splits it again', async () => {

@@ -29,7 +29,9 @@ before(async () => {
   // for progress to be written while it runs and for a cancel to find ffmpeg at work.
   server = await startTestServer({
     roles: { api: true, worker: true },
-    settings: { allowPrivateUrls: true, ffmpegThreads: 1 },
+    // The fixed ladder: the outputs asserted below are its two rungs (the per-title ladder
+    // drops 360p0 for this easy test pattern: test/transcode/per-title.test.ts covers it).
+    settings: { allowPrivateUrls: true, ffmpegThreads: 1, perTitle: false },
   });
   key = await server.key('alice');
 });
