@@ -137,6 +137,7 @@ for (const { kind, skip } of await databaseKinds()) {
         task_events: 0,
         idempotency_keys: 0,
         asset_deletes: 0,
+        split_pieces: 0,
       });
     });
 
