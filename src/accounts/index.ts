@@ -2,7 +2,16 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/index.ts';
 import { bearerToken } from '../lib/bearer.ts';
 import { AuthError, NotFoundError, ValidationError } from '../lib/errors.ts';
-import { keyView, keyViews, type KeyView, limitColumns, updateKeySettings, updateOwnerLimits } from './key-settings.ts';
+import {
+  keyView,
+  keyViews,
+  type KeyView,
+  limitColumns,
+  ownerColumns,
+  type OwnerLimitColumns,
+  updateKeySettings,
+  updateOwnerLimits,
+} from './key-settings.ts';
 import type { DeferredCount, KeyLimiter, Windows } from './limiter.ts';
 import {
   checkSettings,
@@ -255,31 +264,18 @@ export class Accounts {
 const KEY_LIMITS = limitColumns('k');
 const OWNER_LIMITS = limitColumns('ol', 'o_');
 
-interface AuthRow extends LimitColumns {
+interface AuthRow extends LimitColumns, OwnerLimitColumns {
   id: string;
   owner: string;
   project_id: string;
   expires_at: Date | null;
-  o_requests_per_minute: number | null;
-  o_tokens_per_minute: number | null;
-  o_concurrent_transcodes: number | null;
-  o_budget_usd: string | null;
-  o_budget_period: LimitColumns['budget_period'];
-  o_models: string[] | null;
 }
 
 function ownerOf(r: AuthRow): LimitColumns | null {
   if (r.o_budget_period === null && r.o_models === null && r.o_budget_usd === null)
     if (r.o_requests_per_minute === null && r.o_tokens_per_minute === null && r.o_concurrent_transcodes === null)
       return null;
-  return {
-    requests_per_minute: r.o_requests_per_minute,
-    tokens_per_minute: r.o_tokens_per_minute,
-    concurrent_transcodes: r.o_concurrent_transcodes,
-    budget_usd: r.o_budget_usd,
-    budget_period: r.o_budget_period,
-    models: r.o_models,
-  };
+  return ownerColumns(r);
 }
 
 /** The 401 of a missing or unknown key. */

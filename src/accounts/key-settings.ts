@@ -88,19 +88,23 @@ export async function updateOwnerLimits(db: Queryable, owner: string, s: LimitSe
   return true;
 }
 
-interface ViewRow extends LimitColumns {
-  id: string;
-  owner: string;
-  prefix: string;
-  created_at: Date;
-  revoked_at: Date | null;
-  expires_at: Date | null;
+/** An owner's defaults as `limitColumns(table, 'o_')` selects them beside a key's. */
+export interface OwnerLimitColumns {
   o_requests_per_minute: number | null;
   o_tokens_per_minute: number | null;
   o_concurrent_transcodes: number | null;
   o_budget_usd: string | null;
   o_budget_period: LimitColumns['budget_period'];
   o_models: string[] | null;
+}
+
+interface ViewRow extends LimitColumns, OwnerLimitColumns {
+  id: string;
+  owner: string;
+  prefix: string;
+  created_at: Date;
+  revoked_at: Date | null;
+  expires_at: Date | null;
 }
 
 /** The settings columns of `table` (numeric as exact text), `prefix`ed. */
@@ -144,7 +148,8 @@ export async function keyView(db: Queryable, owner: string, id: string): Promise
   return view;
 }
 
-function ownerColumns(r: ViewRow): LimitColumns {
+/** The owner's defaults of a row that selected them with the `o_` prefix. */
+export function ownerColumns(r: OwnerLimitColumns): LimitColumns {
   return {
     requests_per_minute: r.o_requests_per_minute,
     tokens_per_minute: r.o_tokens_per_minute,
