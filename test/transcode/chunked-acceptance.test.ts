@@ -92,6 +92,12 @@ function rangeOf(label: string): [number, number] | undefined {
 const isChunk = (p: PieceItem): boolean => /chunk/i.test(p.label);
 const ranWith = (p: PieceItem, pid: number | undefined): boolean =>
   pid !== undefined && new RegExp(`\\b${pid}\\b`).test(p.worker ?? '');
+/** Sends `sig` to `pid`, which may have exited since it was listed. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {}
+}
 
 describe('a 3-minute 540p input chunked over two worker processes on PostgreSQL (issue #30)', { skip }, () => {
   let work: string;
@@ -141,6 +147,25 @@ describe('a 3-minute 540p input chunked over two worker processes on PostgreSQL 
   }
   const getTask = async () => (await server.call('GET', `/api/task/${taskId}`, { key })).body;
 
+  /** A chunk running on one of `workers` with its ffmpeg alive, that ffmpeg stopped, or none. */
+  async function freezeAChunk(
+    pieces: Pieces | undefined,
+    workers: ChildProcess[],
+  ): Promise<{ pieces: Pieces; chunk: PieceItem; pid: number } | undefined> {
+    for (const { pid } of workers) {
+      const running = pieces?.items.find((p) => isChunk(p) && p.phase === 'running' && ranWith(p, pid));
+      const encoders = pid === undefined ? [] : childrenOf(pid, 'ffmpeg');
+      if (!running || pid === undefined || encoders.length === 0) continue;
+      for (const e of encoders) signal(e, 'SIGSTOP');
+      // Still running after the stop: the stopped ffmpeg is that chunk's encode, not yet done.
+      const now: Pieces | undefined = (await getTask()).pieces;
+      const chunk = now?.items.find((p) => p.label === running.label && p.phase === 'running' && ranWith(p, pid));
+      if (now && chunk) return { pieces: now, chunk, pid };
+      for (const e of encoders) signal(e, 'SIGCONT');
+    }
+    return undefined;
+  }
+
   before(async () => {
     let t = Date.now();
     work = mkdtempSync(path.join(tmpdir(), 'mp-chunked-acc-'));
@@ -157,7 +182,7 @@ describe('a 3-minute 540p input chunked over two worker processes on PostgreSQL 
       settings: { leaseMs: LEASE_MS },
     });
     key = await server.key('alice');
-    const [a] = await Promise.all([spawnWorker(), spawnWorker()]);
+    const first = await Promise.all([spawnWorker(), spawnWorker()]);
     bucket = await s3.createBucket();
     t = Date.now();
     const res = await server.call('POST', '/api/transcode', {
@@ -178,29 +203,24 @@ describe('a 3-minute 540p input chunked over two worker processes on PostgreSQL 
     assert.equal(res.status, 200, JSON.stringify(res.body));
     taskId = res.body.id;
 
-    // The kill: a chunk running on the first worker, past its start (its ffmpeg alive for a
-    // second) and not near its end.
-    const victim = a.pid ?? 0;
-    let encodingSince: number | undefined;
+    // The kill: a chunk running on either worker, in the middle of its encode. A chunk lasts
+    // a second or less on a fast host, so the encode is frozen (SIGSTOP) the moment it is seen:
+    // a stopped ffmpeg makes no progress while its worker keeps the lease, and the kill lands
+    // mid-chunk however fast the host is. The worker's death takes the stopped ffmpeg with it
+    // (its parent-death signal is SIGKILL, which a stopped process receives).
     atKill = await waitFor(
       async () => {
         const got = await getTask();
         if (['failed', 'cancelled', 'completed'].includes(got.status?.phase))
           throw new Error(`the task ${got.status.phase} before a chunk ran: ${got.status.errorMessage ?? ''}`);
-        const pieces: Pieces | undefined = got.pieces;
-        const chunk = pieces?.items.find(
-          (p) => isChunk(p) && p.phase === 'running' && ranWith(p, victim) && p.progress < 0.7,
-        );
-        const encoding = childrenOf(victim, 'ffmpeg').length > 0;
-        encodingSince = encoding ? (encodingSince ?? Date.now()) : undefined;
-        if (!pieces || !chunk || encodingSince === undefined || Date.now() - encodingSince < 1000) return undefined;
-        return { pieces, chunk, pid: victim };
+        return freezeAChunk(got.pieces, first);
       },
       300_000,
-      'a chunk in the middle of its encode on the first worker',
+      'a chunk in the middle of its encode',
     );
-    a.kill('SIGKILL');
-    await new Promise((r) => a.once('exit', r));
+    const victim = first.find((c) => c.pid === atKill?.pid);
+    victim?.kill('SIGKILL');
+    if (victim) await new Promise((r) => victim.once('exit', r));
     await spawnWorker();
     task = await waitFor(
       async () => {
