@@ -7,7 +7,7 @@
 //   node bench/api.ts [--seconds 10] [--connections 10] [--only webhooks]
 //   (DATABASE_URL set: against that server; --only webhooks runs that leg alone)
 // The file is also its own two children (`--child api|receiver`, see below).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Accounts } from '../src/accounts/index.ts';
 import { openDb } from '../src/db/index.ts';
+import { startChild } from './child.ts';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -72,26 +73,6 @@ async function serveReceiver(): Promise<void> {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
-}
-
-function startChild(
-  args: string[],
-  env: Record<string, string>,
-  match: RegExp,
-): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = match.exec(out);
-      if (m?.[1]) resolve({ child, url: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`child exited with ${code}: ${out.slice(-500)}`)));
-  });
 }
 
 async function run(

@@ -23,7 +23,7 @@
 //
 // The file is also its own child (`--child service`).
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -33,6 +33,7 @@ import autocannon from 'autocannon';
 import { Accounts } from '../src/accounts/index.ts';
 import { openDb } from '../src/db/index.ts';
 import { Ledger } from '../src/llm/ledger.ts';
+import { startChild } from './child.ts';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -141,19 +142,7 @@ const keys = {
 }
 
 function startService(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [SELF, '--child', 'service'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /"url":"([^"]+)"/.exec(out);
-      if (m?.[1]) resolve({ child, url: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`the service exited with ${code}: ${out.slice(-500)}`)));
-  });
+  return startChild([SELF, '--child', 'service'], env, /"url":"([^"]+)"/);
 }
 
 const agent = new http.Agent({ keepAlive: true });

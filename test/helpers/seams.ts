@@ -98,35 +98,6 @@ export interface Span {
   packets: number;
 }
 
-/** The span of `file`'s first video (`v`) or audio (`a`) stream, from ffprobe's packets. */
-export async function packetSpan(file: string, kind: 'v' | 'a'): Promise<Span> {
-  const { stdout } = await run(
-    'ffprobe',
-    [
-      '-v',
-      'error',
-      '-select_streams',
-      `${kind}:0`,
-      '-show_entries',
-      'packet=pts_time,duration_time',
-      '-of',
-      'csv=p=0',
-      file,
-    ],
-    { maxBuffer: 64 << 20 },
-  );
-  let start = Number.POSITIVE_INFINITY;
-  let end = Number.NEGATIVE_INFINITY;
-  let packets = 0;
-  for (const { pts, duration } of csvPackets(stdout)) {
-    packets++;
-    start = Math.min(start, pts);
-    end = Math.max(end, pts + duration);
-  }
-  if (packets === 0) throw new Error(`${file}: no ${kind === 'v' ? 'video' : 'audio'} packets`);
-  return { start, end, packets };
-}
-
 /** Presentation times of every packet of a stream, sorted: for gaps inside one file (an MP4). */
 export async function packetTimes(file: string, kind: 'v' | 'a'): Promise<{ pts: number; duration: number }[]> {
   const { stdout } = await run(
@@ -145,6 +116,15 @@ export async function packetTimes(file: string, kind: 'v' | 'a'): Promise<{ pts:
     { maxBuffer: 256 << 20 },
   );
   return csvPackets(stdout).sort((a, b) => a.pts - b.pts);
+}
+
+/** The span of `file`'s first video (`v`) or audio (`a`) stream, from ffprobe's packets. */
+export async function packetSpan(file: string, kind: 'v' | 'a'): Promise<Span> {
+  const packets = await packetTimes(file, kind);
+  if (packets.length === 0) throw new Error(`${file}: no ${kind === 'v' ? 'video' : 'audio'} packets`);
+  let end = Number.NEGATIVE_INFINITY;
+  for (const { pts, duration } of packets) end = Math.max(end, pts + duration);
+  return { start: packets[0]?.pts ?? 0, end, packets: packets.length };
 }
 
 /** ffprobe's `pts_time,duration_time,` lines (blank lines between, N/A for a packet without a time) as numbers. */

@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import { createWorker, openCore } from '../../src/main.ts';
 import { type JobHandler, Worker } from '../../src/tasks/index.ts';
+import { sleep } from './sleep.ts';
 
 const runLog = process.env.WORKER_RUN_LOG ?? '';
 const jobMs = Number(process.env.WORKER_JOB_MS ?? '1000');
@@ -21,17 +22,7 @@ const core = await openCore(config, log);
 
 const standIn: JobHandler = async (_params, ctx) => {
   appendFileSync(runLog, `start ${ctx.taskId} ${process.pid}\n`);
-  await new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, jobMs);
-    ctx.signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(ctx.signal.reason);
-      },
-      { once: true },
-    );
-  });
+  await sleep(jobMs, ctx.signal);
   appendFileSync(runLog, `done ${ctx.taskId} ${process.pid}\n`);
   return { input_video: { duration: 0, size: 0 }, worker: process.pid };
 };

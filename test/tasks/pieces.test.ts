@@ -13,19 +13,7 @@ import { UnsupportedMediaError, UpstreamUnavailableError } from '../../src/lib/e
 import { type JobContext, type JobHandler, type PieceSpec, Queue, Worker } from '../../src/tasks/index.ts';
 import { piecesPrefix, removeEndedPieces } from '../../src/transcode/index.ts';
 import { databaseKinds, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
+import { sleep } from '../helpers/sleep.ts';
 
 const LONG = 'http://127.0.0.1:9/long.mp4';
 const SECRET = 'sEcReT/do-not-leak+123';

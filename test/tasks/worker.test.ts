@@ -7,22 +7,10 @@ import { createLogger } from '../../src/lib/log.ts';
 import { UnsupportedMediaError, UpstreamUnavailableError } from '../../src/lib/errors.ts';
 import { checkedHandler, Worker, type JobHandler } from '../../src/tasks/index.ts';
 import { databaseKinds, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
+import { sleep } from '../helpers/sleep.ts';
 
 // The queue and worker with stand-in job handlers (the pipeline has its own tests): what
 // matters here is what a client sees of a job's life: phases, progress, retries, cancel.
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
 
 for (const { kind, skip } of await databaseKinds()) {
   describe(`worker and queue (${kind} database)`, { skip }, () => {
