@@ -10,7 +10,8 @@ export type { CommandPlan } from './outputs/index.ts';
  * each encoded once and written through the tee muxer to every output format the job asks
  * (outputs/index.ts), so adding MP4 next to HLS costs no second encode. Formats that need
  * pictures of their own (the thumbnails) take one more branch of the split. Each audio group
- * track is encoded once for every HLS tree that lists it; text subtitles become WebVTT files.
+ * track is encoded once for every HLS tree that lists it (and an audio-only input's `.m4a`);
+ * text subtitles become WebVTT files.
  */
 export function buildFfmpegArgs(plan: CommandPlan): string[] {
   const formats = formatsWritten(plan);
@@ -107,7 +108,10 @@ function renditionArgs(plan: CommandPlan, formats: readonly OutputFormat[], r: R
   return args;
 }
 
-/** One audio track encoded once for the HLS trees that list it in their audio group. */
+/**
+ * One audio track encoded once for every target that takes it alone: the HLS trees that list
+ * it in their audio group, and an audio-only input's `.m4a` (outputs/mp4.ts).
+ */
 function audioGroupArgs(plan: CommandPlan, formats: readonly OutputFormat[], track: AudioTrack): string[] {
   const cutAt = plan.segmentSecs - AAC_FRAME_SECS;
   const targets = formats.flatMap((f) => f.audioTarget?.(plan, track, cutAt) ?? []);
@@ -118,6 +122,7 @@ function audioGroupArgs(plan: CommandPlan, formats: readonly OutputFormat[], tra
     '-map_metadata',
     '-1',
     ...AAC_ARGS,
+    ...trackLabels([track]),
     '-flags',
     '+global_header',
     '-f',

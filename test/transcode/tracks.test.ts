@@ -106,7 +106,8 @@ describe('audio tracks and subtitles', () => {
     // The video renditions carry no audio: it is in the group.
     assert.deepEqual(await streamsOf(bucket, 'hls/240p0/0.ts'), [['video', '']]);
     assert.deepEqual(await streamsOf(bucket, 'cmaf/240p0/init.mp4'), [['video', '']]);
-    assert.deepEqual(await streamsOf(bucket, 'cmaf/audio/1/init.mp4'), [['audio', '']]);
+    // Each group's track keeps its language, as in the MP4.
+    assert.deepEqual(await streamsOf(bucket, 'cmaf/audio/1/init.mp4'), [['audio', 'fra']]);
     assert.deepEqual(await streamsOf(bucket, 'mp4/240p0.mp4'), [
       ['video', ''],
       ['audio', 'eng'],

@@ -6,7 +6,7 @@ import type { AudioTrack } from '../probe.ts';
 import { renditionOutput, type AudioOutput, type RenditionOutput } from '../renditions.ts';
 import { StreamedMp4 } from '../streamed-mp4.ts';
 import { storageKey } from '../uploads.ts';
-import type { OutputFormat, OutputRun } from './format.ts';
+import type { CommandPlan, OutputFormat, OutputRun } from './format.ts';
 
 /** Where ffmpeg writes the MP4s, relative to the job's output folder. */
 export const layout = {
@@ -31,7 +31,12 @@ export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
   dirs: () => ['mp4'],
   muxesAudio: () => true,
   videoTarget: (_plan, r) => `[f=mp4:movflags=+faststart]${layout.mp4File(r.name)}`,
-  outputArgs: (plan) => (plan.renditions.length === 0 ? audioOnlyMp4Args(plan.probe.audioTracks) : []),
+  // An audio-only input's one track goes into the tee of its audio-group encode (command.ts):
+  // encoded once for the HLS trees and the `.m4a` alike; with more tracks the `.m4a` holds
+  // them all and is an output of its own.
+  audioTarget: (plan) => (oneTrackAudioOnly(plan) ? `[f=mp4:movflags=+faststart]${layout.audioMp4}` : undefined),
+  outputArgs: (plan) =>
+    plan.renditions.length === 0 && !oneTrackAudioOnly(plan) ? audioOnlyMp4Args(plan.probe.audioTracks) : [],
   open: (run, prefix) => {
     const streams = streamedMp4s(run, prefix);
     return {
@@ -42,6 +47,10 @@ export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
     };
   },
 };
+
+function oneTrackAudioOnly(plan: CommandPlan): boolean {
+  return plan.renditions.length === 0 && plan.probe.audioTracks.length === 1;
+}
 
 /** An audio-only input's MP4 output: every track in one `.m4a`. */
 function audioOnlyMp4Args(tracks: readonly AudioTrack[]): string[] {
