@@ -1,6 +1,8 @@
-// Starting the process a bench measures: the service, a bare server, a webhook receiver.
+// Starting the processes a bench measures (the service, a bare server, a webhook receiver)
+// and finding them a port.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import net, { type AddressInfo } from 'node:net';
 
 /**
  * Spawns `node args` with `env` over the bench's own and resolves once its stdout matched
@@ -18,10 +20,21 @@ export function startChild(
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout?.on('data', (b: Buffer) => {
+      // Read on after the URL too: the service logs to stdout, and a full pipe would stall it.
+      if (out.length > 100_000) return;
       out += b.toString();
       const m = match.exec(out);
       if (m?.[1]) resolve({ child, url: m[1] });
     });
     child.once('exit', (code) => reject(new Error(`child exited with ${code}: ${out.slice(-500)}`)));
   });
+}
+
+/** A TCP port free on 127.0.0.1 just now, for a process that must be told its port. */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
 }

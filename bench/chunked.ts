@@ -18,7 +18,6 @@
 // BENCH_CHUNK_THRESHOLD_SECS (passed to the chunked legs' workers when set).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +26,7 @@ import { startHttp } from '../test/helpers/http-input.ts';
 import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
 import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { makeLongClip, serveRanges } from '../test/helpers/seams.ts';
+import { freePort } from './child.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
@@ -77,14 +77,6 @@ const median = (xs: number[]): number => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
 };
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** CPU seconds of a process itself and of its waited-for children (ffmpeg), from /proc. */
 async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {

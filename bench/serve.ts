@@ -6,7 +6,7 @@
 // The segments are real MPEG-TS from ffmpeg (4 s of 1280x720 at ~3 Mb/s: 1-2 MB each), and
 // requests go round them as players of one rendition would ask. Each server runs in a process
 // of its own (this file, `--child service|bare`); autocannon runs here.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { createReadStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { startChild } from './child.ts';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -23,6 +24,8 @@ const SECONDS = arg('seconds', 10);
 const CONNECTIONS = arg('connections', 10);
 const ROUNDS = arg('rounds', 3);
 const SELF = fileURLToPath(import.meta.url);
+/** The line a child prints once it listens: its URL, as JSON. */
+const URL_LINE = /"url":"(http:\/\/[^"]+)"/;
 /** Where the segments are, under the folder store's root (`<dataDir>/media`). */
 const KEY_PREFIX = 'task/bench/hls/720p0';
 
@@ -64,24 +67,6 @@ async function serveBare(root: string): Promise<void> {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
-}
-
-function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (b: Buffer) => {
-      // Read on after the URL too: the service logs to stdout, and a full pipe would stall it.
-      if (out.length > 100_000) return;
-      out += b.toString();
-      const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-      if (m?.[1]) resolve({ child, url: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`child exited with ${code}: ${out.slice(-500)}`)));
-  });
 }
 
 /** CPU seconds (user + system) a process has used, from /proc. */
@@ -151,8 +136,8 @@ const env = {
   BENCH_MEDIA_ROOT: mediaRoot,
   ...(process.argv.includes('--stream') ? { BENCH_STREAM: '1' } : {}),
 };
-const bare = await startChild([SELF, '--child', 'bare'], env);
-const service = await startChild([SELF, '--child', 'service'], env);
+const bare = await startChild([SELF, '--child', 'bare'], env, URL_LINE);
+const service = await startChild([SELF, '--child', 'service'], env, URL_LINE);
 try {
   const check = await fetch(`${service.url}/media/${segments[0]}`);
   if ((await check.arrayBuffer()).byteLength !== sizes[0]) throw new Error('the service did not serve the segment');

@@ -24,7 +24,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +36,7 @@ import { testPostgres } from '../test/helpers/postgres.ts';
 import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { startOutageProxy, type OutageProxy } from '../test/tasks/outage-proxy.ts';
 import { processTable } from '../test/tasks/procfs.ts';
+import { freePort } from './child.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
@@ -82,14 +82,6 @@ function percentile(xs: number[], p: number): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((r) => s.once('listening', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 
 import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -44,6 +44,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/index.ts';
 import { HttpInput, S3ObjectStore } from '../src/storage/index.ts';
 import type { PipelineJob } from '../src/transcode/index.ts';
+import { freePort } from './child.ts';
 
 // The measuring child loads what a worker loads for a transfer (config, storage); the test
 // servers (s3rver) and the encoder side are loaded by the parent only, so the child's peak
@@ -388,14 +389,6 @@ interface Service {
   /** The service process's high-water RSS (VmHWM), read from /proc while it runs. */
   peakRssMb(): Promise<number>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 /**
