@@ -92,6 +92,23 @@ test('a list of prompts: one completion each, n choices per prompt numbered prom
   assert.equal(res.usage?.total_tokens, (res.usage?.prompt_tokens ?? 0) + (res.usage?.completion_tokens ?? 0));
 });
 
+test('max_tokens holds when the last token ends inside a UTF-8 character', async () => {
+  // Token 231 is the byte 0xE4 in the Llama-2 vocabulary: the first of three bytes of a
+  // character. node-llama-cpp samples one token past max_tokens to complete such a character.
+  for (const max_tokens of [1, 3]) {
+    const res = await client.completions.create({
+      model: TINY,
+      prompt: PROMPT,
+      max_tokens,
+      logit_bias: { '231': 100 },
+      logprobs: 1,
+    });
+    assert.equal(res.choices[0]?.finish_reason, 'length');
+    assert.equal(res.usage?.completion_tokens, max_tokens);
+    assert.ok((res.choices[0]?.logprobs?.tokens?.length ?? 0) <= max_tokens);
+  }
+});
+
 test('suffix, best_of above 1 and token-array prompts are refused naming the field; off values are fine', async () => {
   await assert.rejects(
     client.completions.create({ model: TINY, prompt: PROMPT, max_tokens: 2, suffix: 'The end.' }),

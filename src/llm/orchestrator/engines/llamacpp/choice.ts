@@ -78,7 +78,8 @@ export async function runChoice(run: ChoiceRun): Promise<ChoiceTokens> {
     plan.input.kind === 'chat'
       ? await chat(run, plan.input.history, callbacks, out)
       : await completion(run, plan.input.prompt, callbacks);
-  const completionTokens = sequence.tokenMeter.usedOutputTokens - start;
+  // At most max_tokens: see ChoiceOutput.tokens for the one node-llama-cpp may sample past it.
+  const completionTokens = Math.min(sequence.tokenMeter.usedOutputTokens - start, plan.maxTokens);
   if (!run.signal.aborted) out.end(stopReason);
   return { completion: completionTokens, counted: out.released };
 }
@@ -182,6 +183,10 @@ class ChoiceOutput {
   readonly #calls = new Map<number, string>();
   #last = false;
   #tail = '';
+  /** Every token released so far: the context that a cut chunk's text is detokenized after. */
+  readonly #releasedTokens: Token[] = [];
+  /** The tokens of a chunk cut at max_tokens, whose text replaces the chunk's. */
+  #cut: Token[] | undefined;
 
   constructor(run: ChoiceRun, logprobs: boolean) {
     this.#run = run;
@@ -189,14 +194,25 @@ class ChoiceOutput {
     this.#forced = run.plan.output === 'forced_tool' ? new ForcedToolCall() : undefined;
   }
 
-  tokens(tokens: Token[], logprobs: TokenLogprob[] | undefined): void {
+  tokens(chunk: Token[], chunkLogprobs: TokenLogprob[] | undefined): void {
+    // When the max_tokens-th token ends inside a UTF-8 character, node-llama-cpp samples one
+    // more and releases the two together. The answer stops at max_tokens as OpenAI's does
+    // (its text may then end in a partial character): its usage, and so the bill, never exceed it.
+    const room = this.#run.plan.maxTokens - this.released;
+    const tokens = chunk.length > room ? chunk.slice(0, Math.max(0, room)) : chunk;
+    if (tokens !== chunk) this.#cut = tokens;
+    const logprobs = chunkLogprobs?.slice(0, tokens.length);
     this.released += tokens.length;
     this.#run.counted(tokens.length);
     this.#last = this.released >= this.#run.plan.maxTokens;
     if (logprobs) this.#logprobs?.push(...logprobs);
+    if (this.#cut) return;
+    for (const t of tokens) this.#releasedTokens.push(t);
   }
 
-  text(text: string): void {
+  text(chunkText: string): void {
+    const text = this.#cut ? this.#run.model.detokenize(this.#cut, false, this.#releasedTokens) : chunkText;
+    this.#cut = undefined;
     if (this.#forced) {
       for (const piece of this.#forced.push(text)) this.#piece(piece);
       return;
