@@ -27,6 +27,7 @@ import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
 import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { makeLongClip, serveRanges } from '../test/helpers/seams.ts';
 import { freePort } from './child.ts';
+import { median } from './stats.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
@@ -72,11 +73,6 @@ interface LegResult {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
-};
 
 /** CPU seconds of a process itself and of its waited-for children (ffmpeg), from /proc. */
 async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {

@@ -34,6 +34,7 @@ import { Accounts } from '../src/accounts/index.ts';
 import { openDb } from '../src/db/index.ts';
 import { Ledger } from '../src/llm/ledger.ts';
 import { startChild } from './child.ts';
+import { median, quantile } from './stats.ts';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -59,14 +60,6 @@ if (process.argv.includes('--child')) {
   console.log(JSON.stringify({ url: running.url }));
   await new Promise(() => {});
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
-};
-const quantile = (xs: number[], q: number): number =>
-  [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))] ?? 0;
 
 /** Every limit a request meets before its first token, far from reached. */
 const LIMITS = {

@@ -49,6 +49,7 @@ import {
   type OrchestratorProcess,
   type TestGateway,
 } from '../test/helpers/llm.ts';
+import { median } from './stats.ts';
 
 const MODEL = process.env.BENCH_MODEL ?? TINY;
 const FILE = process.env.BENCH_MODEL_FILE ?? join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf');
@@ -95,11 +96,6 @@ interface Run {
   totalMs: number;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
-};
 const tps = (r: Run): number => (r.tokens / r.totalMs) * 1000;
 
 /**

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { startChild } from './child.ts';
+import { median } from './stats.ts';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -120,8 +121,6 @@ function makeSegments(dir: string): string[] {
     .filter((f) => f.endsWith('.ts'))
     .map((f) => `${KEY_PREFIX}/${f}`);
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'mediaplane-bench-serve-'));
 const mediaRoot = join(dataDir, 'media');

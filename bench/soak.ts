@@ -37,6 +37,7 @@ import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { startOutageProxy, type OutageProxy } from '../test/tasks/outage-proxy.ts';
 import { processTable } from '../test/tasks/procfs.ts';
 import { freePort } from './child.ts';
+import { quantile } from './stats.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
@@ -77,12 +78,6 @@ function options(): Options {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rand = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
 const log = (msg: string) => console.log(`[${new Date().toISOString().slice(11, 23)}] ${msg}`);
-
-function percentile(xs: number[], p: number): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-}
 
 // ---------------------------------------------------------------------------------------
 // The service: one API process and two worker slots, each a `mediaplane` child process.
@@ -617,7 +612,7 @@ async function report(c: ReportContext): Promise<number> {
     leakedScratchBytes: leaked,
     reclaimLatencyMs: {
       n: latencies.length,
-      p50: Math.round(percentile(latencies, 50)),
+      p50: Math.round(quantile(latencies, 0.5)),
       max: latencies.length > 0 ? Math.round(Math.max(...latencies)) : NaN,
     },
     retries: { total: retries, crashes, failures: retries - crashes, mostFailuresOfOneTask: mostFailures },

@@ -45,6 +45,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { HttpInput, S3ObjectStore } from '../src/storage/index.ts';
 import type { PipelineJob } from '../src/transcode/index.ts';
 import { freePort } from './child.ts';
+import { median } from './stats.ts';
 
 // The measuring child loads what a worker loads for a transfer (config, storage); the test
 // servers (s3rver) and the encoder side are loaded by the parent only, so the child's peak
@@ -63,12 +64,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** 0 (default): (a) follows GET /api/task/{id}/events; else how often it polls GET /api/task/{id}, in ms. */
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 0);
 const config = loadConfig({ env: {}, overrides: { allowPrivateUrls: true } });
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
-};
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t = performance.now();

@@ -31,6 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort } from './child.ts';
+import { median } from './stats.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
@@ -39,11 +40,6 @@ const MB = Number(process.env.BENCH_MB ?? 1024);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MiB = 1024 * 1024;
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
-};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A file of `mb` MiB of random bytes (one random 16 MiB block, repeated). */
