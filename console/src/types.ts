@@ -55,6 +55,27 @@ export interface TaskRef {
   outputAssetId?: string;
 }
 
+/** GET /api/ledger (docs/llm.md "Pricing and credits"). */
+export interface LedgerEntry {
+  id: string;
+  createdAt: string;
+  kind: 'charge' | 'credit';
+  status: 'reserved' | 'settled' | 'released';
+  amountUsd: number;
+  model: string | null;
+  requestId: string | null;
+  maxTokens: number | null;
+  completionTokens: number | null;
+  pricePerToken: number | null;
+  note: string | null;
+}
+
+export interface Ledger {
+  owner: string;
+  balanceUsd: number;
+  entries: LedgerEntry[];
+}
+
 /** An asset whose phase still changes by itself. */
 export function settling(a: Asset): boolean {
   return !['ready', 'failed', 'deleted'].includes(a.status.phase);

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { decodeErrors, ffprobe, makeClip } from '../helpers/media.ts';
 import { testPostgres } from '../helpers/postgres.ts';
+import { spawnWorkerChild } from '../helpers/worker-process.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 import { databaseFor, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
 
@@ -15,7 +15,6 @@ import { databaseFor, startTestServer, type TestServer, waitFor } from '../helpe
 // is a bucket and API and workers are separate processes (separate data dirs) on one
 // PostgreSQL, so the clip task also reads its source asset's file from the bucket.
 
-const CHILD = fileURLToPath(new URL('../helpers/worker-child.ts', import.meta.url));
 const skip = (await testPostgres()) ? false : 'no PostgreSQL server available (apt-get install postgresql)';
 const LEASE_MS = 1500;
 
@@ -30,9 +29,8 @@ describe('a clip task whose worker is killed mid-way', { skip }, () => {
   function spawnWorker(preset: string): Promise<ChildProcess> {
     const dataDir = mkdtempSync(join(tmpdir(), 'mediaplane-clip-worker-'));
     dirs.push(dataDir);
-    const child = spawn(process.execPath, [CHILD], {
-      env: {
-        ...process.env,
+    return spawnWorkerChild(
+      {
         ...storeEnv,
         WORKER_HANDLER: 'transcode',
         DATABASE_URL: server.databaseUrl ?? '',
@@ -42,13 +40,8 @@ describe('a clip task whose worker is killed mid-way', { skip }, () => {
         MEDIAPLANE_HEARTBEAT_MS: '300',
         MEDIAPLANE_X264_PRESET: preset,
       },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    return new Promise((resolve, reject) => {
-      child.stdout?.on('data', (b: Buffer) => b.toString().includes('ready') && resolve(child));
-      child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
-    });
+      children,
+    );
   }
 
   before(async () => {

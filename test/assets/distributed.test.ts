@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { type BrowserPlayer, startBrowserPlayer } from '../helpers/browser.ts';
 import { makeClip } from '../helpers/media.ts';
 import { testPostgres } from '../helpers/postgres.ts';
+import { spawnWorkerChild } from '../helpers/worker-process.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 import { databaseFor, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
 
@@ -16,7 +16,6 @@ import { databaseFor, startTestServer, type TestServer, waitFor } from '../helpe
 // the upload lands on the API's machine, the worker finds it in the bucket, and what the
 // worker wrote plays through the API's /media.
 
-const CHILD = fileURLToPath(new URL('../helpers/worker-child.ts', import.meta.url));
 const skip = (await testPostgres()) ? false : 'no PostgreSQL server available (apt-get install postgresql)';
 
 describe('the built-in store in a bucket, API and worker in separate processes', { skip }, () => {
@@ -45,25 +44,17 @@ describe('the built-in store in a bucket, API and worker in separate processes',
       settings: store,
     });
     key = await server.key('alice');
-    worker = spawn(process.execPath, [CHILD], {
-      env: {
-        ...process.env,
-        WORKER_HANDLER: 'transcode',
-        DATABASE_URL: server.databaseUrl ?? '',
-        MEDIAPLANE_DATA_DIR: mkdtempSync(join(tmpdir(), 'mediaplane-worker-')),
-        MEDIAPLANE_POLL_MS: '100',
-        MEDIAPLANE_ALLOW_PRIVATE_URLS: 'true',
-        MEDIAPLANE_STORE_URL: storeUrl,
-        MEDIAPLANE_STORE_ENDPOINT: s3.endpoint,
-        MEDIAPLANE_STORE_REGION: s3.region,
-        MEDIAPLANE_STORE_ACCESS_KEY_ID: s3.credentials.accessKeyId,
-        MEDIAPLANE_STORE_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      worker?.stdout?.on('data', (b: Buffer) => b.toString().includes('ready') && resolve());
-      worker?.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
+    worker = await spawnWorkerChild({
+      WORKER_HANDLER: 'transcode',
+      DATABASE_URL: server.databaseUrl ?? '',
+      MEDIAPLANE_DATA_DIR: mkdtempSync(join(tmpdir(), 'mediaplane-worker-')),
+      MEDIAPLANE_POLL_MS: '100',
+      MEDIAPLANE_ALLOW_PRIVATE_URLS: 'true',
+      MEDIAPLANE_STORE_URL: storeUrl,
+      MEDIAPLANE_STORE_ENDPOINT: s3.endpoint,
+      MEDIAPLANE_STORE_REGION: s3.region,
+      MEDIAPLANE_STORE_ACCESS_KEY_ID: s3.credentials.accessKeyId,
+      MEDIAPLANE_STORE_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
     });
     const started = await startBrowserPlayer();
     if ('skip' in started) skipPlay = started.skip;

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { TaskEventRow } from '../../src/tasks/index.ts';
 import { processGone, processesInside } from '../../src/tasks/processes.ts';
 import { pdeathsigWorks } from '../../src/lib/tied-process.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { makeClip } from '../helpers/media.ts';
 import { testPostgres } from '../helpers/postgres.ts';
+import { spawnWorkerChild } from '../helpers/worker-process.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 import { databaseFor, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
 import { processTable } from './procfs.ts';
@@ -20,7 +20,6 @@ import { processTable } from './procfs.ts';
 // task must never have two encoders at once, the next worker on the same scratch root removes
 // the dead run's directory, and the task runs again before the tasks queued after it.
 
-const CHILD = fileURLToPath(new URL('../helpers/worker-child.ts', import.meta.url));
 const skip = !(await testPostgres())
   ? 'no PostgreSQL server available (apt-get install postgresql)'
   : !pdeathsigWorks() && 'setpriv --pdeathsig is not available';
@@ -34,9 +33,8 @@ describe('a worker SIGKILLed mid-encode', { skip }, () => {
   const children: ChildProcess[] = [];
 
   function spawnWorker(preset: string): Promise<ChildProcess> {
-    const child = spawn(process.execPath, [CHILD], {
-      env: {
-        ...process.env,
+    return spawnWorkerChild(
+      {
         WORKER_HANDLER: 'transcode',
         DATABASE_URL: server.databaseUrl ?? '',
         MEDIAPLANE_DATA_DIR: dataDir,
@@ -46,13 +44,8 @@ describe('a worker SIGKILLed mid-encode', { skip }, () => {
         MEDIAPLANE_POLL_MS: '100',
         MEDIAPLANE_X264_PRESET: preset,
       },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    return new Promise((resolve, reject) => {
-      child.stdout?.on('data', (b: Buffer) => b.toString().includes('ready') && resolve(child));
-      child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
-    });
+      children,
+    );
   }
 
   before(async () => {

@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { databaseFor, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
 import { testPostgres } from '../helpers/postgres.ts';
+import { spawnWorkerChild } from '../helpers/worker-process.ts';
 
 // Several worker processes against one PostgreSQL server (the embedded database is
 // single-process by design; the same lease logic is tested in-process in worker.test.ts).
 
-const CHILD = fileURLToPath(new URL('../helpers/worker-child.ts', import.meta.url));
 const skip = (await testPostgres()) ? false : 'no PostgreSQL server available (apt-get install postgresql)';
 
 describe('worker processes sharing one PostgreSQL', { skip }, () => {
@@ -21,9 +20,8 @@ describe('worker processes sharing one PostgreSQL', { skip }, () => {
   const children: ChildProcess[] = [];
 
   function spawnWorker(env: Record<string, string> = {}): Promise<ChildProcess> {
-    const child = spawn(process.execPath, [CHILD], {
-      env: {
-        ...process.env,
+    return spawnWorkerChild(
+      {
         DATABASE_URL: server.databaseUrl ?? '',
         MEDIAPLANE_DATA_DIR: mkdtempSync(join(tmpdir(), 'mediaplane-worker-')),
         MEDIAPLANE_LEASE_MS: '1500',
@@ -33,13 +31,8 @@ describe('worker processes sharing one PostgreSQL', { skip }, () => {
         WORKER_RUN_LOG: runLog,
         ...env,
       },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    return new Promise((resolve, reject) => {
-      child.stdout?.on('data', (b: Buffer) => b.toString().includes('ready') && resolve(child));
-      child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
-    });
+      children,
+    );
   }
   const runs = () =>
     readFileSync(runLog, 'utf8')

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config/index.ts';
 import { pdeathsigWorks } from '../../src/lib/tied-process.ts';
 import { FileInput, LocalDirStore } from '../../src/storage/index.ts';
@@ -14,6 +13,7 @@ import { type BrowserPlayer, type PlayResult, startBrowserPlayer } from '../help
 import { startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { decodeErrors, moovBeforeMdat } from '../helpers/media.ts';
 import { testPostgres } from '../helpers/postgres.ts';
+import { spawnWorkerChild } from '../helpers/worker-process.ts';
 import { startS3, type TestS3 } from '../helpers/s3.ts';
 import {
   downloadBucket,
@@ -40,7 +40,6 @@ import { childrenOf } from '../tasks/procfs.ts';
 // a seam (hls.js, shaka-player), whose audio ends within one frame of the video; only the
 // killed chunk ran twice; the chunked MP4's VMAF within 0.5 of a single-worker encode's.
 
-const CHILD = fileURLToPath(new URL('../helpers/worker-child.ts', import.meta.url));
 const skip = !(await testPostgres())
   ? 'no PostgreSQL server available (apt-get install postgresql)'
   : !pdeathsigWorks() && 'setpriv --pdeathsig is not available';
@@ -119,9 +118,8 @@ describe('a 3-minute 540p input chunked over two worker processes on PostgreSQL 
   const timings: Record<string, number> = {};
 
   function spawnWorker(): Promise<ChildProcess> {
-    const child = spawn(process.execPath, [CHILD], {
-      env: {
-        ...process.env,
+    return spawnWorkerChild(
+      {
         WORKER_HANDLER: 'transcode',
         DATABASE_URL: server.databaseUrl ?? '',
         // One data folder for every worker: the built-in store (<dataDir>/media) holds the
@@ -137,13 +135,8 @@ describe('a 3-minute 540p input chunked over two worker processes on PostgreSQL 
         MEDIAPLANE_CHUNK_THRESHOLD_SECS: String(THRESHOLD_SECS),
         MEDIAPLANE_CHUNK_SECS: String(CHUNK_SECS),
       },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    return new Promise((resolve, reject) => {
-      child.stdout?.on('data', (b: Buffer) => b.toString().includes('ready') && resolve(child));
-      child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
-    });
+      children,
+    );
   }
   const getTask = async () => (await server.call('GET', `/api/task/${taskId}`, { key })).body;
 

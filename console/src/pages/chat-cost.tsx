@@ -6,27 +6,8 @@
 // short re-reads while it still shows `reserved`.
 
 import { api } from '../api.ts';
+import type { Ledger, LedgerEntry } from '../types.ts';
 import { ErrorText } from '../components/index.ts';
-
-export interface LedgerEntry {
-  id: string;
-  createdAt: string;
-  kind: 'charge' | 'credit';
-  status: 'reserved' | 'settled' | 'released';
-  amountUsd: number;
-  model: string | null;
-  requestId: string | null;
-  maxTokens: number | null;
-  completionTokens: number | null;
-  pricePerToken: number | null;
-  note: string | null;
-}
-
-export interface Ledger {
-  owner: string;
-  balanceUsd: number;
-  entries: LedgerEntry[];
-}
 
 const SETTLE_TRIES = 8;
 const SETTLE_WAIT_MS = 250;
