@@ -55,19 +55,15 @@ export interface TaskRef {
   outputAssetId?: string;
 }
 
-/** GET /api/ledger (docs/llm.md "Pricing and credits"). */
+/** An entry of GET /api/ledger (docs/llm.md "Pricing and credits"): what the chat's cost panel shows. */
 export interface LedgerEntry {
-  id: string;
-  createdAt: string;
   kind: 'charge' | 'credit';
   status: 'reserved' | 'settled' | 'released';
   amountUsd: number;
-  model: string | null;
   requestId: string | null;
   maxTokens: number | null;
   completionTokens: number | null;
   pricePerToken: number | null;
-  note: string | null;
 }
 
 export interface Ledger {
