@@ -26,6 +26,7 @@ import {
   wireErrorFor,
 } from './errors.ts';
 import { bodyDeadline, clientErrorHandler, serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
+import { routineRouteLevel } from '../lib/log.ts';
 import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
@@ -140,8 +141,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   metrics.instrument(app);
   if (deps.metricsPerKey) registerKeyMetrics(deps.db, metrics.registry);
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_req, reply) => {
+  // Probes come every few seconds: their lines only at debug (lib/log.ts routineRouteLevel).
+  const probeLevel = { logLevel: routineRouteLevel(app.log.level) };
+  app.get('/healthz', probeLevel, async () => ({ status: 'ok' }));
+  app.get('/readyz', probeLevel, async (_req, reply) => {
     try {
       await deps.db.query('SELECT 1');
       return { status: 'ok' };

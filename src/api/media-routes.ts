@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NotFoundError } from '../lib/errors.ts';
+import { routineRouteLevel } from '../lib/log.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { BuiltinStore, ByteRange, StoredObject } from '../storage/builtin/index.ts';
@@ -159,7 +160,7 @@ const SCHEMA = {
 export async function mediaRoutes(app: FastifyInstance, deps: MediaRoutesDeps): Promise<void> {
   // Each segment a player fetches is a request: their lines are written only when the
   // operator asked for debug logging; failures (5xx) are still logged.
-  const logLevel: LogLevel = ['debug', 'trace'].includes(app.log.level) ? (app.log.level as LogLevel) : 'warn';
+  const logLevel = routineRouteLevel(app.log.level);
   app.route({
     method: ['GET', 'HEAD'],
     url: `${PREFIX}*`,

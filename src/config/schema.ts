@@ -43,7 +43,8 @@ const coreSettings = defineSettings({
     group: 'server',
     default: 'info',
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
-    description: 'Log level of the logs on stdout.',
+    description:
+      'Log level of the logs on stdout. At info, the requests of probes and players (/healthz, /readyz, /metrics, /media/) are not logged (their server errors are); debug logs them all.',
   },
   logFormat: {
     env: 'MEDIAPLANE_LOG_FORMAT',

@@ -3,6 +3,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { routineRouteLevel } from './log.ts';
 
 /** A registry with the process figures (CPU, RSS, heap, event-loop lag) under `mediaplane_`. */
 export function processMetrics(): Registry {
@@ -11,7 +12,9 @@ export function processMetrics(): Registry {
   return registry;
 }
 
-/** GET /metrics in Prometheus text; like health, it needs no key. */
+/** GET /metrics in Prometheus text; like health, it needs no key, and its scrapes are logged only at debug. */
 export function serveMetrics(app: FastifyInstance, registry: Registry): void {
-  app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  app.get('/metrics', { logLevel: routineRouteLevel(app.log.level) }, async (_req, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  );
 }

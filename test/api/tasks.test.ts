@@ -176,6 +176,13 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal(doc.openapi, '3.1.0');
       assert.ok(doc.paths['/api/transcode'].post.requestBody.content['application/json'].schema.properties.input);
       assert.ok(doc.paths['/api/task/{id}'].get);
+      // Probes and scrapes come every few seconds: no request lines at the info level.
+      const probeLines = server.logs.lines.filter((l) => /"url":"\/(healthz|readyz|metrics)"/.test(l));
+      assert.deepEqual(probeLines, []);
+      assert.ok(
+        server.logs.lines.some((l) => l.includes('"url":"/api/openapi.json"')),
+        'other requests are',
+      );
     });
 
     it('never shows a credential in a response or a log line', () => {

@@ -77,7 +77,7 @@ export async function orchestratorRoutes(app: FastifyInstance, s: OrchestratorSt
     return reply.status(status).send(body);
   });
   // Liveness tells nothing and generates nothing: open to probes, as /metrics is.
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', { logLevel: routineRouteLevel(app.log.level) }, async () => ({ status: 'ok' }));
   await app.register(async (gateways) => {
     const secret = s.secret;
     if (secret) {
