@@ -18,7 +18,7 @@ import {
 } from 'node-llama-cpp';
 import type { FinishReason, TokenLogprob } from '../../../protocol/types.ts';
 import { type GenerateEvent, type ToolCallPiece, toolCallId } from '../../engine.ts';
-import { tapSequence } from './logprobs.ts';
+import { keepRecent, type Logprobs, tapSequence } from './logprobs.ts';
 import { ForcedToolCall } from './tools.ts';
 
 /** What a request generates, the same for each of its choices (LlamaCppEngine's plan). */
@@ -70,18 +70,37 @@ export async function runChoice(run: ChoiceRun): Promise<ChoiceTokens> {
   const logprobs = tapSequence(sequence, { model: run.model, topLogprobs: plan.topLogprobs });
   const start = sequence.tokenMeter.usedOutputTokens;
   const out = new ChoiceOutput(run, plan.topLogprobs !== undefined);
-  const callbacks = {
-    onToken: (tokens: Token[]) => out.tokens(tokens, logprobs?.take(tokens)),
-    onTextChunk: (text: string) => out.text(text),
-  };
+  const callbacks = upToMaxTokens(run, out, logprobs);
   const stopReason =
     plan.input.kind === 'chat'
       ? await chat(run, plan.input.history, callbacks, out)
       : await completion(run, plan.input.prompt, callbacks);
-  // At most max_tokens: see ChoiceOutput.tokens for the one node-llama-cpp may sample past it.
+  // At most max_tokens: see upToMaxTokens for the one node-llama-cpp may sample past it.
   const completionTokens = Math.min(sequence.tokenMeter.usedOutputTokens - start, plan.maxTokens);
   if (!run.signal.aborted) out.end(stopReason);
   return { completion: completionTokens, counted: out.released };
+}
+
+/**
+ * node-llama-cpp's callbacks, into `out`. When the max_tokens-th token ends inside a UTF-8
+ * character, node-llama-cpp samples one more and releases the two together: the answer stops
+ * at max_tokens, as OpenAI's does (its text may then end in a partial character), so its
+ * usage, its logprobs and the bill never exceed it.
+ */
+function upToMaxTokens(run: ChoiceRun, out: ChoiceOutput, logprobs: Logprobs | undefined): Callbacks {
+  const recent: Token[] = [];
+  // onTextChunk comes just after onToken, with the text of the same tokens.
+  let cutText: string | undefined;
+  return {
+    onToken: (chunk) => {
+      const room = run.plan.maxTokens - out.released;
+      const tokens = chunk.length > room ? chunk.slice(0, Math.max(0, room)) : chunk;
+      cutText = tokens === chunk ? undefined : run.model.detokenize(tokens, false, recent);
+      keepRecent(recent, tokens);
+      out.tokens(tokens, logprobs?.take(tokens));
+    },
+    onTextChunk: (text) => out.text(cutText ?? text),
+  };
 }
 
 /** The sampling options of LlamaChat and LlamaCompletion. */
@@ -183,10 +202,6 @@ class ChoiceOutput {
   readonly #calls = new Map<number, string>();
   #last = false;
   #tail = '';
-  /** Every token released so far: the context that a cut chunk's text is detokenized after. */
-  readonly #releasedTokens: Token[] = [];
-  /** The tokens of a chunk cut at max_tokens, whose text replaces the chunk's. */
-  #cut: Token[] | undefined;
 
   constructor(run: ChoiceRun, logprobs: boolean) {
     this.#run = run;
@@ -194,25 +209,14 @@ class ChoiceOutput {
     this.#forced = run.plan.output === 'forced_tool' ? new ForcedToolCall() : undefined;
   }
 
-  tokens(chunk: Token[], chunkLogprobs: TokenLogprob[] | undefined): void {
-    // When the max_tokens-th token ends inside a UTF-8 character, node-llama-cpp samples one
-    // more and releases the two together. The answer stops at max_tokens as OpenAI's does
-    // (its text may then end in a partial character): its usage, and so the bill, never exceed it.
-    const room = this.#run.plan.maxTokens - this.released;
-    const tokens = chunk.length > room ? chunk.slice(0, Math.max(0, room)) : chunk;
-    if (tokens !== chunk) this.#cut = tokens;
-    const logprobs = chunkLogprobs?.slice(0, tokens.length);
+  tokens(tokens: Token[], logprobs: TokenLogprob[] | undefined): void {
     this.released += tokens.length;
     this.#run.counted(tokens.length);
     this.#last = this.released >= this.#run.plan.maxTokens;
     if (logprobs) this.#logprobs?.push(...logprobs);
-    if (this.#cut) return;
-    for (const t of tokens) this.#releasedTokens.push(t);
   }
 
-  text(chunkText: string): void {
-    const text = this.#cut ? this.#run.model.detokenize(this.#cut, false, this.#releasedTokens) : chunkText;
-    this.#cut = undefined;
+  text(text: string): void {
     if (this.#forced) {
       for (const piece of this.#forced.push(text)) this.#piece(piece);
       return;

@@ -112,11 +112,16 @@ function logprobsOf(sampled: Sampled[], model: LlamaModel): Logprobs {
           top.map(([t, p]) => entry(model.detokenize([t], false, recent), p));
         if (s) out.push({ ...entry(texts[i] ?? '', s.p), top_logprobs: alternatives(s.top) });
       }
-      recent.push(...tokens);
-      recent.splice(0, Math.max(0, recent.length - CONTEXT_TOKENS));
+      keepRecent(recent, tokens);
       return out;
     },
   };
+}
+
+/** Adds `tokens` to `recent`, which keeps the last CONTEXT_TOKENS: what the next text is detokenized after. */
+export function keepRecent(recent: Token[], tokens: readonly Token[]): void {
+  recent.push(...tokens);
+  recent.splice(0, Math.max(0, recent.length - CONTEXT_TOKENS));
 }
 
 /**
