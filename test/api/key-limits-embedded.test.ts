@@ -13,14 +13,9 @@ import { openDb } from '../../src/db/index.ts';
 import { Billing } from '../../src/llm/gateway/index.ts';
 import { Ledger } from '../../src/llm/ledger.ts';
 import { startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
+import { freshWindow } from '../helpers/rate-window.ts';
 
 const WINDOW_MS = 20_000;
-
-/** Waits, when needed, until the current rate window has at least `needMs` left (windows are aligned on the epoch). */
-async function freshWindow(needMs: number): Promise<void> {
-  const left = WINDOW_MS - (Date.now() % WINDOW_MS);
-  if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
-}
 
 describe('key limits (embedded database, one process)', () => {
   let server: TestServer;
@@ -54,7 +49,7 @@ describe('key limits (embedded database, one process)', () => {
 
   it('lets exactly 10 of 30 concurrent requests of a 10-per-window key through, on both APIs, each refusal in its shape', async () => {
     const k = await create('alice', ['--rpm', '10']);
-    await freshWindow(8000);
+    await freshWindow(WINDOW_MS, 8000);
     const answers = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
         server
@@ -185,7 +180,7 @@ describe('key limits (embedded database, one process)', () => {
   });
 
   it('answers bad keys from one address 401 twenty times a window, then 429; a good key from there still works', async () => {
-    await freshWindow(8000);
+    await freshWindow(WINDOW_MS, 8000);
     const good = await create('gina');
     const bad = await Promise.all(
       Array.from({ length: 25 }, (_, i) => server.call('GET', '/api/task', { key: `mp_not-a-key-${i}` })),
@@ -209,6 +204,7 @@ describe('a limited key’s charge (billing with the limiter, embedded database)
     const db = await openDb({});
     const limiter = new KeyLimiter(db, { windowMs: 60_000, authFailuresPerWindow: 20 });
     try {
+      await freshWindow(60_000, 8000);
       const accounts = new Accounts(db, { limiter });
       const made = await accounts.createKey('hana', {
         tokensPerMinute: 100,

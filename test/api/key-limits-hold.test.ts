@@ -14,6 +14,9 @@ import { Ledger } from '../../src/llm/ledger.ts';
 import { RateLimitedError } from '../../src/lib/errors.ts';
 import { TaskStore } from '../../src/tasks/index.ts';
 import { testPostgres } from '../helpers/postgres.ts';
+import { freshWindow } from '../helpers/rate-window.ts';
+
+const WINDOW_MS = 60_000;
 
 const pg = await testPostgres();
 
@@ -28,7 +31,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
         const url = await pg.createDatabase();
         dbs = [await openDb({ databaseUrl: url }), await openDb({ databaseUrl: url, migrate: false })];
       } else dbs = [await openDb({})];
-      limiters = dbs.map((db) => new KeyLimiter(db, { windowMs: 60_000, authFailuresPerWindow: 20 }));
+      limiters = dbs.map((db) => new KeyLimiter(db, { windowMs: WINDOW_MS, authFailuresPerWindow: 20 }));
       stores = dbs.map((db) => new TaskStore(db));
     });
     after(async () => {
@@ -61,6 +64,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
       );
 
     it('counts a deferred request in its charge: exactly N of many concurrent, nothing refused charged', async () => {
+      await freshWindow(WINDOW_MS, 8000);
       const made = await side(0).accounts.createKey('defer', { requestsPerMinute: 5, tokensPerMinute: 1000 });
       await new Ledger(side(0).db).credit({ owner: 'defer', usd: 10 });
       const answers = await Promise.all(
@@ -89,6 +93,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
     });
 
     it('counts a request once: not again on a second charge (failover), and once answered when it never reached one', async () => {
+      await freshWindow(WINDOW_MS, 8000);
       const made = await side(0).accounts.createKey('once', { requestsPerMinute: 100 });
       await new Ledger(side(0).db).credit({ owner: 'once', usd: 10 });
       const key = await side(0).accounts.admit(`Bearer ${made.key}`, { address: '127.0.0.1', defer: { done: false } });
@@ -109,6 +114,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
     });
 
     it('holds concurrent transcodes exactly, with the request counted in the insert', async () => {
+      await freshWindow(WINDOW_MS, 8000);
       const made = await side(0).accounts.createKey('slots', { concurrentTranscodes: 3, requestsPerMinute: 100 });
       const projectId = (
         await side(0).db.query<{ project_id: string }>('SELECT project_id FROM owners WHERE name = $1', ['slots'])

@@ -24,17 +24,12 @@ import { type OrchestratorProcess, REPO_ROOT, startOrchestratorProcess, TINY } f
 import { testPostgres } from '../helpers/postgres.ts';
 import { refused } from '../helpers/sdk.ts';
 import { databaseFor, startTestServer, type TestServer, transcodeBody } from '../helpers/server.ts';
+import { freshWindow } from '../helpers/rate-window.ts';
 
 const CHILD = fileURLToPath(new URL('./fixtures/api-process.ts', import.meta.url));
 const SECRET = 'key-limits-shared-secret-0123456789';
 const PRICE = 0.0001; // USD per output token: 50 tokens are 0.005 USD
 const WINDOW_MS = 10_000;
-
-/** Waits, when needed, until the current rate window has at least `needMs` left (windows are aligned on the epoch). */
-async function freshWindow(needMs: number): Promise<void> {
-  const left = WINDOW_MS - (Date.now() % WINDOW_MS);
-  if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
-}
 
 interface Answer {
   status: number;
@@ -154,7 +149,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
 
   it('lets exactly 60 of 200 concurrent callers through, split over both processes and both APIs; the rest 429 with truthful headers', async () => {
     const k = await createKey('alice', { requestsPerMinute: 60 });
-    await freshWindow(7000);
+    await freshWindow(WINDOW_MS, 7000);
     const started = Date.now();
     const answers = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
@@ -201,7 +196,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
     assert.equal(tooBig.status, 400);
     assert.equal(tooBig.body.error.param, 'max_tokens');
     assert.match(tooBig.body.error.message, /more than this key's 40 tokens per 10 s/);
-    await freshWindow(8000);
+    await freshWindow(WINDOW_MS, 8000);
     const answers = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         call(bases[i % 2] as string, 'POST', '/v1/chat/completions', { key: k.key, body: chat(16) }),
@@ -264,7 +259,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
 
   it('lets the openai SDK retry a 429 after the window, and the livepeer SDK surface it', async () => {
     const k = await createKey('frank', { requestsPerMinute: 1 }, 1);
-    await freshWindow(3000);
+    await freshWindow(WINDOW_MS, 3000);
     assert.equal((await call(a.url, 'GET', '/api/task', { key: k.key })).status, 200);
     const lp = new Livepeer({ apiKey: k.key, serverURL: `${b.url}/api` });
     const err = await refused(lp.task.getAll());
@@ -279,7 +274,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
 
   it('counts bad keys per address across both processes, never refusing a good key', async () => {
     const good = await createKey('gina');
-    await freshWindow(6000);
+    await freshWindow(WINDOW_MS, 6000);
     const bad = await Promise.all(
       Array.from({ length: 24 }, (_, i) => call(bases[i % 2] as string, 'GET', '/api/task', { key: `mp_bad-${i}` })),
     );

@@ -16,6 +16,7 @@ import { startHttp, serveFile, type TestHttp } from '../helpers/http-input.ts';
 import { makeClip } from '../helpers/media.ts';
 import { refused } from '../helpers/sdk.ts';
 import { startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { freshWindow } from '../helpers/rate-window.ts';
 
 const PRICE = 0.000001;
 const today = () => new Date().toISOString().slice(0, 10);
@@ -260,7 +261,7 @@ describe('usage routes (embedded database)', () => {
     // A checked key is reused for MEDIAPLANE_AUTH_CACHE_MS (2 s by default), its limits with it;
     // and the windows are a minute long, aligned on the epoch: start well inside one.
     await new Promise((r) => setTimeout(r, 2100));
-    while (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 500));
+    await freshWindow(60_000, 10_000);
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await server.call('GET', '/api/usage', { key: alice.chat.key })).status);
     assert.deepEqual(statuses, [200, 200, 200, 429, 429], 'usage counts against its own key');
