@@ -8,9 +8,8 @@ import { type Bind, sqlParams } from '../lib/sql-params.ts';
 export const WINDOW_CTE = `c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms),
   win AS (SELECT ms, ms - ms % $2::bigint AS start FROM c)`;
 
-/** The first day of the budget period `p` (a text parameter) that holds now, UTC. */
-export const PERIOD_START = (p: string) => `CASE ${p}::text WHEN 'day' THEN (now() AT TIME ZONE 'UTC')::date
-  WHEN 'month' THEN date_trunc('month', now() AT TIME ZONE 'UTC')::date ELSE DATE '1970-01-01' END`;
+/** The first day of the budget period `p` (a text parameter) that holds now, UTC (migration 402). */
+export const PERIOD_START = (p: string) => `budget_period_start(${p}::text)`;
 
 /** What one limited request is held to, in the order its steps run (KeyLimiter.hold). */
 export interface HoldSteps {
@@ -69,8 +68,8 @@ export function holdSql(s: HoldSteps): { sql: string; params: unknown[] } {
   return { sql, params };
 }
 
-/** The CTE `h`: key_hold()'s one row for `s`, bound by `bind` (TaskStore.create's guard uses it too). */
-export function holdCte(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
+/** The CTE `h`: key_hold()'s one row for `s`, bound by `bind`. */
+function holdCte(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
   const b = s.budget;
   const args = [
     bind(s.keyId, 'uuid'),
@@ -85,6 +84,38 @@ export function holdCte(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
     b ? chargeSql(bind, b) : 'NULL::numeric',
   ];
   return `h AS (SELECT * FROM key_hold(${args.join(', ')}))`;
+}
+
+/** What a key's new task is written under (KeyLimiter.taskGuard), in the order key_task_guard() checks it. */
+export interface TaskGuardSteps {
+  keyId: string;
+  owner: string;
+  windowMs: number;
+  /** Count the request in the key's requests window; `limit` null: count, refuse nothing. */
+  requests?: { limit: number | null } | undefined;
+  /** The key's budget, not spent in its period. */
+  budget?: { usd: string; period: string } | undefined;
+  /** A slot among the key's live tasks of `type` (key_task_slot). */
+  slot?: { type: string; maxLive: number } | undefined;
+}
+
+/**
+ * The condition of a key's new task, in the task's own insert: key_task_guard() (migration 402)
+ * runs `s`'s steps in order, each only if the ones before it passed.
+ */
+export function taskGuardSql(bind: Bind, s: TaskGuardSteps): string {
+  const args = [
+    bind(s.keyId, 'uuid'),
+    bind(s.owner, 'text'),
+    bind(s.windowMs, 'bigint'),
+    bind(s.requests !== undefined, 'boolean'),
+    bind(s.requests?.limit ?? null, 'bigint'),
+    bind(s.budget?.usd ?? null, 'numeric'),
+    bind(s.budget?.period ?? null, 'text'),
+    bind(s.slot?.type ?? null, 'text'),
+    bind(s.slot?.maxLive ?? null, 'integer'),
+  ];
+  return `key_task_guard(${args.join(', ')})`;
 }
 
 /** What a charge adds to a budget, as the ledger computes it. */

@@ -23,7 +23,7 @@ import {
   type HoldSteps,
   holdSql,
   PERIOD_START,
-  holdCte,
+  taskGuardSql,
 } from './limit-sql.ts';
 import { budgetSpent, type KeyLimits } from './limits.ts';
 
@@ -60,8 +60,7 @@ export interface DeferredCount {
 
 /** A condition of a task's insert (the shape of tasks/ TaskStore.create's guard). */
 export interface TaskGuard {
-  ctes?: ((bind: Bind) => string) | undefined;
-  sql(bind: Bind): string;
+  sql(bind: Bind, slot: { type: string; maxLive: number } | undefined): string;
   refused(o: { live: boolean }): Promise<MediaplaneError | undefined>;
 }
 
@@ -271,35 +270,28 @@ export class KeyLimiter {
   /**
    * The condition a key's new transcoding work is written under, in the task's own insert
    * (tasks/ TaskStore.create's guard): the request counted in its window when the auth step
-   * left that to the route (`deferred`), and the key's budget not spent. Undefined when
-   * neither applies. `refused`: why no task was written, read after (`live`: the key's
-   * concurrent transcodes were full), or undefined (another limit said it).
+   * left that to the route (`deferred`), the key's budget not spent, and then a slot among its
+   * concurrent tasks when the store asks for one (`slot`), in that order. Undefined when
+   * neither of the first two applies (the store checks a slot itself). `refused`: why no task
+   * was written, read after (`live`: the key's concurrent transcodes were full), or undefined
+   * (another limit said it).
    */
   taskGuard(k: Keyed): TaskGuard | undefined {
     const budget = k.limits?.budget ?? null;
     const count = k.deferred !== undefined && !k.deferred.done && k.limits !== undefined;
     if (!budget && !count) return undefined;
     if (count && k.deferred) k.deferred.done = true;
-    const conditions = (bind: Bind) => [
-      ...(count ? ['(SELECT ok FROM h)'] : []),
-      ...(budget
-        ? [
-            `NOT EXISTS (SELECT 1 FROM key_spend WHERE key_id = ${bind(k.keyId, 'uuid')}
-         AND period_start = ${PERIOD_START(bind(budget.period, 'text'))} AND spent_usd >= ${bind(budget.usd, 'numeric')})`,
-          ]
-        : []),
-    ];
+    const rpm = k.limits?.requestsPerMinute ?? null;
     return {
-      ctes: count
-        ? (bind) =>
-            holdCte(bind, {
-              keyId: k.keyId,
-              owner: k.owner,
-              windowMs: this.#o.windowMs,
-              requests: { limit: k.limits?.requestsPerMinute ?? null },
-            })
-        : undefined,
-      sql: (bind) => conditions(bind).join(' AND '),
+      sql: (bind, slot) =>
+        taskGuardSql(bind, {
+          keyId: k.keyId,
+          owner: k.owner,
+          windowMs: this.#o.windowMs,
+          requests: count ? { limit: rpm } : undefined,
+          budget: budget ?? undefined,
+          slot,
+        }),
       refused: async ({ live }) => (await this.budgetRefusal(k)) ?? (count && !live ? this.#windowFull(k) : undefined),
     };
   }

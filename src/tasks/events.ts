@@ -61,11 +61,10 @@ export function taskOfEvent(e: Pick<TaskEventRow, 'task'>): TaskRow {
  * `change` is an UPDATE or INSERT on `tasks` that returns `RETURNING ${TASK_COLUMNS}` and a
  * text column `event`: the event's name, or NULL where the change is no event (a throttled
  * progress write). The statement answers `SELECT ${select} FROM changed`, so callers keep
- * the RETURNING shape they had. `before`: CTEs the change reads (a key's request window,
- * TaskStore.create's guard).
+ * the RETURNING shape they had.
  */
-export function withEvent(change: string, select = TASK_COLUMNS, before = ''): string {
-  return `WITH ${before ? `${before},\n    ` : ''}changed AS (${change}),
+export function withEvent(change: string, select = TASK_COLUMNS): string {
+  return `WITH changed AS (${change}),
     logged AS (
       INSERT INTO task_events (id, task_id, owner, event, task)
       SELECT gen_random_uuid(), id, owner, event,

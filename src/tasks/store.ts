@@ -37,9 +37,10 @@ export interface CreateTask {
    */
   maxLivePerKey?: number | undefined;
   /**
-   * A further condition of the insert, in the same statement (the key's budget, accounts/
-   * KeyLimiter.taskGuard): its SQL, with its values bound by `bind`, and the refusal to answer
-   * when the task was not written (undefined: it was another limit).
+   * A further condition of the insert, in the same statement (the key's request count and
+   * budget, accounts/ KeyLimiter.taskGuard): its SQL, with its values bound by `bind`, taking the
+   * key's slot (maxLivePerKey) after its own steps; and the refusal to answer when the task was
+   * not written (undefined: it was another limit).
    */
   guard?: TaskGuard | undefined;
   /** The task's id when the caller made it already (a record that names its task is written with it). */
@@ -58,10 +59,8 @@ export interface ListOptions {
 
 /** A condition a task's insert must meet (CreateTask.guard). */
 export interface TaskGuard {
-  /** CTEs written before the insert (they may count something: the key's request). */
-  ctes?: ((bind: Bind) => string) | undefined;
-  /** The condition (SQL) over them and the tables. */
-  sql(bind: Bind): string;
+  /** The condition (SQL); it takes the key's `slot` among its concurrent tasks too, when one is asked for. */
+  sql(bind: Bind, slot: { type: string; maxLive: number } | undefined): string;
   /** Why no task was written, read after (`live`: the key's concurrent tasks were full); undefined: another limit. */
   refused(o: { live: boolean }): Promise<MediaplaneError | undefined>;
 }
@@ -90,18 +89,22 @@ export class TaskStore {
     // at the limit, so its cost does not grow with an owner's history. A pending task is
     // scheduled when it is enqueued.
     const phase = t.phase ?? 'waiting';
-    const { bind, params } = sqlParams(10);
-    const before = t.guard?.ctes?.(bind) ?? '';
-    const guard = t.guard ? t.guard.sql(bind) : 'true';
+    const { bind, params } = sqlParams(9);
+    // The key's limits: its guard (which takes the slot among its concurrent tasks last, after
+    // the request is counted), or the slot alone.
+    const slot = t.maxLivePerKey === undefined ? undefined : { type: t.type, maxLive: t.maxLivePerKey };
+    const keyLimits = t.guard
+      ? t.guard.sql(bind, slot)
+      : slot
+        ? `key_task_slot($9::uuid, $4, ${bind(slot.maxLive, 'integer')})`
+        : 'true';
     const rows = await q.query<TaskRow>(
       withEvent(
         `INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at, key_id)
        SELECT $1, $2, $3, $4, $8::text, $5, $6, CASE WHEN $8::text = 'waiting' THEN now() END, $9::uuid
        WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') AND parent_id IS NULL LIMIT $7) AS queued) < $7
-         AND CASE WHEN $10::integer IS NULL THEN true ELSE key_task_slot($9::uuid, $4, $10::integer) END AND ${guard}
+         AND ${keyLimits}
        ${returningEvent(`'task.spawned'`)}`,
-        undefined,
-        before,
       ),
       [
         t.id ?? randomUUID(),
@@ -113,7 +116,6 @@ export class TaskStore {
         t.maxQueuedPerOwner,
         phase,
         t.keyId ?? null,
-        t.maxLivePerKey ?? null,
         ...params,
       ],
     );
