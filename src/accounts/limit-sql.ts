@@ -23,10 +23,10 @@ export interface HoldSteps {
   /** Add `tokens` x `pricePerToken` USD to the key's spend in its period unless that passes `usd`. */
   budget?: { usd: string; period: string; tokens: number; pricePerToken: string } | undefined;
   /**
-   * The ledger's reservation as CTEs ending in `reserved` (id, amount_usd), written only where
-   * `go` holds; `budgetStart`: the budget period's first day (SQL), for its refunds.
+   * The ledger's reservation (llm/ ledger.ts reserveStep), written in the same statement only
+   * where every step passed; `budgetStart`: the budget period's first day (SQL), for its refunds.
    */
-  reserve?: ((bind: Bind, go: string, budgetStart: string) => string) | undefined;
+  reserve?: { sql(bind: Bind, budgetStart: string): string } | undefined;
 }
 
 /** What the hold statement answers: each step's result, null where it refused or did not run. */
@@ -45,31 +45,29 @@ export interface HoldRow {
   spent: string | null;
   usd: string | null;
   budget_start: string | null;
-  res_id: string | null;
+  /** The amount the reservation took; null where it was not written (a step refused, or the balance). */
   res_usd: string | null;
 }
 
 /**
  * One limited request's steps in ONE statement (issue #32): key_hold() (migration 401) counts
  * the request, takes the tokens and adds to the budget, each only if the ones before passed,
- * and the ledger's reservation (`reserve`) is written in the same statement only if all did.
- * One round trip, no transaction held open across the event loop (the embedded database runs
- * every other request's statements on the same thread), and the limits' statements planned
- * once per process inside the function.
+ * and the ledger's reservation (`reserve`, ledger_reserve() of migration 403) is written in the
+ * same statement only if all did. One round trip, no transaction held open across the event
+ * loop (the embedded database runs every other request's statements on the same thread), and
+ * every step planned once per process inside the functions.
  */
 export function holdSql(s: HoldSteps): { sql: string; params: unknown[] } {
   const { bind, params } = sqlParams();
-  const sql = `WITH ${holdCte(bind, s)}${s.reserve ? `,\n  ${s.reserve(bind, '(SELECT ok FROM h)', '(SELECT budget_start FROM h)')}` : ''}
-  SELECT h.ok, h.now_ms, h.start, h.used, h.t_took, h.t_start, h.t_used, h.spent,
+  const sql = `SELECT h.ok, h.now_ms, h.start, h.used, h.t_took, h.t_start, h.t_used, h.spent,
     ${s.budget ? `(${chargeSql(bind, s.budget)})::text` : 'NULL::text'} AS usd, to_char(h.budget_start, 'YYYY-MM-DD') AS budget_start,
-    ${s.reserve ? '(SELECT id::text FROM reserved)' : 'NULL::text'} AS res_id,
-    ${s.reserve ? '(SELECT amount_usd::text FROM reserved)' : 'NULL::text'} AS res_usd
-  FROM h`;
+    ${s.reserve ? `CASE WHEN h.ok THEN (${s.reserve.sql(bind, 'h.budget_start')})::text END` : 'NULL::text'} AS res_usd
+  FROM ${holdCall(bind, s)} AS h`;
   return { sql, params };
 }
 
-/** The CTE `h`: key_hold()'s one row for `s`, bound by `bind`. */
-function holdCte(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
+/** key_hold() for `s`, bound by `bind`. */
+function holdCall(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
   const b = s.budget;
   const args = [
     bind(s.keyId, 'uuid'),
@@ -83,7 +81,7 @@ function holdCte(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
     b ? PERIOD_START(bind(b.period, 'text')) : 'NULL::date',
     b ? chargeSql(bind, b) : 'NULL::numeric',
   ];
-  return `h AS (SELECT * FROM key_hold(${args.join(', ')}))`;
+  return `key_hold(${args.join(', ')})`;
 }
 
 /** What a key's new task is written under (KeyLimiter.taskGuard), in the order key_task_guard() checks it. */

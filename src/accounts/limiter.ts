@@ -64,8 +64,11 @@ export interface TaskGuard {
   refused(o: { live: boolean }): Promise<MediaplaneError | undefined>;
 }
 
-/** The ledger's reservation as CTEs of the hold statement (llm/ledger.ts reserveCtes). */
-export type ReserveStep = (bind: Bind, go: string, budgetStart: string) => string;
+/** The ledger's reservation, written by the hold statement (llm/ledger.ts reserveStep): its charge's id and its call. */
+export interface ReserveStep {
+  id: string;
+  sql(bind: Bind, budgetStart: string): string;
+}
 
 /** A key's windows after its request was let through (for the x-ratelimit-* headers). */
 export interface Windows {
@@ -202,11 +205,12 @@ export class KeyLimiter {
       await this.#giveBack(k, tokens);
       return budgetSpent(budget, { request: row.usd ?? '0', spent: await spentNow(this.#db, k) });
     }
-    if (o.reserve && row.res_id === null) {
+    if (o.reserve && row.res_usd === null) {
       await this.#giveBack(k, tokens, budget ? { start: row.budget_start, usd: row.usd } : undefined);
       return 'balance';
     }
-    const reserved = row.res_id === null ? undefined : { id: row.res_id, amountUsd: Number(row.res_usd) };
+    const reserved =
+      o.reserve && row.res_usd !== null ? { id: o.reserve.id, amountUsd: Number(row.res_usd) } : undefined;
     return { reserved, tokens, windows };
   }
 

@@ -2,6 +2,8 @@
 // in plans.ts). Every statement is a single statement (CTEs, no transactions), so it is safe
 // on a shared pool, from the CLI while the server runs, and atomic on its own. Amounts are
 // exact decimals in SQL (numeric); JS numbers only cross in as parameters and out for display.
+// The reservation in front of each priced request is the one function, ledger_reserve()
+// (migration 403), so that it is planned once per process.
 
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/index.ts';
@@ -67,27 +69,35 @@ export interface ReserveFor {
   budgetStart?: string | null | undefined;
 }
 
-/**
- * The reservation as CTEs of a statement: `reserved` (id, amount_usd) is the reserved charge,
- * the owner's balance debited with it; nothing is written unless `go` (an SQL condition over
- * the statement's earlier CTEs: a key's limits, accounts/ KeyLimiter.hold) holds. `budgetStart`:
- * an SQL date expression for the budget period (default: the bound o.budgetStart).
- */
-export function reserveCtes(o: ReserveFor, bind: Bind, go = 'true', budgetStart?: string): string {
-  const owner = bind(o.owner, 'text');
-  const maxTokens = bind(o.maxTokens, 'integer');
-  const price = bind(dec(o.pricePerToken), 'numeric');
-  return `res_amount AS (SELECT (${maxTokens} * ${price})::numeric(30, 12) AS usd),
-       res_debit AS (
-         UPDATE llm_balances b SET balance_usd = b.balance_usd - a.usd, updated_at = now()
-         FROM res_amount a WHERE b.owner = ${owner} AND a.usd > 0 AND b.balance_usd >= a.usd AND (${go})
-         RETURNING b.owner),
-       reserved AS (
-         INSERT INTO llm_ledger (id, owner, kind, status, amount_usd, model, orchestrator, request_id, max_tokens, price_per_token, key_id, budget_start)
-         SELECT ${bind(randomUUID(), 'uuid')}, ${owner}, 'charge', 'reserved', a.usd, ${bind(o.model, 'text')}, ${bind(o.orchestrator, 'text')},
-           ${bind(o.requestId, 'text')}, ${maxTokens}, ${price}, ${bind(o.keyId ?? null, 'uuid')}, ${budgetStart ?? bind(o.budgetStart ?? null, 'date')}
-         FROM res_amount a WHERE (${go}) AND (a.usd = 0 OR EXISTS (SELECT 1 FROM res_debit))
-         RETURNING id, amount_usd)`;
+/** A reservation to write: its charge's id, and the call that writes it (accounts/ KeyLimiter.hold runs it in its statement). */
+export interface ReserveStep {
+  id: string;
+  /**
+   * ledger_reserve() (migration 403) for this charge: the amount reserved, or NULL when the
+   * balance cannot cover it. `budgetStart`: an SQL date expression for the key's budget period
+   * (default: the bound o.budgetStart).
+   */
+  sql(bind: Bind, budgetStart?: string): string;
+}
+
+/** The reservation of `o`: max_tokens x price from the owner's balance, a reserved charge written with it. */
+export function reserveStep(o: ReserveFor): ReserveStep {
+  const id = randomUUID();
+  return {
+    id,
+    sql: (bind, budgetStart) =>
+      `ledger_reserve(${[
+        bind(id, 'uuid'),
+        bind(o.owner, 'text'),
+        bind(o.maxTokens, 'integer'),
+        bind(dec(o.pricePerToken), 'numeric'),
+        bind(o.model, 'text'),
+        bind(o.orchestrator, 'text'),
+        bind(o.requestId, 'text'),
+        bind(o.keyId ?? null, 'uuid'),
+        budgetStart ?? bind(o.budgetStart ?? null, 'date'),
+      ].join(', ')})`,
+  };
 }
 
 export class Ledger {
@@ -101,13 +111,11 @@ export class Ledger {
    * the balance cannot cover it. A free request (price 0) needs no balance but is recorded.
    */
   async reserve(o: ReserveFor, q: Queryable = this.#db): Promise<Reservation | null> {
+    const step = reserveStep(o);
     const { bind, params } = sqlParams();
-    const rows = await q.query<{ id: string; amount_usd: string }>(
-      `WITH ${reserveCtes(o, bind)} SELECT id, amount_usd FROM reserved`,
-      params,
-    );
-    const row = rows[0];
-    return row ? { id: row.id, amountUsd: Number(row.amount_usd) } : null;
+    const rows = await q.query<{ amount_usd: string | null }>(`SELECT (${step.sql(bind)})::text AS amount_usd`, params);
+    const usd = rows[0]?.amount_usd;
+    return usd === null || usd === undefined ? null : { id: step.id, amountUsd: Number(usd) };
   }
 
   /**

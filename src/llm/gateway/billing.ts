@@ -9,7 +9,7 @@
 
 import type { KeyLimiter, Principal, TokensHeld } from '../../accounts/index.ts';
 import { MediaplaneError, PaymentRequiredError } from '../../lib/errors.ts';
-import { dec, type Ledger, type Reservation, reserveCtes } from '../ledger.ts';
+import { dec, type Ledger, type Reservation, reserveStep } from '../ledger.ts';
 
 export interface Charge {
   /** The answer is out: charge its tokens (usage-based, or the max_tokens reserved). */
@@ -102,7 +102,7 @@ export class Billing {
     const held = await this.#limiter.hold(key, {
       tokens: charge.maxTokens,
       pricePerToken: dec(charge.pricePerToken),
-      reserve: priced ? (bind, go, budgetStart) => reserveCtes({ ...charge, keyId }, bind, go, budgetStart) : undefined,
+      reserve: priced ? reserveStep({ ...charge, keyId }) : undefined,
     });
     if (held === 'balance') return tooLow(charge);
     if (held instanceof MediaplaneError) return held;
