@@ -98,8 +98,12 @@ describe('per-title prediction', () => {
       hitsCap: false,
       predictedSsim: 0.991,
     });
-    const hard = choiceFor({ bitrate: 3_500_000, keyframeBits: 1 }, { cap: 4_000_000, crf: 21, ssim: 0.991 });
+    const hard = choiceFor({ bitrate: 3_700_000, keyframeBits: 1 }, { cap: 4_000_000, crf: 21, ssim: 0.991 });
     assert.deepEqual(hard, { predictedBitrate: 4_000_000, cap: 4_000_000, hitsCap: true });
+    // At 0.85 of the cap it is still capped CRF: it spends what it needs, up to the cap.
+    const near = choiceFor({ bitrate: 3_400_000, keyframeBits: 1 }, { cap: 4_000_000, crf: 21, ssim: 0.991 });
+    assert.equal(near.crf, 21);
+    assert.equal(near.hitsCap, false);
   });
   it('drops a default rung whose upper neighbour costs about as much, never a profile or the top', () => {
     const at = (name: string, width: number, predicted: number, perTitle: 'ladder' | 'profile' = 'ladder') =>
