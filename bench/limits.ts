@@ -99,6 +99,9 @@ const env: Record<string, string> = {
   // As bench/api.ts: no DNS lookup of the body's example.com (the address guard), which this
   // host cannot resolve; the bench measures the API's path, not a resolver.
   MEDIAPLANE_ALLOW_PRIVATE_URLS: 'true',
+  // No worker runs the tasks: an owner's queue (100 by default) would fill in a long run and
+  // answer 429s the bench would take for a key limit.
+  MEDIAPLANE_MAX_QUEUED_PER_OWNER: '1000000',
 };
 
 // Keys, limits and credit, written before the service opens the database (the embedded one
