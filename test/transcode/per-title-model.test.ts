@@ -127,6 +127,35 @@ describe('per-title prediction', () => {
     const asked = [at('lo', 640, 40_000, 'profile'), at('hi', 1280, 70_000, 'profile')];
     assert.equal(usefulRungs(asked).length, 2);
   });
+  it('of two rungs capped alike, keeps a smaller one that fits its cap over a larger one starved by it', () => {
+    // A 311 kb/s source caps every rung at 311 kb/s (sample 14).
+    const capped = (name: string, width: number) =>
+      rung({
+        name,
+        width,
+        height: (width * 9) / 16,
+        perTitle: 'ladder',
+        choice: { predictedBitrate: 311_000, cap: 311_000, hitsCap: true },
+      });
+    const ladder = [capped('360p0', 640), capped('720p0', 1280)];
+    const names = (needs: [string, number][]) => usefulRungs(ladder, new Map(needs)).map((r) => r.name);
+    assert.deepEqual(
+      names([
+        ['360p0', 322_000],
+        ['720p0', 487_000],
+      ]),
+      ['360p0'],
+    );
+    // Both starved (a screen recording's rungs): the top stays, as without the needs.
+    assert.deepEqual(
+      names([
+        ['360p0', 395_000],
+        ['720p0', 650_000],
+      ]),
+      ['720p0'],
+    );
+    assert.deepEqual(names([]), ['720p0']);
+  });
 });
 
 describe('rate control: a keyframe always fits (the gray start of issue #31)', () => {

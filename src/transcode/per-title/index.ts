@@ -60,18 +60,21 @@ export async function chooseLadder(o: LadderChoice): Promise<Rendition[]> {
   }
   const segmentSecs = o.segmentSecs ?? 6;
   const [largest] = probeSizes(tunable);
+  // Each rung's predicted bitrate before its cap (usefulRungs: a rung starved by its cap).
+  const needs = new Map<string, number>();
   const chosen = o.renditions.map((r) => {
     if (r.perTitle === undefined || r.codec !== 'h264') return r;
     // A profile's own `quality` is its target; x264 spends about twice the bits per 6 CRF steps.
     const crf = r.crf ?? rungCrf(r, largest, TARGET_CRF);
     const p = predictRung(probes, r, segmentSecs, 2 ** ((TARGET_CRF - crf) / 6));
+    needs.set(r.name, p.bitrate);
     const ssim = crf === TARGET_CRF ? probes[0].ssim : undefined;
     const measured = { ...r, keyframeBits: p.keyframeBits };
     const cap = rateCap(measured, segmentSecs);
     return { ...measured, choice: choiceFor(p, { cap, crf, ssim }) };
   });
   o.progress?.(1);
-  const kept = usefulRungs(chosen);
+  const kept = usefulRungs(chosen, needs);
   o.log?.info(
     {
       probes: probes.map(
