@@ -77,9 +77,9 @@ export function keyframeArgs(r: Rendition, t: SegmentTiming): string[] {
  * ladder's quality (1 Mbps at 360p, 4 Mbps at 720p) on the titles those bitrates suit, so that
  * the per-title ladder keeps it (mean VMAF within 1 point, no title 2 worse) while it saves on
  * the titles where the fixed rungs spend bits for nothing. bench/per-title.ts measured 21 at
- * +3.4 VMAF over the fixed ladder on average, more quality than it asks for, and 22 at the
- * same quality for about a fifth fewer bytes (bench/README.md); the talking head and the
- * animation are the titles that bound it (each 1.3-1.5 below the fixed ladder at 22).
+ * +3.4 VMAF over the fixed ladder on average, more quality than it asks for; at 22 the titles
+ * that keep all their rungs stay within 1.6 points of it (talking head -1.4, animation -1.5)
+ * and the set takes 22% fewer bytes (bench/README.md).
  */
 export const TARGET_CRF = 22;
 
