@@ -6,8 +6,9 @@
 // (migration 403), so that it is planned once per process.
 
 import { randomUUID } from 'node:crypto';
+import type { ReserveStep } from '../accounts/index.ts';
 import type { Queryable } from '../db/index.ts';
-import { type Bind, sqlParams } from '../lib/sql-params.ts';
+import { sqlParams } from '../lib/sql-params.ts';
 
 export interface Reservation {
   id: string;
@@ -69,18 +70,12 @@ export interface ReserveFor {
   budgetStart?: string | null | undefined;
 }
 
-/** A reservation to write: its charge's id, and the call that writes it (accounts/ KeyLimiter.hold runs it in its statement). */
-export interface ReserveStep {
-  id: string;
-  /**
-   * ledger_reserve() (migration 403) for this charge: the amount reserved, or NULL when the
-   * balance cannot cover it. `budgetStart`: an SQL date expression for the key's budget period
-   * (default: the bound o.budgetStart).
-   */
-  sql(bind: Bind, budgetStart?: string): string;
-}
-
-/** The reservation of `o`: max_tokens x price from the owner's balance, a reserved charge written with it. */
+/**
+ * The reservation of `o`: max_tokens x price from the owner's balance, a reserved charge written
+ * with it. Its `sql` is ledger_reserve() (migration 403) for this charge: the amount reserved,
+ * or NULL when the balance cannot cover it; `budgetStart`, an SQL date expression for the key's
+ * budget period (Ledger.reserve binds o.budgetStart).
+ */
 export function reserveStep(o: ReserveFor): ReserveStep {
   const id = randomUUID();
   return {
@@ -95,7 +90,7 @@ export function reserveStep(o: ReserveFor): ReserveStep {
         bind(o.orchestrator, 'text'),
         bind(o.requestId, 'text'),
         bind(o.keyId ?? null, 'uuid'),
-        budgetStart ?? bind(o.budgetStart ?? null, 'date'),
+        budgetStart,
       ].join(', ')})`,
   };
 }
@@ -113,7 +108,8 @@ export class Ledger {
   async reserve(o: ReserveFor, q: Queryable = this.#db): Promise<Reservation | null> {
     const step = reserveStep(o);
     const { bind, params } = sqlParams();
-    const rows = await q.query<{ amount_usd: string | null }>(`SELECT (${step.sql(bind)})::text AS amount_usd`, params);
+    const call = step.sql(bind, bind(o.budgetStart ?? null, 'date'));
+    const rows = await q.query<{ amount_usd: string | null }>(`SELECT (${call})::text AS amount_usd`, params);
     const usd = rows[0]?.amount_usd;
     return usd === null || usd === undefined ? null : { id: step.id, amountUsd: Number(usd) };
   }
