@@ -70,11 +70,7 @@ export function holdSql(s: HoldSteps): { sql: string; params: unknown[] } {
 function holdCall(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
   const b = s.budget;
   const args = [
-    bind(s.keyId, 'uuid'),
-    bind(s.owner, 'text'),
-    bind(s.windowMs, 'bigint'),
-    bind(s.requests !== undefined, 'boolean'),
-    bind(s.requests?.limit ?? null, 'bigint'),
+    ...requestArgs(bind, s),
     bind(s.tokens?.take ?? null, 'bigint'),
     bind(s.tokens?.limit ?? null, 'bigint'),
     bind(b?.usd ?? null, 'numeric'),
@@ -82,6 +78,23 @@ function holdCall(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
     b ? chargeSql(bind, b) : 'NULL::numeric',
   ];
   return `key_hold(${args.join(', ')})`;
+}
+
+/**
+ * The key and its request count, bound as the first five arguments of key_hold() and
+ * key_task_guard() (key, key_owner, window_ms, count_request, rpm).
+ */
+function requestArgs(
+  bind: Bind,
+  s: { keyId: string; owner: string; windowMs: number; requests?: { limit: number | null } | undefined },
+): string[] {
+  return [
+    bind(s.keyId, 'uuid'),
+    bind(s.owner, 'text'),
+    bind(s.windowMs, 'bigint'),
+    bind(s.requests !== undefined, 'boolean'),
+    bind(s.requests?.limit ?? null, 'bigint'),
+  ];
 }
 
 /** What a key's new task is written under (KeyLimiter.taskGuard), in the order key_task_guard() checks it. */
@@ -103,11 +116,7 @@ export interface TaskGuardSteps {
  */
 export function taskGuardSql(bind: Bind, s: TaskGuardSteps): string {
   const args = [
-    bind(s.keyId, 'uuid'),
-    bind(s.owner, 'text'),
-    bind(s.windowMs, 'bigint'),
-    bind(s.requests !== undefined, 'boolean'),
-    bind(s.requests?.limit ?? null, 'bigint'),
+    ...requestArgs(bind, s),
     bind(s.budget?.usd ?? null, 'numeric'),
     bind(s.budget?.period ?? null, 'text'),
     bind(s.slot?.type ?? null, 'text'),
