@@ -36,9 +36,27 @@ const URL_QUERY = /\b([a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>\\]*)\?[^\s"'<>\\]*/gi;
 const SECRET_WORD = String.raw`(?:\w*(?:secret|passw(?:or)?d|credential|signature|proof|api[-_]?key|access[-_]?key|authori[sz]ation)\w*|\w*token|jwt)`;
 const SECRET_MEMBER = new RegExp(String.raw`(\\?"${SECRET_WORD}\\?"\s*:\s*\\?")[^"\\]*`, 'gi');
 const SECRET_PARAM = new RegExp(String.raw`(\b${SECRET_WORD}=)[^\s&;,"'<>]+`, 'gi');
+// A query parameter whose name is percent-encoded: Fastify's query parser decodes names, so
+// `?%74oken=` is `token` to the route that reads it, and must be to the scrubber too.
+// The lookahead asks for one escape; the name itself is matched without backtracking.
+const ENCODED_PARAM = /(?<![\w.~%-])((?=[\w.~-]*%[0-9a-f]{2})(?:[\w.~-]|%[0-9a-f]{2})+=)[^\s&;,"'<>]+/gi;
+const SECRET_NAME_ONLY = new RegExp(String.raw`\b${SECRET_WORD}=$`, 'i');
 const AUTH_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]+/g;
 
 const MAX_DEPTH = 12;
+
+/** `name=` percent-decoded (as a query parser reads it); as written when it is no valid encoding. */
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
+
+/** An encoded `name=value` pair with its value censored when the decoded name is a secret's. */
+const scrubEncodedParam = (pair: string, name: string): string =>
+  SECRET_NAME_ONLY.test(decodedName(name)) ? `${name}${CENSOR}` : pair;
 
 /** `text` without URL query strings and quoted secret values. */
 export function scrubText(text: string): string {
@@ -46,6 +64,7 @@ export function scrubText(text: string): string {
     .replace(URL_QUERY, `$1?${CENSOR}`)
     .replace(SECRET_MEMBER, `$1${CENSOR}`)
     .replace(SECRET_PARAM, `$1${CENSOR}`)
+    .replace(ENCODED_PARAM, scrubEncodedParam)
     .replace(AUTH_SCHEME, `$1 ${CENSOR}`);
 }
 

@@ -94,6 +94,27 @@ describe('the logger censors secrets at any depth', () => {
     assert.equal(lines[0]?.input, 'https://bucket.example.com/v.mp4?***', 'the URL without its query stays readable');
   });
 
+  it('censors a capability parameter whose name is percent-encoded, as the query parser decodes it', () => {
+    // Fastify decodes query names: `?%74oken=` is an upload URL's `token`, `?%6Awt=` a playback `jwt`.
+    const urls = [
+      `/api/asset/upload/direct?%74oken=${SECRET}`,
+      `/media/asset/x/index.m3u8?a=1&%6Awt=${SIGNATURE}`,
+      `/media/asset/x/index.m3u8?%4A%57%54=${SIGNATURE}`,
+      `/api/asset/upload/tus/id?to%6Ben=${ACCESS_KEY}&b=2`,
+      `/x?next=/y?%74oken=${SECRET}`,
+    ];
+    const { text, lines } = logged((log) => {
+      for (const url of urls) {
+        log.info({ req: { method: 'PUT', url } }, 'incoming request');
+        log.info(`PUT ${url} failed`);
+      }
+      log.info({ url: `/x?name%20x=${'kept'}&b=%74oken` }, 'a name that is no secret');
+    });
+    assertClean(text);
+    assert.equal((lines[0]?.req as { url?: string } | undefined)?.url, '/api/asset/upload/direct?%74oken=***');
+    assert.equal(lines.at(-1)?.url, '/x?name%20x=kept&b=%74oken', 'other parameters stay readable');
+  });
+
   it('writes a circular object without throwing', () => {
     const loop: Record<string, unknown> = { name: 'loop', secret: SECRET };
     loop.self = loop;
@@ -133,6 +154,13 @@ for (const { kind, skip } of kinds) {
       assert.match(errors[0] ?? '', /"code":"23514"/, 'the log says what failed');
       assertClean(server.logs.text);
       assert.ok(!server.logs.text.includes(key), 'the API key leaked');
+    });
+
+    it('a request whose capability parameter has an encoded name logs no value of it', async () => {
+      const res = await fetch(`${server.url}/api/asset/upload/direct?%74oken=${SECRET}`, { method: 'PUT', body: 'x' });
+      assert.equal(res.status, 404);
+      assert.match(server.logs.text, /upload\/direct\?%74oken=\*\*\*/, 'the request line is written, scrubbed');
+      assertClean(server.logs.text);
     });
 
     it('an insert that bypasses validation with a NUL after the secret logs no secret', async () => {
