@@ -1,4 +1,4 @@
-import type { MediaInfo } from '../transcode/index.ts';
+import { inputArgs, type MediaInfo } from '../transcode/index.ts';
 import type { ClipPart } from './clip-plan.ts';
 
 // The ffmpeg command lines of a clip's cut (clip-cut.ts runs them): each part of the video into
@@ -33,7 +33,7 @@ export function encodeArgs(o: EncodeCommand): string[] {
   const v = o.video;
   // A part of a smart cut keeps the source's coded size, to be joined with the copied GOPs.
   const [width, height] = o.upright ? [v.width, v.height] : [v.codedWidth, v.codedHeight];
-  const input = ['-ss', o.part.seek.toFixed(6), ...(o.upright ? [] : ['-noautorotate']), '-i', o.input];
+  const input = ['-ss', o.part.seek.toFixed(6), ...(o.upright ? [] : ['-noautorotate']), ...inputArgs(o.input)];
   return [
     ...QUIET,
     ...input,
@@ -64,7 +64,7 @@ function pixelFormat(source: string, bitDepth: number, odd: boolean): string {
 
 /** One part's packets copied: ffmpeg starts at the keyframe at or before the seek, just before it. */
 export function copyArgs(o: { input: string; part: ClipPart; file: string }): string[] {
-  const input = ['-ss', o.part.seek.toFixed(6), '-i', o.input];
+  const input = ['-ss', o.part.seek.toFixed(6), ...inputArgs(o.input)];
   return [...QUIET, ...input, ...VIDEO_ONLY, '-c:v', 'copy', '-frames:v', String(o.part.frames), ...TS(o.file)];
 }
 
@@ -80,7 +80,7 @@ export function audioArgs(o: {
     `-b:a:${i}`,
     String(Math.min(512_000, Math.max(96_000, a.channels * 64_000))),
   ]);
-  const input = ['-ss', o.start.toFixed(6), '-i', o.input];
+  const input = ['-ss', o.start.toFixed(6), ...inputArgs(o.input)];
   return [
     ...QUIET,
     ...input,
@@ -94,8 +94,8 @@ export function audioArgs(o: {
 export function muxArgs(o: { concat: string; audio: string | undefined; rotation: number; output: string }): string[] {
   return [
     ...QUIET,
-    ...['-f', 'concat', '-safe', '0', '-i', o.concat],
-    ...(o.audio ? ['-i', o.audio, '-map', '0:v:0', '-map', '1:a'] : ['-map', '0:v:0']),
+    ...inputArgs(o.concat, 'our-concat'),
+    ...(o.audio ? [...inputArgs(o.audio, 'ours'), '-map', '0:v:0', '-map', '1:a'] : ['-map', '0:v:0']),
     '-c',
     'copy',
     // The copied GOPs keep the source's coded picture: the player turns it as the source says.

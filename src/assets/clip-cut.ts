@@ -6,7 +6,7 @@ import { UnsupportedMediaError } from '../lib/errors.ts';
 import { type MediaInfo, probe } from '../transcode/index.ts';
 // transcode/'s child-process runner (tied to the worker, killed on abort) and its reader of
 // ffmpeg's -progress: not on transcode/index.ts yet, and second ones here would be copies.
-import { ProgressParser, runProcess } from '../transcode/index.ts';
+import { inputArgs, type InputOrigin, ProgressParser, runProcess } from '../transcode/index.ts';
 import { audioArgs, copyArgs, encodeArgs, muxArgs, QUIET, X264_PIX_FMTS } from './clip-commands.ts';
 import { type ClipPart, type ClipPlan, planClip, type SourceFrame } from './clip-plan.ts';
 
@@ -161,8 +161,10 @@ async function ffmpeg(
   if (res.code !== 0) throw new UnsupportedMediaError(`the clip could not be cut${lastLine(res.stderrTail)}`);
 }
 
-async function ffprobe(s: CutSettings, job: CutJob, args: string[]): Promise<string> {
-  const res = await runProcess(s.ffprobePath, ['-v', 'error', ...args], {
+/** ffprobe's answer on `file`, the job's input (a user's file) or one the cut wrote. */
+async function ffprobe(s: CutSettings, job: CutJob, args: string[], file: string): Promise<string> {
+  const origin: InputOrigin = file === job.input ? 'user' : 'ours';
+  const res = await runProcess(s.ffprobePath, ['-v', 'error', ...args, ...inputArgs(file, origin)], {
     signal: job.signal,
     timeoutMs: 600_000,
     collectStdout: true,
@@ -178,15 +180,19 @@ function lastLine(stderr: string): string {
 
 /** Where the file's clock starts (ffmpeg's -ss counts from there) and the colour tags to keep. */
 async function streamFacts(s: CutSettings, job: CutJob): Promise<StreamFacts> {
-  const out = await ffprobe(s, job, [
-    '-select_streams',
-    'v:0',
-    '-show_entries',
-    'format=start_time:stream=color_range,color_space,color_transfer,color_primaries',
-    '-of',
-    'json',
+  const out = await ffprobe(
+    s,
+    job,
+    [
+      '-select_streams',
+      'v:0',
+      '-show_entries',
+      'format=start_time:stream=color_range,color_space,color_transfer,color_primaries',
+      '-of',
+      'json',
+    ],
     job.input,
-  ]);
+  );
   const json = JSON.parse(out) as { format?: { start_time?: string }; streams?: Record<string, string>[] };
   const v = json.streams?.[0] ?? {};
   const colors: string[] = [];
@@ -215,16 +221,20 @@ async function listFrames(
   const from = Math.max(0, o.startTime + job.range.start - 1);
   const to = o.startTime + job.range.end + 1;
   const entries = o.decode ? ['-show_entries', 'frame=best_effort_timestamp_time,key_frame'] : PACKETS.slice(2, 4);
-  const out = await ffprobe(s, job, [
-    '-select_streams',
-    'v:0',
-    '-read_intervals',
-    `${from.toFixed(6)}%${to.toFixed(6)}`,
-    ...entries,
-    '-of',
-    'compact=p=0',
+  const out = await ffprobe(
+    s,
+    job,
+    [
+      '-select_streams',
+      'v:0',
+      '-read_intervals',
+      `${from.toFixed(6)}%${to.toFixed(6)}`,
+      ...entries,
+      '-of',
+      'compact=p=0',
+    ],
     job.input,
-  ]);
+  );
   return framesOf(out, o.startTime);
 }
 
@@ -252,7 +262,7 @@ export function framesOf(compact: string, startTime: number): SourceFrame[] {
  * another keyframe, and an open GOP's leading frames would need the GOP before.
  */
 async function checkCopiedPart(s: CutSettings, job: CutJob, o: { file: string; part: ClipPart }): Promise<void> {
-  const frames = framesOf(await ffprobe(s, job, [...PACKETS, o.file]), 0);
+  const frames = framesOf(await ffprobe(s, job, PACKETS, o.file), 0);
   if (frames.length !== o.part.frames || !frames[0]?.key)
     throw new CutMismatch(`the copied GOPs hold ${frames.length} frames, not ${o.part.frames}`);
   const [copied, source] = await Promise.all([
@@ -265,7 +275,8 @@ async function checkCopiedPart(s: CutSettings, job: CutJob, o: { file: string; p
 
 /** The MD5 of the first picture decoded from `seek` on (ffmpeg drops what shows earlier), as coded. */
 async function firstPicture(s: CutSettings, job: CutJob, o: { file: string; seek: number }): Promise<string> {
-  const args = [...QUIET, '-ss', o.seek.toFixed(6), '-noautorotate', '-i', o.file, '-map', '0:v:0'];
+  const input = inputArgs(o.file, o.file === job.input ? 'user' : 'ours');
+  const args = [...QUIET, '-ss', o.seek.toFixed(6), '-noautorotate', ...input, '-map', '0:v:0'];
   const res = await runProcess(s.ffmpegPath, [...args, '-frames:v', '1', '-f', 'md5', '-'], {
     signal: job.signal,
     timeoutMs: 600_000,
@@ -284,7 +295,7 @@ async function checkCut(
   job: CutJob,
   o: { plan: ClipPlan; frames: SourceFrame[]; rotation: number },
 ): Promise<string | undefined> {
-  const made = framesOf(await ffprobe(s, job, [...PACKETS, job.output]), 0);
+  const made = framesOf(await ffprobe(s, job, PACKETS, job.output), 0);
   const first = o.frames.findIndex((f) => f.t === o.plan.start);
   const want = o.frames.slice(first, first + o.plan.frames);
   if (made.length !== want.length) return `${made.length} frames, not ${want.length}`;

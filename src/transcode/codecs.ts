@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { inputArgs } from './media-input.ts';
 import { runProcess } from './run.ts';
 
 interface Stream {
@@ -27,7 +28,7 @@ async function codecsOf(file: string, opts: { ffprobePath: string; signal: Abort
     'json',
     '-show_entries',
     'stream=codec_type,codec_name,profile,level,pix_fmt,width,height,avg_frame_rate',
-    file,
+    ...inputArgs(file, 'ours'),
   ];
   const [res, head] = await Promise.all([
     runProcess(opts.ffprobePath, args, { signal: opts.signal, timeoutMs: 60_000, collectStdout: true }),

@@ -1,4 +1,5 @@
 import { AAC_ARGS, AAC_FRAME_SECS, keyframeArgs, segmentTiming, trackLabels, videoCodecArgs } from './encoders.ts';
+import { inputArgs } from './media-input.ts';
 import { formatsWritten, subtitleArgs, type CommandPlan, type OutputFormat } from './outputs/index.ts';
 import type { AudioTrack } from './probe.ts';
 import type { Rendition } from './renditions.ts';
@@ -26,8 +27,7 @@ export function buildFfmpegArgs(plan: CommandPlan): string[] {
     '-stats_period',
     '1',
     ...chunkInput(plan),
-    '-i',
-    plan.input,
+    ...inputArgs(plan.input),
   ];
   const branches: { filters: string[]; outputArgs: string[] }[] = [];
   for (const f of formats) if (f.branch) branches.push(f.branch(plan, `s${plan.renditions.length + branches.length}`));

@@ -1,4 +1,5 @@
 import { UnsupportedMediaError } from '../lib/errors.ts';
+import { inputArgs } from './media-input.ts';
 import { ProgressParser } from './progress.ts';
 import { runProcess } from './run.ts';
 
@@ -22,8 +23,7 @@ export async function checkDecodes(file: string, opts: ToolOptions): Promise<voi
     'error',
     '-progress',
     'pipe:1',
-    '-i',
-    file,
+    ...inputArgs(file),
     ...(opts.video ? ['-map', '0:v:0', '-frames:v', '3'] : ['-map', '0:a:0', '-t', '0.5']),
     '-f',
     'null',
@@ -54,8 +54,7 @@ export async function measureDuration(file: string, opts: ToolOptions): Promise<
     'error',
     '-progress',
     'pipe:1',
-    '-i',
-    file,
+    ...inputArgs(file),
     '-map',
     opts.video ? '0:v:0' : '0:a:0',
     '-c',

@@ -9,5 +9,6 @@ export { probe, requireVideo, type MediaInfo, type ProbeResult } from './probe.t
 export { planLadder, type Rendition } from './ladder.ts';
 export { buildFfmpegArgs } from './command.ts';
 export { runProcess, type RunOptions, type RunResult } from './run.ts';
+export { inputArgs, refusedInput, type InputOrigin } from './media-input.ts';
 export { ProgressParser } from './progress.ts';
 export { createChunkedHandlers, PIECE_TYPES, piecesPrefix, removeEndedPieces } from './chunked/index.ts';

@@ -1,4 +1,5 @@
 import { UnsupportedMediaError } from '../lib/errors.ts';
+import { headText, inputArgs, refusedInput } from './media-input.ts';
 import { runProcess } from './run.ts';
 
 export interface Rational {
@@ -109,7 +110,7 @@ export interface ProbeOptions {
 
 /** Runs ffprobe; a file it cannot read, or one with neither video nor audio, is an UnsupportedMediaError. */
 export async function probe(file: string, opts: ProbeOptions): Promise<MediaInfo> {
-  const args = ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file];
+  const args = ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', ...inputArgs(file)];
   const res = await runProcess(opts.ffprobePath, args, {
     signal: opts.signal,
     timeoutMs: opts.timeoutMs ?? 120_000,
@@ -122,7 +123,10 @@ export async function probe(file: string, opts: ProbeOptions): Promise<MediaInfo
     json = {};
   }
   if (res.code !== 0 || !json.format) {
-    throw new UnsupportedMediaError('the input is not a video file: ffmpeg cannot read its format');
+    throw (
+      refusedInput(res.stderrTail, await headText(file)) ??
+      new UnsupportedMediaError('the input is not a video file: ffmpeg cannot read its format')
+    );
   }
   return parseMedia(json);
 }

@@ -1,5 +1,6 @@
 import { CancelledError, InternalError, TimeoutError } from '../lib/errors.ts';
 import { killGroup, SETPRIV_EXEC_FAILED, spawnTied } from '../lib/tied-process.ts';
+import { assertGuardedInputs } from './media-input.ts';
 
 export interface RunOptions {
   signal: AbortSignal;
@@ -31,8 +32,15 @@ const TAIL = 8192;
  * reaches the worker alone, which then decides (finish within the shutdown grace, or kill).
  * Where setpriv is missing, the next worker on the same scratch root kills what is left
  * (tasks/scratch.ts).
+ *
+ * It runs ffmpeg and ffprobe, and only with inputs opened through media-input.ts's inputArgs.
  */
 export function runProcess(cmd: string, args: string[], opts: RunOptions): Promise<RunResult> {
+  try {
+    assertGuardedInputs(args);
+  } catch (err) {
+    return Promise.reject(err);
+  }
   if (opts.signal.aborted) return Promise.reject(new CancelledError('cancelled', { cause: opts.signal.reason }));
   return new Promise((resolve, reject) => {
     const { child, wrapped } = spawnTied(cmd, args, { cwd: opts.cwd });

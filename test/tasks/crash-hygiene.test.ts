@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,7 @@ import { childrenOf } from './procfs.ts';
 const kinds = await databaseKinds();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const RUN_TS = fileURLToPath(new URL('../../src/transcode/run.ts', import.meta.url));
+const MEDIA_INPUT_TS = fileURLToPath(new URL('../../src/transcode/media-input.ts', import.meta.url));
 const defaults = {
   baseMs: settings.retryBackoffMs.default,
   maxMs: settings.retryBackoffMaxMs.default,
@@ -225,18 +226,25 @@ describe('child processes and scratch of a dead worker', () => {
   it('a child process run by runProcess dies with its worker process (SIGKILL)', {
     skip: !pdeathsigWorks() && 'setpriv --pdeathsig is not available',
   }, async () => {
+    // runProcess runs ffmpeg only with guarded inputs: one that waits for ever on a FIFO nobody writes.
+    const dir = mkdtempSync(join(tmpdir(), 'mp-fifo-'));
+    roots.push(dir);
+    const fifo = join(dir, 'never-written');
+    execFileSync('mkfifo', [fifo]);
     const script = `
       import { runProcess } from ${JSON.stringify(RUN_TS)};
-      void runProcess('sleep', ['60'], { signal: new AbortController().signal, timeoutMs: 60_000 });
+      import { inputArgs } from ${JSON.stringify(MEDIA_INPUT_TS)};
+      const args = ['-nostdin', ...inputArgs(${JSON.stringify(fifo)}), '-f', 'null', '-'];
+      void runProcess('ffmpeg', args, { signal: new AbortController().signal, timeoutMs: 60_000 });
       setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
     const [child] = await waitFor(
       async () => {
-        const c = childrenOf(parent.pid ?? -1, 'sleep');
+        const c = childrenOf(parent.pid ?? -1, 'ffmpeg');
         return c.length > 0 ? c : null;
       },
       10_000,
-      'the sleep child',
+      'the ffmpeg child',
     );
     assert.ok(child);
     parent.kill('SIGKILL');

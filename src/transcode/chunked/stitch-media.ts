@@ -8,6 +8,7 @@ import { signMp4 } from '../c2pa.ts';
 import { buildTimeline, dashManifest, type SegmentTimeline } from '../dash.ts';
 import { detail } from '../decode-check.ts';
 import { trackLabels } from '../encoders.ts';
+import { inputArgs } from '../media-input.ts';
 import { dashInput } from '../outputs/fmp4.ts';
 import type { Mp4Output } from '../outputs/index.ts';
 import { publishThumbnails, THUMBNAILS_DIR, type ThumbnailsOutput } from '../outputs/thumbnails.ts';
@@ -120,7 +121,7 @@ export async function stitchMp4s(s: StitchInput, prefix: string): Promise<Mp4Out
     if (keys.some((k) => k === '')) throw new InternalError(`chunked: a chunk has no MP4 part of ${r.name}`);
     const list = await concatList(s, keys, r.name);
     const file = path.join(dir, `${r.name}.mp4`);
-    const args = ['-f', 'concat', '-safe', '0', '-i', list, ...(audio ? ['-i', audio] : [])];
+    const args = [...inputArgs(list, 'our-concat'), ...(audio ? inputArgs(audio, 'ours') : [])];
     args.push('-map', '0:v:0', ...(audio ? ['-map', '1:a'] : []), '-c', 'copy', '-map_metadata', '-1');
     args.push(...(audio ? trackLabels(tracks) : []), '-movflags', '+faststart', file);
     await ffmpeg(s, args, dir);
@@ -157,7 +158,7 @@ export async function stitchThumbnails(
   const branches = thumbnailBranches(plan, { inputLabel: '0:v:0', dir: THUMBNAILS_DIR });
   await ffmpeg(
     s,
-    ['-f', 'concat', '-safe', '0', '-i', list, '-filter_complex', branches.filters.join(';'), ...branches.outputArgs],
+    [...inputArgs(list, 'our-concat'), '-filter_complex', branches.filters.join(';'), ...branches.outputArgs],
     cwd,
   );
   await usePoster(

@@ -3,6 +3,7 @@
 // half the smallest's. What the probes spend tells how hard this title is; the two sizes tell
 // how its bits grow with the picture's size, so the rungs between are predicted from them.
 import { InternalError } from '../../lib/errors.ts';
+import { inputArgs } from '../media-input.ts';
 import { value, type Rational } from '../probe.ts';
 import { runProcess } from '../run.ts';
 
@@ -84,7 +85,7 @@ export async function probeEncode(o: ProbeOptions): Promise<[ProbeSize, ProbeSiz
   // keyframe to the time asked, which was 40% of the analysis' CPU on a 5 s sample with one
   // keyframe. A source with very long GOPs gets its windows earlier than asked.
   for (const w of o.windows)
-    args.push('-noaccurate_seek', '-ss', w.start.toFixed(3), '-an', '-sn', '-dn', '-i', o.input);
+    args.push('-noaccurate_seek', '-ss', w.start.toFixed(3), '-an', '-sn', '-dn', ...inputArgs(o.input));
   const fps = `fps=${o.fps.num}/${o.fps.den}`;
   const heads = o.windows.map(
     (w, i) =>
