@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Accounts, keyLimiter } from './accounts/index.ts';
+import { Accounts, KeyTaskAdmission, keyLimiter } from './accounts/index.ts';
 import {
   AssetStore,
   CLIP_TASK_TYPE,
@@ -78,7 +78,14 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     poolSize: config.databasePoolSize,
   });
   const builtinStore = createBuiltinStore(config);
-  const tasks = new TaskStore(db, { follow: { maxPerOwner: config.maxEventStreamsPerOwner } });
+  // Key limits are counted in the database, so every process shares them. Every task
+  // a key makes or requeues is admitted in one place, the task store: the ones that encode (any
+  // route's) need its budget and take one of its concurrent transcodes; an export is a request.
+  const admission = new KeyTaskAdmission(db, {
+    windowMs: config.rateWindowMs,
+    encoding: [TRANSCODE_TASK_TYPE, UPLOAD_TASK_TYPE, CLIP_TASK_TYPE],
+  });
+  const tasks = new TaskStore(db, { follow: { maxPerOwner: config.maxEventStreamsPerOwner }, admission });
   return {
     config,
     log,
@@ -90,10 +97,10 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
       tasks,
       store: builtinStore,
       uploadExpiryMs: config.uploadUrlTtlMs,
+      maxStagedBytesPerOwner: config.uploadMaxStagedBytesPerOwner,
       // A cancelled worker may still write a file for a while: a deleted asset's files are removed again after it.
       deleteGraceMs: config.leaseMs * 2,
     }),
-    // Key limits (issue #32) are counted in the database, so every process shares them.
     accounts: new Accounts(db, { authCacheMs: config.authCacheMs, limiter: keyLimiter(db, config, log) }),
     tasks,
     queue: new Queue(db, {
@@ -139,6 +146,7 @@ async function createApp(
     publicUrl: config.publicUrl,
     storeServe: config.storeServe,
     storePresignSeconds: config.storePresignSeconds,
+    jwtMaxLifetimeSecs: config.jwtMaxLifetimeSecs,
     maxQueuedPerOwner: config.maxQueuedPerOwner,
     idempotencyMaxWaiters: config.idempotencyMaxWaiters,
     requesterSalt: await requesterSalt(config),
@@ -213,6 +221,16 @@ export function createWebhookDispatcher(
   });
 }
 
+/** This process's staging folder of uploads; what each owner's uploads hold is counted by the asset store. */
+function createUploadStaging(core: Core): UploadStaging {
+  return new UploadStaging({
+    dir: join(resolve(core.config.dataDir), 'uploads'),
+    store: core.builtinStore,
+    maxBytes: core.config.uploadMaxBytes,
+    allowance: core.assets,
+  });
+}
+
 /**
  * Fails uploads past their URL's expiry and frees what this API process staged (issue #27):
  * the staged bytes are on this process's disk, so each API process sweeps its own. Returns
@@ -271,11 +289,7 @@ export async function startRoles(
   const running: StartedRoles = { core, webhookDispatcher, stop: async () => {} };
   try {
     if (roles.api || roles.gateway) {
-      const uploadStaging = new UploadStaging({
-        dir: join(resolve(config.dataDir), 'uploads'),
-        store: core.builtinStore,
-        maxBytes: config.uploadMaxBytes,
-      });
+      const uploadStaging = createUploadStaging(core);
       const app = await createApp(core, { transcodeApi: roles.api, webhookDispatcher, metrics, uploadStaging });
       if (roles.api) closers.unshift(startUploadSweep(core, uploadStaging));
       // Routes are added before listen; the local orchestrator first, so the gateway's

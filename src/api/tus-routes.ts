@@ -92,7 +92,7 @@ function creationRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
         summary: 'tus: create the upload of the asset (the `tusEndpoint` of POST /api/asset/request-upload)',
         security: [],
         description:
-          'No API key: the token is the capability. Upload-Length is required (Upload-Defer-Length is not supported: 400); Upload-Metadata is accepted and ignored. 413 above Tus-Max-Size.',
+          "No API key: the token is the capability. Upload-Length is required (Upload-Defer-Length is not supported: 400); Upload-Metadata is accepted and ignored. 413 above Tus-Max-Size, or when Upload-Length would take the owner's unfinished uploads past MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER.",
         querystring: TokenQuery,
         headers: Type.Object({
           'tus-resumable': TusResumable,

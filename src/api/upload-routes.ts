@@ -67,7 +67,7 @@ function directUploadRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): voi
           mediaTypes: ['application/octet-stream'],
         },
         description:
-          'The raw file is the body, of any Content-Type. No API key: the token is the capability. 413 when the body is larger than MEDIAPLANE_UPLOAD_MAX_BYTES (nothing is kept); 404 for a wrong, expired or used token.',
+          "The raw file is the body, of any Content-Type. No API key: the token is the capability. 413 when the body is larger than MEDIAPLANE_UPLOAD_MAX_BYTES, or would take the owner's unfinished uploads past MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER (nothing is kept); 404 for a wrong, expired or used token.",
         querystring: TokenQuery,
         response: {
           200: Type.Null({ description: 'Stored; the asset is processed next (empty body, as Livepeer answers)' }),

@@ -1,9 +1,18 @@
 // Assets (issue #27): videos the service keeps in its built-in store and plays back.
-export type { AssetEventName, AssetPhase, AssetSource, AssetSpec, UploadGrant, UploadSessions } from './types.ts';
+export type {
+  AssetEventName,
+  AssetPhase,
+  AssetSource,
+  AssetSpec,
+  StagedBytes,
+  UploadGrant,
+  UploadSessions,
+} from './types.ts';
 export { ASSET_EVENT_NAMES, ASSET_PHASES } from './types.ts';
 export { assetPrefix, assetSourceKey } from './keys.ts';
 export {
   AssetStore,
+  StagedBytesLimitError,
   UPLOAD_EXPIRED_MESSAGE,
   type AssetOutput,
   type AssetRow,

@@ -14,7 +14,7 @@ import {
 import { ensurePrivateDir } from '../lib/private-dir.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import { assetPrefix, assetSourceKey } from './keys.ts';
-import type { UploadGrant, UploadSessions } from './types.ts';
+import type { StagedBytes, UploadGrant, UploadSessions } from './types.ts';
 
 // Uploads not yet whole (issue #27): `<dir>/<assetId>` holds the bytes received so far, so the
 // offset of a tus upload is that file's size and survives a dropped connection or a restart of
@@ -23,6 +23,12 @@ import type { UploadGrant, UploadSessions } from './types.ts';
 // be found and freed by a sweep without asking the database. The folder lives in this
 // process's data directory: with several API processes, one upload's requests must reach the
 // same one (a sticky route by the upload URL's path).
+//
+// What an owner's unfinished uploads may hold at once is counted in the database instead
+// (StagedBytes, MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER): each process has its own
+// folder, but an owner's uploads may land on any of them. An upload reserves its declared
+// length before its first byte is written; one of unknown length (a streamed direct PUT)
+// reserves ahead of its bytes in steps of STAGE_STEP, and stops when the next step does not fit.
 
 /** A tus PATCH whose Upload-Offset is not where the upload stands (tus 1.0: 409 Conflict). */
 export class UploadOffsetError extends MediaplaneError {
@@ -57,29 +63,38 @@ interface Holder {
 // Asset ids are UUIDs; anything else never names a file here.
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const NEVER = new AbortController().signal;
+/** How far a streamed upload reserves ahead of its bytes: one database transaction per 64 MiB received. */
+const STAGE_STEP = 64 * 1024 * 1024;
 
 export class UploadStaging {
   /** MEDIAPLANE_UPLOAD_MAX_BYTES: no upload grows past it. */
   readonly maxBytes: number;
   readonly #dir: string;
   readonly #store: BuiltinStore;
+  readonly #allowance: StagedBytes;
   readonly #holders = new Map<string, Holder>();
   #ready: Promise<void> | undefined;
 
-  constructor(o: { dir: string; store: BuiltinStore; maxBytes: number }) {
+  /** `allowance`: the owners' allowance of staged bytes (AssetStore in the service). */
+  constructor(o: { dir: string; store: BuiltinStore; maxBytes: number; allowance: StagedBytes }) {
     this.#dir = o.dir;
     this.#store = o.store;
     this.maxBytes = o.maxBytes;
+    this.#allowance = o.allowance;
   }
 
   /**
    * Starts the upload of `grant`'s asset anew, empty, `length` bytes long when it says (tus
    * creation). Bytes staged before for the asset are dropped: a client that resumes asks for
-   * the offset (HEAD) instead of creating again.
+   * the offset (HEAD) instead of creating again. A declared length is reserved of the owner's
+   * allowance first (StagedBytesLimitError when it does not fit: nothing changes).
    */
   async create(grant: UploadGrant, o: { length?: number | undefined }): Promise<void> {
     if (o.length !== undefined) this.#checkSize(o.length);
     return this.#exclusive(grant.assetId, async () => {
+      const length = o.length ?? 0;
+      if (length > 0) await this.#allowance.stage(grant.assetId, { atLeast: length, atMost: length });
+      else await this.#allowance.unstage(grant.assetId);
       const sidecar: Sidecar = { length: o.length ?? null, expiresAt: grant.expiresAt.toISOString() };
       // The sidecar first: a data file never lacks one, so the sweep can always judge it.
       const tmp = `${this.#sidecar(grant.assetId)}.tmp`;
@@ -100,8 +115,9 @@ export class UploadStaging {
   /**
    * Appends `stream` to the upload, which must stand at `expectedOffset` (UploadOffsetError
    * otherwise). `length`, the request's Content-Length when it has one, is checked before a
-   * byte is read; a body growing past the declared length or maxBytes stops with a
-   * PayloadTooLargeError and none of its bytes kept. A body cut off keeps what arrived, so the
+   * byte is read; a body growing past the declared length or maxBytes, or (without a declared
+   * length) past what the owner's allowance has room for, stops with a PayloadTooLargeError
+   * and none of its bytes kept. A body cut off keeps what arrived, so the
    * client resumes from there. The stream is left open when it is refused (so the caller can
    * answer on its connection), and destroyed when `signal` aborts or a newer request takes over.
    */
@@ -119,7 +135,12 @@ export class UploadStaging {
       if (o.length !== undefined && now.offset + o.length > limit)
         throw new PayloadTooLargeError(`the upload would pass its ${limit} bytes`);
       const signal = o.signal ? AbortSignal.any([o.signal, takenOver]) : takenOver;
-      await this.#write(this.#data(assetId), stream, { start: now.offset, limit, signal });
+      // A declared length was reserved whole at creation; otherwise the bytes reserve as they come.
+      const reserve =
+        now.length === undefined
+          ? (end: number) => this.#allowance.stage(assetId, { atLeast: end, atMost: Math.min(limit, end + STAGE_STEP) })
+          : undefined;
+      await this.#write(this.#data(assetId), stream, { start: now.offset, limit, signal, reserve });
       return { ...now, offset: await this.#size(assetId) };
     });
   }
@@ -164,9 +185,15 @@ export class UploadStaging {
     });
   }
 
-  /** Frees what is staged for the asset, stopping a request that is writing to it; nothing staged is no error. */
+  /**
+   * Frees what is staged for the asset, and what it held of its owner's allowance, stopping a
+   * request that is writing to it; nothing staged is no error.
+   */
   remove(assetId: string): Promise<void> {
-    return this.#exclusive(assetId, () => this.#drop(assetId));
+    return this.#exclusive(assetId, async () => {
+      await this.#drop(assetId);
+      await this.#allowance.unstage(assetId);
+    });
   }
 
   /**
@@ -253,14 +280,27 @@ export class UploadStaging {
   /**
    * Streams `stream` into `file` from `start`; past `limit` the bytes of this request are taken
    * back. An abort destroys `stream`: a stale connection may never send another byte, and only
-   * its end lets go of the upload.
+   * its end lets go of the upload. `reserve(end)`, when given, is asked for room before the
+   * bytes up to `end` are written and answers how far they may go (or throws).
    */
-  async #write(file: string, stream: Readable, o: { start: number; limit: number; signal: AbortSignal }) {
+  async #write(
+    file: string,
+    stream: Readable,
+    o: {
+      start: number;
+      limit: number;
+      signal: AbortSignal;
+      reserve?: ((end: number) => Promise<number>) | undefined;
+    },
+  ) {
     const out = createWriteStream(file, { flags: 'r+', start: o.start });
     const onAbort = () => stream.destroy(o.signal.reason instanceof Error ? o.signal.reason : undefined);
     if (o.signal.aborted) onAbort();
     o.signal.addEventListener('abort', onAbort, { once: true });
     let end = o.start;
+    // The bytes already staged were reserved when they came.
+    let reserved = o.start;
+    const reserve = o.reserve;
     try {
       // Read without destroying the request when the limit stops it, so it can still be answered
       // (413) on its connection. Counting needs no copy: the chunks pass through as they came.
@@ -268,6 +308,7 @@ export class UploadStaging {
         for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
           end += chunk.length;
           if (end > o.limit) throw new PayloadTooLargeError(`the upload would pass its ${o.limit} bytes`);
+          if (reserve && end > reserved) reserved = await reserve(end);
           yield chunk;
         }
       }, out);

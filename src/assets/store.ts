@@ -1,11 +1,11 @@
 import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
-import { InvalidStateError, NotFoundError } from '../lib/errors.ts';
+import { InvalidStateError, NotFoundError, PayloadTooLargeError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { TaskRow, TaskStore } from '../tasks/index.ts';
 import { assetPrefix, assetSourceKey } from './keys.ts';
-import type { AssetRow, CreateAsset, UploadGrant, UploadSessions } from './types.ts';
+import type { AssetRow, CreateAsset, StagedBytes, UploadGrant, UploadSessions } from './types.ts';
 
 export type { AssetOutput, AssetRow, AssetTrack, CreateAsset } from './types.ts';
 
@@ -41,6 +41,20 @@ const FROM_ASSETS = 'assets a LEFT JOIN tasks t ON t.id = a.task_id';
 /** Thrown inside a transaction to roll it back with an answer (not an error). */
 class Refused extends Error {}
 
+/** An upload that would take its owner's unfinished uploads past MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER. */
+export class StagedBytesLimitError extends PayloadTooLargeError {
+  constructor(o: { cap: number; held: number }) {
+    super(
+      `the owner's unfinished uploads may hold at most ${o.cap} bytes (MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER) ` +
+        `and the others hold ${o.held}: finish or delete pending uploads (DELETE /api/asset/{id}, or end a tus upload with DELETE) first`,
+    );
+  }
+}
+
+// Class of the owner's advisory lock while a reservation of staged bytes is counted (the
+// migration's number; key limits take class 400).
+const STAGED_BYTES_LOCK = 15;
+
 export interface AssetStoreOptions {
   tasks: TaskStore;
   store: BuiltinStore;
@@ -52,9 +66,11 @@ export interface AssetStoreOptions {
    * a worker stops at its next heartbeat, or its lease, at the latest).
    */
   deleteGraceMs?: number;
+  /** Bytes an owner's unfinished uploads may hold at once (MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER). */
+  maxStagedBytesPerOwner: number;
 }
 
-export class AssetStore implements UploadSessions {
+export class AssetStore implements UploadSessions, StagedBytes {
   readonly #db: Db;
   readonly #o: AssetStoreOptions;
 
@@ -86,7 +102,7 @@ export class AssetStore implements UploadSessions {
           },
           requesterId: c.requesterId,
           maxQueuedPerOwner: c.maxQueuedPerOwner,
-          keyId: c.keyId,
+          key: c.key,
           id: randomUUID(),
           phase: c.upload ? 'pending' : 'waiting',
         },
@@ -284,6 +300,39 @@ export class AssetStore implements UploadSessions {
       );
       return rows.map((r) => r.asset_id);
     });
+  }
+
+  async stage(assetId: string, bytes: { atLeast: number; atMost: number }): Promise<number> {
+    if (!isUuid(assetId)) throw new NotFoundError();
+    const cap = this.#o.maxStagedBytesPerOwner;
+    return this.#db.tx(async (q) => {
+      // The owner's lock, held to the commit: a reservation in another process waits and then
+      // counts this one (each statement of a READ COMMITTED transaction sees what committed before it).
+      const upload = await q.query<{ owner: string }>(
+        `SELECT a.owner, pg_advisory_xact_lock($2, hashtext(a.owner)) FROM asset_uploads u JOIN assets a ON a.id = u.asset_id
+         WHERE u.asset_id = $1 AND u.finished_at IS NULL AND a.phase = 'uploading'`,
+        [assetId, STAGED_BYTES_LOCK],
+      );
+      const owner = upload[0]?.owner;
+      if (owner === undefined) throw new NotFoundError();
+      const others = await q.query<{ held: string }>(
+        `SELECT COALESCE(sum(u.staged_bytes), 0)::text AS held FROM assets a JOIN asset_uploads u ON u.asset_id = a.id
+         WHERE a.owner = $1 AND a.phase = 'uploading' AND u.finished_at IS NULL AND u.asset_id <> $2`,
+        [owner, assetId],
+      );
+      const held = Number(others[0]?.held ?? 0);
+      if (held + bytes.atLeast > cap) throw new StagedBytesLimitError({ cap, held });
+      const staged = Math.min(bytes.atMost, cap - held);
+      await q.query('UPDATE asset_uploads SET staged_bytes = $2 WHERE asset_id = $1', [assetId, staged]);
+      return staged;
+    });
+  }
+
+  async unstage(assetId: string): Promise<void> {
+    if (!isUuid(assetId)) return;
+    await this.#db.query('UPDATE asset_uploads SET staged_bytes = 0 WHERE asset_id = $1 AND staged_bytes <> 0', [
+      assetId,
+    ]);
   }
 
   /** Writes the asset's event (the SQL function of migration 010) and reads it back, in `q`. */

@@ -4,6 +4,8 @@
 // (migration 010), so every way a task changes (claim, failure, retry, cancel, reap) moves
 // its asset in the same transaction, with the asset's webhook event in the outbox.
 
+import type { TaskKey } from '../tasks/index.ts';
+
 export const ASSET_PHASES = ['uploading', 'waiting', 'processing', 'ready', 'failed', 'deleting', 'deleted'] as const;
 export type AssetPhase = (typeof ASSET_PHASES)[number];
 
@@ -64,6 +66,22 @@ export interface UploadSessions {
    * staged can be freed.
    */
   expire(limit: number): Promise<string[]>;
+}
+
+/**
+ * Each owner's allowance of staged bytes (MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER), kept
+ * in the database so that every API process counts against the same total.
+ */
+export interface StagedBytes {
+  /**
+   * Sets what the unfinished upload of `assetId` holds of its owner's allowance: as much as
+   * fits up to `atMost`, at least `atLeast`; returns what it holds now. A StagedBytesLimitError
+   * when not even `atLeast` fits beside the owner's other unfinished uploads; a NotFoundError
+   * when the upload can no longer take bytes.
+   */
+  stage(assetId: string, bytes: { atLeast: number; atMost: number }): Promise<number>;
+  /** The upload holds nothing of the allowance any more (its bytes were freed); an ended upload is no error. */
+  unstage(assetId: string): Promise<void>;
 }
 
 /** What a finished `upload` (or `clip`) task returns, copied onto its asset when the task completes. */
@@ -139,8 +157,8 @@ export interface CreateAsset {
   creatorId?: unknown;
   requesterId: string | null;
   maxQueuedPerOwner: number;
-  /** The API key that asked (usage per key, issue #32). */
-  keyId?: string | undefined;
+  /** The API key that asks (usage per key); its limits admit the asset's task. */
+  key?: TaskKey | undefined;
   /**
    * The task type that makes the asset, and its params. The store adds `assetId` and
    * `playbackId` to them, and for a direct upload `input: {key}` (the source's key).

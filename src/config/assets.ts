@@ -69,6 +69,18 @@ export const assetSettings = defineSettings({
     min: 1,
     description: 'Largest file a direct or tus upload may send (413 above it; nothing is kept).',
   },
+  // Each upload is bounded by MEDIAPLANE_UPLOAD_MAX_BYTES, but an owner may ask for many upload
+  // URLs: without a total, 100 pending uploads could stage 100 times that on the API's disk.
+  uploadMaxStagedBytesPerOwner: {
+    env: 'MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER',
+    type: 'int',
+    group: 'storage',
+    default: 4 * 30 * 1024 ** 3,
+    defaultText: '128849018880 (120 GiB: four uploads of the default largest size)',
+    min: 1,
+    description:
+      "Bytes one owner's unfinished uploads (direct and tus) may hold at once, counted in the database across API processes: a tus upload counts its Upload-Length from creation, a direct PUT its Content-Length or the bytes it streams; one that would pass it is a 413 (finish or delete pending uploads first).",
+  },
   uploadUrlTtlMs: {
     env: 'MEDIAPLANE_UPLOAD_URL_TTL_MS',
     type: 'int',

@@ -1,7 +1,7 @@
 // Uploads (issue #27 items 3 and 5, spec/API.md section C): the direct PUT and tus 1.0 at the
 // URLs of POST /api/asset/request-upload, with the real tus-js-client. The bytes land in the
 // built-in store at the asset's source key; a wrong or expired token is a 404, an upload over
-// the size limit a 413 with nothing kept, a PATCH at the wrong offset a 409; an upload whose
+// the size limit, or past the owner's total of unfinished uploads, a 413 with nothing kept, a PATCH at the wrong offset a 409; an upload whose
 // connection drops at half resumes from the server's offset; the token is in no log line.
 
 import assert from 'node:assert/strict';
@@ -356,6 +356,73 @@ describe('upload limits (413) and expiry', () => {
     } finally {
       await brief.stop();
     }
+  });
+});
+
+describe("an owner's staged upload bytes (MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER)", () => {
+  let server: TestServer;
+  let alice: string;
+  let bob: string;
+  const CAP = 2 * MiB;
+  const refusedForCap = (res: { status: number; body: string }, what: string) => {
+    assert.equal(res.status, 413, what);
+    assert.match(res.body, /may hold at most 2097152 bytes \(MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER\)/, what);
+    assert.match(res.body, /finish or delete pending uploads/, what);
+  };
+
+  before(async () => {
+    server = await startTestServer({
+      roles: { api: true, worker: false },
+      settings: { uploadMaxBytes: MiB, uploadMaxStagedBytesPerOwner: CAP },
+    });
+    alice = await server.key('alice');
+    bob = await server.key('bob');
+  });
+  after(() => server.stop());
+
+  it('two pending uploads of the largest size fill it: a third is refused at creation, as a direct PUT, until one finishes or goes', async () => {
+    const [first, second, third] = [
+      await requestUpload(server.url, alice),
+      await requestUpload(server.url, alice),
+      await requestUpload(server.url, alice),
+    ];
+    const firstAt = String((await tusCreate(first, MiB)).headers.location);
+    const secondAt = String((await tusCreate(second, MiB)).headers.location);
+    assert.equal((await tusPatch(secondAt, 0, Buffer.alloc(1000))).status, 204);
+
+    refusedForCap(await tusCreate(third, 1), 'tus: at creation, by its Upload-Length');
+    const declared = await rawRequest(third.url, {
+      method: 'PUT',
+      headers: { 'content-length': '1' },
+      chunks: [Buffer.from('x')],
+    });
+    refusedForCap(declared, 'a direct PUT by its Content-Length');
+    refusedForCap(await rawRequest(third.url, { method: 'PUT', chunks: chunksOf(2, 1024) }), 'a streamed direct PUT');
+    assert.deepEqual(
+      staged(server).filter((f) => f.startsWith(third.asset.id)),
+      [],
+      'a refused upload stages nothing',
+    );
+    const other = await requestUpload(server.url, bob);
+    assert.equal((await tusCreate(other, MiB)).status, 201, "another owner's uploads count apart");
+
+    // Ended with tus termination: its share is free again.
+    assert.equal((await rawRequest(firstAt, { method: 'DELETE', headers: TUS })).status, 204);
+    const thirdAt = String((await tusCreate(third, MiB)).headers.location);
+    refusedForCap(await tusCreate(first, 1), 'the terminated upload, created again, counts again');
+
+    // Finished: the bytes are in the store, no longer staged.
+    assert.equal((await tusPatch(secondAt, 1000, Buffer.alloc(MiB - 1000))).status, 204);
+    assert.equal((await rawRequest(first.url, { method: 'PUT', chunks: chunksOf(16, 64 * 1024) })).status, 200);
+    assert.equal((await stored(server, first.asset.playbackId))?.length, MiB);
+
+    // Deleted: its asset is gone, and its share with it.
+    const [fourth, fifth] = [await requestUpload(server.url, alice), await requestUpload(server.url, alice)];
+    assert.equal((await tusCreate(fourth, MiB)).status, 201);
+    refusedForCap(await tusCreate(fifth, MiB), 'the third and fourth uploads hold it all');
+    assert.equal((await server.call('DELETE', `/api/asset/${third.asset.id}`, { key: alice })).status, 204);
+    assert.equal((await tusCreate(fifth, MiB)).status, 201);
+    assert.equal((await tusHead(thirdAt)).status, 404);
   });
 });
 

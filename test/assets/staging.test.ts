@@ -10,19 +10,42 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { UploadOffsetError, UploadStaging, uploadSweepJobs } from '../../src/assets/index.ts';
-import type { UploadGrant } from '../../src/assets/index.ts';
+import { StagedBytesLimitError, UploadOffsetError, UploadStaging, uploadSweepJobs } from '../../src/assets/index.ts';
+import type { StagedBytes, UploadGrant } from '../../src/assets/index.ts';
 import { PayloadTooLargeError } from '../../src/lib/errors.ts';
 import { FolderStore } from '../../src/storage/builtin/index.ts';
 import { waitFor } from '../helpers/server.ts';
 
 const HOUR = 3600_000;
 
+/**
+ * One owner's allowance, as AssetStore keeps it in the database (test/assets/store.test.ts
+ * holds that side); every reservation asked for is recorded.
+ */
+class Allowance implements StagedBytes {
+  readonly held = new Map<string, number>();
+  readonly asked: Array<[string, number, number]> = [];
+  cap = Number.MAX_SAFE_INTEGER;
+  async stage(assetId: string, bytes: { atLeast: number; atMost: number }): Promise<number> {
+    this.asked.push([assetId, bytes.atLeast, bytes.atMost]);
+    let others = 0;
+    for (const [id, n] of this.held) if (id !== assetId) others += n;
+    if (others + bytes.atLeast > this.cap) throw new StagedBytesLimitError({ cap: this.cap, held: others });
+    const staged = Math.min(bytes.atMost, this.cap - others);
+    this.held.set(assetId, staged);
+    return staged;
+  }
+  async unstage(assetId: string): Promise<void> {
+    this.held.delete(assetId);
+  }
+}
+
 describe('UploadStaging', () => {
   let root: string;
   let dir: string;
   let store: FolderStore;
   let staging: UploadStaging;
+  const allowance = new Allowance();
   let n = 0;
   const grant = (expiresInMs = HOUR): UploadGrant => {
     n++;
@@ -40,7 +63,7 @@ describe('UploadStaging', () => {
     root = mkdtempSync(path.join(tmpdir(), 'mediaplane-staging-'));
     dir = path.join(root, 'uploads');
     store = new FolderStore(path.join(root, 'media'));
-    staging = new UploadStaging({ dir, store, maxBytes: 10_000 });
+    staging = new UploadStaging({ dir, store, maxBytes: 10_000, allowance });
   });
   after(() => rmSync(root, { recursive: true, force: true }));
 
@@ -50,7 +73,7 @@ describe('UploadStaging', () => {
     const now = await staging.append(g.assetId, Readable.from([bytes(700), bytes(300)]), { expectedOffset: 0 });
     assert.equal(now.offset, 1000);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
-    const restarted = new UploadStaging({ dir, store, maxBytes: 10_000 });
+    const restarted = new UploadStaging({ dir, store, maxBytes: 10_000, allowance });
     const later = await restarted.status(g.assetId);
     assert.deepEqual(later, { offset: 1000, length: 5000, expiresAt: g.expiresAt });
     await assert.rejects(
@@ -89,6 +112,63 @@ describe('UploadStaging', () => {
     const direct = grant();
     await assert.rejects(staging.put(direct, Readable.from([bytes(6000), bytes(6000)]), {}), PayloadTooLargeError);
     assert.ok(!readdirSync(dir).some((f) => f.startsWith(direct.assetId)), 'a refused direct upload keeps nothing');
+  });
+
+  it("a declared length is reserved of the owner's allowance before a byte is written; one that does not fit changes nothing", async () => {
+    // The uploads of the tests before stay as they are: counted from here, they hold nothing.
+    allowance.held.clear();
+    allowance.cap = 3000;
+    try {
+      const first = grant();
+      await staging.create(first, { length: 2000 });
+      assert.equal(allowance.held.get(first.assetId), 2000);
+      await staging.append(first.assetId, Readable.from([bytes(100)]), { expectedOffset: 0 });
+      const second = grant();
+      await assert.rejects(staging.create(second, { length: 1001 }), StagedBytesLimitError);
+      assert.ok(!existsSync(path.join(dir, second.assetId)), 'nothing is staged for the refused upload');
+      await assert.rejects(staging.create(first, { length: 3001 }), PayloadTooLargeError, 'nor is a larger restart');
+      assert.equal((await staging.status(first.assetId))?.offset, 100, 'which leaves the upload as it was');
+      await assert.rejects(
+        staging.put(second, Readable.from([bytes(1001)]), { length: 1001 }),
+        StagedBytesLimitError,
+        'a direct PUT with its Content-Length',
+      );
+      await staging.remove(first.assetId);
+      assert.equal(allowance.held.has(first.assetId), false, 'removing the upload frees its share');
+      await staging.create(second, { length: 3000 });
+      await staging.remove(second.assetId);
+    } finally {
+      allowance.cap = Number.MAX_SAFE_INTEGER;
+    }
+  });
+
+  it('a streamed direct PUT reserves ahead of its bytes and stops, keeping nothing, where the allowance ends', async () => {
+    // The uploads of the tests before stay as they are: counted from here, they hold nothing.
+    allowance.held.clear();
+    allowance.cap = 5000;
+    try {
+      const other = grant();
+      await staging.create(other, { length: 2000 });
+      const streamed = grant();
+      const chunks = [bytes(1000), bytes(1000), bytes(1000), bytes(1000)];
+      await assert.rejects(staging.put(streamed, Readable.from(chunks), {}), (err: Error) => {
+        assert.ok(err instanceof StagedBytesLimitError);
+        assert.match(err.message, /at most 5000 bytes \(MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER\)/);
+        return true;
+      });
+      assert.ok(!readdirSync(dir).some((f) => f.startsWith(streamed.assetId)), 'nothing is kept');
+      assert.equal(allowance.held.has(streamed.assetId), false, 'nor held');
+      const steps = allowance.asked.filter(([id]) => id === streamed.assetId).map(([, least]) => least);
+      assert.deepEqual(steps, [1000, 4000], 'one reservation ahead (up to maxBytes), then the one that did not fit');
+
+      const fits = grant();
+      await staging.put(fits, Readable.from([bytes(1500), bytes(1500)]), {});
+      assert.equal((await staging.status(fits.assetId))?.offset, 3000, 'exactly the room left is taken');
+      await staging.remove(fits.assetId);
+      await staging.remove(other.assetId);
+    } finally {
+      allowance.cap = Number.MAX_SAFE_INTEGER;
+    }
   });
 
   it('complete moves the whole file to the source key and queues it; an upload that cannot finish leaves nothing', async () => {

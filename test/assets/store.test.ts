@@ -13,6 +13,7 @@ import {
   AssetStore,
   type AssetStoreOptions,
   type CreateAsset,
+  StagedBytesLimitError,
   UPLOAD_EXPIRED_MESSAGE,
 } from '../../src/assets/index.ts';
 import type { Db } from '../../src/db/index.ts';
@@ -39,7 +40,7 @@ for (const { kind, skip } of await databaseKinds()) {
     let files: BuiltinStore;
     let assets: AssetStore;
     const storeWith = (o: Partial<AssetStoreOptions> = {}) =>
-      new AssetStore(db, { tasks, store: files, uploadExpiryMs: 60_000, ...o });
+      new AssetStore(db, { tasks, store: files, uploadExpiryMs: 60_000, maxStagedBytesPerOwner: 1e12, ...o });
 
     before(async () => {
       db = await openTestDb(kind);
@@ -397,6 +398,76 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal(await assets.grant(deleted.uploadToken ?? ''), undefined, 'its asset deleted');
       assert.equal(await assets.finish(deleted.asset.id, 10), false);
       assert.equal(await assets.finish('not-a-uuid', 10), false);
+    });
+
+    it("stage: an owner's unfinished uploads hold at most maxStagedBytesPerOwner; finishing, deleting and unstaging free it", async () => {
+      const capped = storeWith({ maxStagedBytesPerOwner: 1000 });
+      const a = await upload({ owner: 'carol' });
+      const b = await upload({ owner: 'carol' });
+      const c = await upload({ owner: 'carol' });
+      assert.equal(await capped.stage(a.asset.id, { atLeast: 600, atMost: 600 }), 600);
+      await assert.rejects(capped.stage(b.asset.id, { atLeast: 500, atMost: 500 }), (err: Error) => {
+        assert.ok(err instanceof StagedBytesLimitError);
+        assert.equal(err.statusCode, 413);
+        assert.match(
+          err.message,
+          /at most 1000 bytes \(MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER\) and the others hold 600/,
+        );
+        assert.match(err.message, /finish or delete pending uploads/);
+        return true;
+      });
+      assert.equal(
+        await capped.stage(b.asset.id, { atLeast: 100, atMost: 5000 }),
+        400,
+        'as much as fits, up to atMost',
+      );
+      assert.equal(
+        await capped.stage(a.asset.id, { atLeast: 500, atMost: 500 }),
+        500,
+        "an upload's own bytes are replaced",
+      );
+      const bob = await upload({ owner: 'bob' });
+      assert.equal(
+        await capped.stage(bob.asset.id, { atLeast: 1000, atMost: 1000 }),
+        1000,
+        'another owner counts apart',
+      );
+
+      await capped.finish(a.asset.id, 500);
+      assert.equal(
+        await capped.stage(c.asset.id, { atLeast: 600, atMost: 600 }),
+        600,
+        'a finished upload holds nothing',
+      );
+      await capped.remove('carol', b.asset.id);
+      await capped.unstage(c.asset.id);
+      const d = await upload({ owner: 'carol' });
+      assert.equal(
+        await capped.stage(d.asset.id, { atLeast: 1000, atMost: 1000 }),
+        1000,
+        'deleted and unstaged hold nothing',
+      );
+      await assert.rejects(
+        capped.stage(b.asset.id, { atLeast: 1, atMost: 1 }),
+        NotFoundError,
+        'a deleted upload takes no bytes',
+      );
+      await capped.unstage(b.asset.id);
+    });
+
+    it('stage: reservations made at once never pass the cap together (the owner is locked while counting)', async () => {
+      const capped = storeWith({ maxStagedBytesPerOwner: 1000 });
+      const ups = await Promise.all(Array.from({ length: 10 }, () => upload({ owner: 'carol' })));
+      const results = await Promise.allSettled(ups.map((u) => capped.stage(u.asset.id, { atLeast: 300, atMost: 300 })));
+      const taken = results.filter((r) => r.status === 'fulfilled');
+      assert.equal(taken.length, 3, 'three of 300 bytes fit in 1000');
+      for (const r of results)
+        if (r.status === 'rejected') assert.ok(r.reason instanceof StagedBytesLimitError, String(r.reason));
+      const [held] = await db.query<{ bytes: string }>(
+        `SELECT sum(u.staged_bytes)::text AS bytes FROM asset_uploads u JOIN assets a ON a.id = u.asset_id
+         WHERE a.owner = 'carol' AND a.phase = 'uploading' AND u.finished_at IS NULL`,
+      );
+      assert.equal(held?.bytes, '900');
     });
 
     it('expire fails the unfinished uploads past their expiry, their tasks and assets', async () => {
