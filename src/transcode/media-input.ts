@@ -1,5 +1,4 @@
 import { open } from 'node:fs/promises';
-import path from 'node:path';
 import { InternalError, UnsupportedMediaError } from '../lib/errors.ts';
 
 // The one door through which ffmpeg and ffprobe open a file (STYLE.md: untrusted input meets
@@ -48,8 +47,8 @@ const RANGE_PROXY = /^http:\/\/127\.0\.0\.1:\d+\//;
 
 /**
  * The arguments that open one input: its allowlists, then `-i`. They hold for the next `-i`
- * only, so each input of a command line takes its own. A path is given as `file:` and an
- * absolute path (a name with a colon is never taken for a protocol); a range proxy URL may use
+ * only, so each input of a command line takes its own. A path is given after `file:` (a name
+ * with a colon is never taken for a protocol; a relative one is from the command's cwd); a range proxy URL may use
  * HTTP over TCP and nothing else (the proxy never answers a redirect).
  */
 export function inputArgs(source: string, origin: InputOrigin = 'user'): string[] {
@@ -59,7 +58,7 @@ export function inputArgs(source: string, origin: InputOrigin = 'user'): string[
     ...profile.lead,
     ...['-format_whitelist', profile.formats.join(',')],
     ...['-protocol_whitelist', proxied ? 'http,tcp' : 'file'],
-    ...['-i', proxied ? source : `file:${path.resolve(source)}`],
+    ...['-i', proxied ? source : `file:${source}`],
   ];
 }
 
