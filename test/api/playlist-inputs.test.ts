@@ -3,9 +3,11 @@
 // through the range proxy) and a clip of an asset whose stored file is one. The playlists name
 // another owner's private asset by relative paths of several depths and by absolute `file:`
 // paths, and segments on a loopback listener: every task fails saying playlists are not
-// accepted, no asset of Bob's ends up ready, and the listener hears nothing from ffmpeg.
+// accepted, no asset of Bob's ends up ready, and the listener hears nothing from ffmpeg. A concat
+// list, a DASH manifest and a still image take the same routes and are refused as what they are.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +20,11 @@ import { startTestServer, waitFor, type TestServer } from '../helpers/server.ts'
 const REFUSAL = /playlists and lists of other files are not accepted/;
 const SMALL = [{ name: '240p', width: 320, height: 240, bitrate: 300_000 }];
 
+/** The first picture of `video` as a PNG file's bytes. */
+function pngOf(video: string): Buffer {
+  return execFileSync('ffmpeg', ['-v', 'error', '-i', video, '-frames:v', '1', '-c:v', 'png', '-f', 'image2pipe', '-']);
+}
+
 /** Every file under `dir`, as paths. */
 function walk(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -27,7 +34,7 @@ function walk(dir: string): string[] {
 
 /** A loopback server for Bob's playlists (by ranges too) that counts what else is asked of it. */
 async function startOrigin(): Promise<{ server: Server; url: string; files: Map<string, string>; stray: string[] }> {
-  const files = new Map<string, string>();
+  const files = new Map<string, string | Buffer>();
   const stray: string[] = [];
   const server = createServer((req, res) => {
     const body = files.get(req.url ?? '');
@@ -179,6 +186,38 @@ describe('a playlist in place of a video, under every input route', () => {
     });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.match((await failedTask(res.body.task.id)).status.errorMessage, REFUSAL);
+  });
+
+  it('a concat list, a DASH manifest and an image, under upload, upload/url and transcode: refused, nothing opened', async () => {
+    const segment = `${origin.url}/private/other.ts`;
+    const others: Record<string, [string | Buffer, RegExp]> = {
+      concat: [`ffconcat version 1.0\nfile '${aliceFiles.segment}'\nfile '${segment}'\n`, REFUSAL],
+      dash: [
+        `<?xml version="1.0"?>\n<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-live:2011" type="static" mediaPresentationDuration="PT2S" minBufferTime="PT1S"><Period><AdaptationSet mimeType="video/mp2t"><Representation id="1" bandwidth="1000"><BaseURL>${segment}</BaseURL></Representation></AdaptationSet></Period></MPD>\n`,
+        REFUSAL,
+      ],
+      image: [pngOf(clip), /still image or an image sequence/],
+    };
+    for (const [name, [content, refusal]] of Object.entries(others)) {
+      origin.files.set(`/${name}.mp4`, content);
+      const up = await requestUpload(server.url, bob, name);
+      assert.ok((await fetch(up.url, { method: 'PUT', body: content })).ok);
+      const byUrl = await server.call('POST', '/api/asset/upload/url', {
+        key: bob,
+        body: { name, url: `${origin.url}/${name}.mp4` },
+      });
+      const transcode = await server.call('POST', '/api/transcode', {
+        key: bob,
+        body: {
+          input: { url: `${origin.url}/${name}.mp4` },
+          outputs: { hls: { path: `/out/${name}` } },
+          profiles: SMALL,
+        },
+      });
+      assert.match((await failedAsset(up.asset.id)).status.errorMessage, refusal, name);
+      assert.match((await failedAsset(byUrl.body.asset.id)).status.errorMessage, refusal, name);
+      assert.match((await failedTask(transcode.body.id)).status.errorMessage, refusal, name);
+    }
   });
 
   it('the listener named by the playlists heard nothing from ffmpeg', () => {
