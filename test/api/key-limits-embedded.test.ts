@@ -2,7 +2,8 @@
 // concurrent callers of both APIs with each API's error shape and headers, usage counted for
 // limited keys per request and for the others in batches, the owner reading its keys, expiry,
 // concurrent transcodes, a spent budget on the task API, the CLI's flags and owner defaults,
-// and bad keys per address. The two-process PostgreSQL acceptance is key-limits.test.ts.
+// bad keys per address, and a spent requests window answered before the model is looked up.
+// The two-process PostgreSQL acceptance is key-limits.test.ts.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -84,6 +85,49 @@ describe('key limits (embedded database, one process)', () => {
       [k.id],
     );
     assert.equal(day?.requests, '10');
+  });
+
+  it('answers a key past its requests window 429 before it looks up the model: an unknown one, or one outside its allowlist', async () => {
+    // No orchestrator here: every model is unknown (404) while the window lasts.
+    const k = await create('ivy', ['--rpm', '3', '--models', 'tiny/allowed,tiny/other']);
+    await freshWindow(WINDOW_MS, 8000);
+    const chat = (model: string) =>
+      server.call('POST', '/v1/chat/completions', {
+        key: k.key,
+        body: { model, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4 },
+      });
+    for (let i = 0; i < 3; i++) {
+      const within = await chat('tiny/allowed');
+      assert.equal(within.status, 404, JSON.stringify(within.body));
+      assert.equal(within.headers.get('x-ratelimit-remaining-requests'), String(2 - i));
+    }
+    const past = [
+      await chat('tiny/allowed'),
+      await chat('tiny/not-allowed'),
+      await server.call('POST', '/v1/completions', {
+        key: k.key,
+        body: { model: 'tiny/other', prompt: ['a', 'b'], max_tokens: 4 },
+      }),
+      await server.call('POST', '/v1/embeddings', { key: k.key, body: { model: 'tiny/allowed', input: 'a' } }),
+      await server.call('POST', '/llm', {
+        key: k.key,
+        body: { model: 'tiny/allowed', messages: [{ role: 'user', content: 'Hello' }] },
+      }),
+    ];
+    for (const a of past) {
+      assert.equal(a.status, 429, JSON.stringify(a.body));
+      assert.equal(a.body.error.code, 'rate_limit_exceeded');
+      assert.match(a.body.error.message, /this key may make 3 requests per 20 s/);
+      const retryAfter = Number(a.headers.get('retry-after'));
+      assert.ok(retryAfter >= 1 && retryAfter <= WINDOW_MS / 1000, `retry-after ${retryAfter}`);
+      assert.equal(a.headers.get('x-ratelimit-remaining-requests'), '0');
+    }
+    // The three within the window are counted, the refusals not at all.
+    const [day] = await server.running.core.db.query<{ requests: string }>(
+      'SELECT requests::text FROM api_key_days WHERE key_id = $1',
+      [k.id],
+    );
+    assert.equal(day?.requests, '3');
   });
 
   it("counts an unlimited key's requests in batches, touching no window", async () => {

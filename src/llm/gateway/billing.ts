@@ -109,6 +109,19 @@ export class Billing {
     return { reservation: held.reserved, tokens: held.tokens };
   }
 
+  /**
+   * Counts the request of a limited key now, when the auth step left its count to the charge
+   * (Accounts.admit's `defer`) and it has not been counted: for a request refused, or looked
+   * up at length, before its charge (before-charge.ts). A RateLimitedError past the key's
+   * requests window, and then the request is not counted.
+   */
+  async countNow(key: Principal | undefined): Promise<void> {
+    const deferred = key?.deferred;
+    if (!this.#limiter || !key?.limits || !deferred || deferred.done) return;
+    deferred.done = true;
+    deferred.counted?.(await this.#limiter.admit({ ...key, limits: key.limits }));
+  }
+
   /** Gives back the tokens a held charge did not use (nothing for a key without a tokens limit). */
   #tokensUsed(charge: ChargeFor, held: Held | undefined, used: number): Promise<void> {
     if (!held?.tokens || !charge.key || !this.#limiter) return Promise.resolve();

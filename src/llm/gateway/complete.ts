@@ -7,7 +7,7 @@
 // completion are answered together under one joint charge (completeJointly, issue #25).
 
 import { randomBytes } from 'node:crypto';
-import { checkModel, type Principal } from '../../accounts/index.ts';
+import type { Principal } from '../../accounts/index.ts';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import {
@@ -19,6 +19,7 @@ import {
 } from '../../lib/errors.ts';
 import { type ChatRequest, type Feature, maxTokensProblem, requiredFeatures } from '../protocol/index.ts';
 import { type AnswerMeta, chatCompletion, textCompletion, textCompletionRewriter } from './assemble.ts';
+import { beforeCharge } from './before-charge.ts';
 import type { Billing, Charge, ChargeFor } from './billing.ts';
 import { type Answer, askChat, deliverMeasured, type Whole } from './chat-attempt.ts';
 import { failover } from './failover.ts';
@@ -60,8 +61,7 @@ export interface CompleteOptions {
 export async function complete(deps: CompleteDeps, opts: CompleteOptions): Promise<{ json?: unknown }> {
   const arrived = performance.now();
   const { body } = opts;
-  checkModel(opts.key?.limits, body.model);
-  const candidates = await candidatesFor(deps, body);
+  const candidates = await beforeCharge(lookupOf(deps, opts.key, body.model), () => candidatesFor(deps, body));
   const requestId = newRequestId(opts.shape);
   const forward = forwardBody(body, deps.maxForwardBytes);
   // Refusals above are not outcomes: the model label only takes models some orchestrator offers.
@@ -91,9 +91,8 @@ export async function completeJointly(
   const { bodies, ...shared } = opts;
   const [first] = bodies;
   if (!first) return [];
-  checkModel(opts.key?.limits, first.model);
   // The requests differ only in their prompt: the same orchestrators can answer each.
-  const candidates = await candidatesFor(deps, first);
+  const candidates = await beforeCharge(lookupOf(deps, opts.key, first.model), () => candidatesFor(deps, first));
   const requestId = newRequestId(opts.shape);
   const parts = bodies.map((body) => ({ body, forward: forwardBody(body, deps.maxForwardBytes) }));
   const joint = await deps.billing.openJoint(
@@ -177,6 +176,11 @@ function answer(deps: CompleteDeps, opts: CompleteOptions, o: Asked): Promise<En
 function newRequestId(shape: AnswerShape | undefined): string {
   const prefix = shape === 'text_completion' ? 'cmpl' : 'chatcmpl';
   return `${prefix}-${randomBytes(12).toString('hex')}`;
+}
+
+/** What beforeCharge needs of a request's key and model. */
+function lookupOf(deps: CompleteDeps, key: Principal | undefined, model: string) {
+  return { billing: deps.billing, pool: deps.pool, key, model };
 }
 
 /**

@@ -18,7 +18,8 @@ import {
 } from '../../lib/errors.ts';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { OpenAiErrorBody } from '../../lib/wire-errors.ts';
-import { checkModel, type Principal } from '../../accounts/index.ts';
+import type { Principal } from '../../accounts/index.ts';
+import { beforeCharge } from './before-charge.ts';
 import type { Billing } from './billing.ts';
 import { sharedFields, unknownFields } from '../protocol/index.ts';
 import type { CompleteDeps } from './complete.ts';
@@ -118,8 +119,10 @@ async function embeddings(
   const input = listOf(body.input);
   nameIgnored(reply.raw, unknownFields(body, EmbeddingsBody));
   const key = routes.auth.of(req);
-  checkModel(key.limits, body.model);
-  const candidates = await candidatesFor(routes.complete, body.model);
+  const { billing, pool } = routes.complete;
+  const candidates = await beforeCharge({ billing, pool, key, model: body.model }, () =>
+    candidatesFor(routes.complete, body.model),
+  );
   const gone = clientGone(reply.raw);
   const out = await firstAnswer(routes, {
     owner: key.owner,

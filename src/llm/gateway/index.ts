@@ -97,7 +97,8 @@ export async function registerGateway(app: FastifyInstance, deps: GatewayDeps): 
     // limit gets OpenAI's x-ratelimit-* headers on every answer (the stream's too: set on the raw response).
     // The routes that charge count a limited key's request in the statement that holds its
     // charge (KeyLimiter.hold: one round trip before the first token); one that ends before
-    // its charge (a refusal) is counted once answered.
+    // its charge is counted as it is refused when the model or its orchestrators refuse it
+    // (before-charge.ts: past the window the answer is the 429), else once answered.
     auth: requestAuth(async (header, req, reply) => {
       const res = reply?.raw;
       const headers = (w: Windows) => {
