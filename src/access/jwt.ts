@@ -6,8 +6,9 @@ import type { SigningKey } from './signing-keys.ts';
 // form (RFC 7515) signed ES256 (RFC 7518 section 3.4: the signature is R || S, 64 bytes,
 // which node:crypto reads with dsaEncoding 'ieee-p1363'), whose claims are `sub` (the
 // playbackId), `pub` (the signing key's public key, base64 of its PEM as the API shows it:
-// how the key is found) and `exp` (required). Checked with node:crypto alone; every refusal
-// is an AuthError whose message says what is wrong and never repeats the token.
+// how the key is found) and `exp` (required, at most MEDIAPLANE_JWT_MAX_LIFETIME_SECS after
+// `iat`). Checked with node:crypto alone; every refusal is an AuthError whose message says
+// what is wrong and never repeats the token.
 
 /** What the check needs of the signing keys (SigningKeyStore). */
 export interface JwtKeyLookup {
@@ -22,6 +23,8 @@ export interface PlaybackJwtCheck {
   owner: string;
   /** ms since the epoch (tests); the clock otherwise. */
   now?: number;
+  /** The longest a token may be valid for, `exp` after `iat` (or now); absent: no bound. */
+  maxLifetimeSecs?: number | undefined;
 }
 
 /** How far `exp` and `nbf` may be off between the signer's clock and ours. */
@@ -70,13 +73,29 @@ function parse(token: string): Parsed {
   return { signed: `${h}.${p}`, signature: Buffer.from(s, 'base64url'), claims };
 }
 
-/** `exp` (required), `nbf` (when given) and `sub` against the asset. */
+/**
+ * A token valid for longer than `maxSecs` is refused: one leaked in a URL (a shared link, a
+ * referrer, a proxy's log) would otherwise open the asset for as long as its signer wrote. The
+ * lifetime counts from `iat` (the livepeer SDK's signAccessJwt sets it, exp one day later by
+ * default), from now when there is none or it lies ahead, so a future `iat` stretches nothing.
+ */
+function checkLifetime(o: { exp: number; iat: unknown; now: number; maxSecs: number | undefined }): void {
+  if (o.maxSecs === undefined) return;
+  const issued = typeof o.iat === 'number' && Number.isFinite(o.iat) ? Math.min(o.iat * 1000, o.now) : o.now;
+  if (o.exp * 1000 - issued > o.maxSecs * 1000 + CLOCK_SKEW_MS)
+    throw refused(
+      `the JWT is valid for too long: this server accepts tokens whose exp is at most ${o.maxSecs} s after their iat (or now)`,
+    );
+}
+
+/** `exp` (required, and not too far ahead), `nbf` (when given) and `sub` against the asset. */
 function checkClaims(claims: Record<string, unknown>, c: PlaybackJwtCheck): string {
   const now = c.now ?? Date.now();
   const { exp, nbf, sub, pub } = claims;
   if (typeof exp !== 'number' || !Number.isFinite(exp))
     throw refused('the JWT has no exp claim (its expiry, in seconds since the epoch)');
   if (exp * 1000 + CLOCK_SKEW_MS <= now) throw refused('the JWT has expired');
+  checkLifetime({ exp, iat: claims.iat, now, maxSecs: c.maxLifetimeSecs });
   if (typeof nbf === 'number' && nbf * 1000 - CLOCK_SKEW_MS > now) throw refused('the JWT is not valid yet (nbf)');
   if (typeof sub !== 'string') throw refused("the JWT has no sub claim (the asset's playbackId)");
   if (sub !== c.playbackId) throw refused('the JWT is for another asset (its sub is another playbackId)');

@@ -25,7 +25,13 @@ import {
   transcodeApiNotFound,
   wireErrorFor,
 } from './errors.ts';
-import { bodyDeadline, clientErrorHandler, serverTimeoutOptions, type ServerTimeouts } from '../lib/http-server.ts';
+import {
+  bodyDeadline,
+  clientErrorHandler,
+  noSniff,
+  serverTimeoutOptions,
+  type ServerTimeouts,
+} from '../lib/http-server.ts';
 import { routineRouteLevel } from '../lib/log.ts';
 import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
@@ -77,6 +83,8 @@ export interface ApiDeps {
   /** MEDIAPLANE_STORE_SERVE and MEDIAPLANE_STORE_PRESIGN_SECONDS. */
   storeServe: 'proxy' | 'redirect';
   storePresignSeconds: number;
+  /** MEDIAPLANE_JWT_MAX_LIFETIME_SECS: the longest a playback JWT may be valid for; absent: no bound. */
+  jwtMaxLifetimeSecs?: number;
   assets: AssetStore;
   /** Where upload bytes wait until they are whole (this process's data dir). */
   uploadStaging: UploadStaging;
@@ -123,6 +131,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (req) => {
     inFlight.set(req.raw.socket, req.url);
   });
+  noSniff(app);
   // The body's deadline, in the shape of the API the request is for (uploads: an idle timeout).
   bodyDeadline(app, { timeouts: deps.timeouts, answer: (e, req) => wireErrorFor(req.url)(e) });
   // Every string of every part the task API validates must be plain text (api/plain-text.ts,
@@ -157,8 +166,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   if (deps.transcodeApi) {
     await mediaAndApiRoutes(app, deps);
-    // The browser console at `/` (issue #29): a client of /api, so only where /api is.
-    await consoleRoutes(app, deps.consoleDir ? { dir: deps.consoleDir } : {});
+    // The browser console at `/` (issue #29): a client of /api, so only where /api is. It
+    // uploads to and plays from the base the API's absolute URLs start with.
+    const base = publicBase(app, deps.publicUrl);
+    await consoleRoutes(app, { publicBase: base, ...(deps.consoleDir ? { dir: deps.consoleDir } : {}) });
   }
   return app;
 }
@@ -172,7 +183,7 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     store: deps.builtinStore,
     serve: deps.storeServe,
     presignSeconds: deps.storePresignSeconds,
-    authorize: mediaAccess({ assets: deps.assets, signingKeys }),
+    authorize: mediaAccess({ assets: deps.assets, signingKeys, jwtMaxLifetimeSecs: deps.jwtMaxLifetimeSecs }),
   });
   await app.register(
     async (api) => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { NotFoundError } from '../lib/errors.ts';
+import type { PublicBase } from './public-base.ts';
 
 // The browser console (issue #29) at `/`: console/dist as scripts/build-console.ts writes it.
 // index.html is read on every request and never cached, so a rebuild shows on reload; the
@@ -32,17 +33,57 @@ const NOT_BUILT =
 
 const HEADERS = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' };
 
-export async function consoleRoutes(app: FastifyInstance, opts: { dir?: string } = {}): Promise<void> {
+/**
+ * The page's Content-Security-Policy (CSP Level 3): the console's own scripts and styles only
+ * (the build writes no inline script or style; Preact sets style properties through the CSSOM,
+ * which CSP allows), API calls and uploads to this origin and to `base` (the origin the API's
+ * absolute URLs start with, MEDIAPLANE_PUBLIC_URL or the listening address), media and images
+ * from there too, and hls.js's two `blob:` needs: its transmuxing worker and the MediaSource
+ * the <video> plays. No plugins, no <base>, no framing (X-Frame-Options says the same).
+ */
+export function consolePolicy(base: string | undefined): string {
+  const api = base ? ` ${base}` : '';
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    `img-src 'self'${api}`,
+    `media-src 'self'${api} blob:`,
+    `connect-src 'self'${api}`,
+    "worker-src 'self' blob:",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** The origin of the public base, when it has one. */
+function originOf(base: PublicBase | undefined): string | undefined {
+  try {
+    const origin = base ? new URL(base()).origin : 'null';
+    return origin === 'null' ? undefined : origin;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function consoleRoutes(
+  app: FastifyInstance,
+  opts: { dir?: string; publicBase?: PublicBase } = {},
+): Promise<void> {
   const dir = opts.dir ?? defaultConsoleDir();
   app.get('/', async (_req, reply) => {
+    // Read per request: the listening address is known only once the server listens.
+    const page = { ...HEADERS, 'content-security-policy': consolePolicy(originOf(opts.publicBase)) };
     let html: string;
     try {
       html = await readFile(path.join(dir, 'index.html'), 'utf8');
     } catch {
-      return reply.code(503).headers(HEADERS).type('text/html; charset=utf-8').send(NOT_BUILT);
+      return reply.code(503).headers(page).type('text/html; charset=utf-8').send(NOT_BUILT);
     }
     return reply
-      .headers({ ...HEADERS, 'cache-control': 'no-cache', 'x-frame-options': 'DENY' })
+      .headers({ ...page, 'cache-control': 'no-cache', 'x-frame-options': 'DENY' })
       .type('text/html; charset=utf-8')
       .send(html);
   });

@@ -5,29 +5,38 @@ import { routineRouteLevel } from '../lib/log.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { BuiltinStore, ByteRange, StoredObject } from '../storage/builtin/index.ts';
-import { isHlsPlaylist, sendPrivatePlaylist } from './playlist-token.ts';
+import { CORS, PREFLIGHT, restrictCors } from './media-cors.ts';
+import { sendTokenized, tokenRewriter } from './playlist-token.ts';
 
 // `/media/<key>` serves what the built-in store holds (issue #27, spec/API.md section C) to
 // players: HTTP Range (RFC 9110 section 14), validators and 304, CORS, and cache lifetimes
-// that let a CDN keep segments for good. Public, no API key; private playback (issue #28)
-// plugs in as `authorize`.
+// that let a CDN keep segments for good. No API key: `authorize` (media-access.ts) says which
+// keys are anyone's, which need a token (private playback, issue #28), and that the rest of
+// the store (the pieces of a split task) is no one's to read here.
 
 export interface MediaRoutesDeps {
   store: BuiltinStore;
   /** MEDIAPLANE_STORE_SERVE: stream through, or redirect to a presigned URL (stores with `presign`). */
   serve: 'proxy' | 'redirect';
   presignSeconds: number;
-  /** Issue #28 (private playback): whether `req` may read `key` (media-access.ts); absent: every key is public. */
-  authorize?(key: string, req: FastifyRequest): Promise<MediaGrant>;
+  /** Whether `req` may read `key` (media-access.ts): false is answered as a missing key (404). */
+  authorize(key: string, req: FastifyRequest): Promise<MediaGrant | false>;
 }
 
 /**
- * What `authorize` decided: false (refused, answered as a missing key: 404), true (public),
- * or an object for a private file opened by a token: answered `Cache-Control: private,
- * no-store`, and `token` is the one that came as `?jwt=`, which a playlist's URIs then carry
- * (playlist-token.ts). Throwing refuses with that error (an AuthError: 401 saying why).
+ * What `authorize` lets through. Throwing refuses with that error instead (an AuthError: 401
+ * saying why; a ForbiddenError: 403 for an origin the asset does not allow).
  */
-export type MediaGrant = boolean | { token?: string };
+export interface MediaGrant {
+  /**
+   * A private file opened by a token: answered `Cache-Control: private, no-store`; `token` is
+   * the one that came as `?jwt=`, which a playlist's or storyboard's URIs then carry
+   * (playlist-token.ts).
+   */
+  opened?: { token?: string };
+  /** The origins the asset allows (media-cors.ts), the request's already checked; absent: any (`*`). */
+  origins?: readonly string[];
+}
 
 const PREFIX = '/media/';
 
@@ -89,18 +98,6 @@ function presentation(key: string): Record<string, string> {
   };
 }
 
-const CORS = {
-  'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'Content-Length, Content-Range, Accept-Ranges, ETag',
-};
-const PREFLIGHT = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-methods': 'GET, HEAD, OPTIONS',
-  // Livepeer-Jwt: a player of a private asset may send its token as this header (issue #28).
-  'access-control-allow-headers': 'Range, If-None-Match, If-Modified-Since, If-Range, Livepeer-Jwt',
-  'access-control-max-age': '86400',
-};
-
 /**
  * What a Range header asks of an object of `size` bytes: one range, the whole object (no
  * header, one that is not valid, or several ranges: RFC 9110 lets a server answer those 200
@@ -144,13 +141,14 @@ const SCHEMA = {
   summary: 'A file of the built-in store (HLS playlists and segments, MP4s, thumbnails, sources)',
   security: [],
   description:
-    "The path after /media/ is the key, as playbackUrl, downloadUrl and output urls give it. No API key. Single byte ranges (`Range: bytes=a-b`, `a-`, `-n`) answer 206, a range past the end 416; ETag with If-None-Match and Last-Modified with If-Modified-Since answer 304; If-Range is honoured. CORS allows any origin. Playlists are cached 5 s, everything else for a year (immutable). With MEDIAPLANE_STORE_SERVE=redirect and a bucket store the answer is a 302 to a presigned URL of the bucket. A key that breaks the path rules is a 404. The files of an asset with playbackPolicy jwt need a JWT signed by one of its owner's signing keys, as ?jwt= or the Livepeer-Jwt header (401 without); a playlist opened with ?jwt= lists its URIs with the token, so any HLS player given one URL plays.",
+    "The path after /media/ is the key, as playbackUrl, downloadUrl and output urls give it: an asset's files (asset/<playbackId>/...) and the outputs of a transcode without storage (task/<taskId>/...); any other key is a 404. No API key. Single byte ranges (`Range: bytes=a-b`, `a-`, `-n`) answer 206, a range past the end 416; ETag with If-None-Match and Last-Modified with If-Modified-Since answer 304; If-Range is honoured. CORS allows any origin, unless the asset's playbackPolicy has allowedOrigins: then a request whose Origin is not listed is a 403, a listed one is echoed with Vary: Origin, and one without an Origin (a native player) is answered. Playlists are cached 5 s, everything else for a year (immutable). With MEDIAPLANE_STORE_SERVE=redirect and a bucket store the answer is a 302 to a presigned URL of the bucket. A key that breaks the path rules is a 404. The files of an asset with playbackPolicy jwt need a JWT signed by one of its owner's signing keys, as ?jwt= or the Livepeer-Jwt header (401 without, saying why); a playlist or the storyboard (thumbnails.vtt) opened with ?jwt= lists its URIs with the token, so any HLS player given one URL plays.",
   response: {
     200: { description: 'The whole file', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
     206: { description: 'The range asked for', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
     302: { description: 'A presigned URL of the bucket (MEDIAPLANE_STORE_SERVE=redirect)', type: 'null' },
     304: { description: 'The client holds this version', type: 'null' },
     401: { ...TasksErrorBody, description: 'A private asset (playbackPolicy jwt) without a valid JWT: why' },
+    403: { ...TasksErrorBody, description: "An Origin the asset's playbackPolicy.allowedOrigins does not list" },
     404: TasksErrorBody,
     416: TasksErrorBody,
   },
@@ -180,14 +178,16 @@ async function serve(req: FastifyRequest, reply: FastifyReply, deps: MediaRoutes
   const key = mediaKey(req.url);
   if (key === undefined) throw new NotFoundError();
   // A key the client may not read is answered as one that does not exist.
-  const grant = deps.authorize ? await deps.authorize(key, req) : true;
+  const grant = await deps.authorize(key, req);
   if (grant === false) throw new NotFoundError();
-  const opened = grant === true ? undefined : grant;
-  // A private playlist is served through, never redirected: its URIs resolve against this
-  // service, and one opened with ?jwt= is rewritten to carry the token (playlist-token.ts).
-  if (opened && isHlsPlaylist(key)) {
-    const contentType = presentation(key)['content-type'] ?? 'application/vnd.apple.mpegurl';
-    return sendPrivatePlaylist(req, reply, { store: deps.store, key, token: opened.token, contentType });
+  if (grant.origins) restrictCors(reply, req.headers.origin);
+  const { opened } = grant;
+  // A private playlist or storyboard is served through, never redirected: its URIs resolve
+  // against this service, and one opened with ?jwt= is rewritten to carry the token.
+  const rewrite = opened && tokenRewriter(key);
+  if (opened && rewrite) {
+    const contentType = presentation(key)['content-type'] ?? 'application/octet-stream';
+    return sendTokenized(req, reply, { store: deps.store, key, token: opened.token, contentType, rewrite });
   }
   if (deps.serve === 'redirect' && deps.store.presign) {
     // Each answer signs anew (the authorize check above is per request): never cached.

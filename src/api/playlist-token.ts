@@ -10,6 +10,8 @@ import type { BuiltinStore } from '../storage/builtin/index.ts';
 // names (variant and rendition playlists, segments, init maps, keys, subtitles), each of
 // which then carries it on. Absolute URIs (another host) are left alone: the token goes to
 // this service only. Such answers are the viewer's own: `private, no-store`, no validators.
+// The storyboard (thumbnails.vtt, the playback info's `Thumbnails`) names its sprite images
+// the same way, relative to itself, and is rewritten alike.
 
 /** A playlist of a long VOD is a few hundred KiB; far more is no playlist this service wrote. */
 const MAX_PLAYLIST_BYTES = 16 * 1024 * 1024;
@@ -41,6 +43,32 @@ export function tokenizePlaylist(text: string, token: string): string {
     .join('\n');
 }
 
+/**
+ * A storyboard cue's payload: one image URI, relative or absolute, maybe with a media fragment
+ * (`sprite-0.jpg#xywh=0,0,160,90`, W3C Media Fragments). Subtitle text never has this shape.
+ */
+const IMAGE_CUE = /^[^\s?#]+\.(?:jpe?g|png|webp)(?:#[^\s]*)?$/i;
+
+/** A WebVTT storyboard with every image URI carrying the token; other lines (timings, text) kept. */
+export function tokenizeStoryboard(text: string, token: string): string {
+  return text
+    .split('\n')
+    .map((line) => {
+      const cr = line.endsWith('\r') ? '\r' : '';
+      const trimmed = (cr ? line.slice(0, -1) : line).trim();
+      return IMAGE_CUE.test(trimmed) ? `${withToken(trimmed, token)}${cr}` : line;
+    })
+    .join('\n');
+}
+
+/** How a file that names others is rewritten to carry a `?jwt=` token, by its key; undefined: served as stored. */
+export function tokenRewriter(key: string): ((text: string, token: string) => string) | undefined {
+  const lower = key.toLowerCase();
+  if (lower.endsWith('.m3u8')) return tokenizePlaylist;
+  if (lower.endsWith('.vtt')) return tokenizeStoryboard;
+  return undefined;
+}
+
 /** The whole object (a playlist: small, checked against MAX_PLAYLIST_BYTES first). */
 async function readWhole(store: BuiltinStore, key: string): Promise<Buffer | undefined> {
   const obj = await store.stat(key);
@@ -53,18 +81,25 @@ async function readWhole(store: BuiltinStore, key: string): Promise<Buffer | und
 }
 
 /**
- * GET|HEAD of a private asset's HLS playlist: in whole (no ranges: a player reads playlists
- * whole), rewritten to carry `token` when it came as `?jwt=` (as stored when it came as the
- * header, which its player sends again), never cached by anyone but the viewer.
+ * GET|HEAD of a private asset's HLS playlist or storyboard: in whole (no ranges: a player
+ * reads them whole), rewritten by `rewrite` to carry `token` when it came as `?jwt=` (as
+ * stored when it came as the header, which its player sends again), never cached by anyone
+ * but the viewer.
  */
-export async function sendPrivatePlaylist(
+export async function sendTokenized(
   req: FastifyRequest,
   reply: FastifyReply,
-  o: { store: BuiltinStore; key: string; token: string | undefined; contentType: string },
+  o: {
+    store: BuiltinStore;
+    key: string;
+    token: string | undefined;
+    contentType: string;
+    rewrite: (text: string, token: string) => string;
+  },
 ): Promise<FastifyReply> {
   const stored = await readWhole(o.store, o.key);
   if (!stored) throw new NotFoundError();
-  const body = o.token === undefined ? stored : Buffer.from(tokenizePlaylist(stored.toString('utf8'), o.token), 'utf8');
+  const body = o.token === undefined ? stored : Buffer.from(o.rewrite(stored.toString('utf8'), o.token), 'utf8');
   reply.headers({
     'content-type': o.contentType,
     'cache-control': 'private, no-store',
@@ -72,6 +107,3 @@ export async function sendPrivatePlaylist(
   });
   return req.method === 'HEAD' ? reply.send() : reply.send(body);
 }
-
-/** Whether `key` is an HLS playlist (the only kind rewritten; see above). */
-export const isHlsPlaylist = (key: string): boolean => key.toLowerCase().endsWith('.m3u8');

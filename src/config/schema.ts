@@ -7,6 +7,7 @@ import { dwebSettings } from './dweb.ts';
 import { c2paSettings } from './c2pa.ts';
 import { webhookSettings } from './webhooks.ts';
 import { assetSettings } from './assets.ts';
+import { accessSettings } from './access.ts';
 import { usageSettings } from './usage.ts';
 import { limitSettings } from './limits.ts';
 
@@ -309,6 +310,7 @@ export const settings = {
   ...c2paSettings,
   ...webhookSettings,
   ...assetSettings,
+  ...accessSettings,
   ...usageSettings,
   ...limitSettings,
 };

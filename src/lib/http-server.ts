@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { BadRequestError, HeadersTooLargeError, type MediaplaneError, RequestTimeoutError } from './errors.ts';
 
@@ -51,6 +51,20 @@ export function serverTimeoutOptions(t: ServerTimeouts) {
 }
 
 type Answer<R> = (e: MediaplaneError, on: R) => { status: number; body: object };
+
+/**
+ * Browsers must take every answer for the type it says (`X-Content-Type-Options: nosniff`):
+ * /media serves users' files from the console's own origin, and a file sniffed as HTML or
+ * script there would run with the console's rights. Set on each raw response before Fastify
+ * sees the request (its own listener comes after this one), so every answer has it: those of
+ * routes, of Fastify's router (a URL it cannot decode) and those written past Fastify (SSE,
+ * /media bodies). What Node's parser refuses carries it in answerAndClose.
+ */
+export function noSniff(app: FastifyInstance): void {
+  app.server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    res.setHeader('x-content-type-options', 'nosniff');
+  });
+}
 
 /**
  * The body deadline of every route on `app` (an onRequest hook, so register it before the
@@ -143,7 +157,7 @@ function answerAndClose(socket: Socket, status: number, answer: object): void {
   const body = JSON.stringify(answer);
   if (socket.writable)
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\nx-content-type-options: nosniff\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   socket.destroy();
 }

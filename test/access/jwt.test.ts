@@ -85,6 +85,32 @@ describe('verifyPlaybackJwt', () => {
     assert.match(await refusal(good({ nbf: sec + 3600 })), /not valid yet/);
   });
 
+  it('refuses a token valid for longer than the server allows, counted from iat, else from now', async () => {
+    const now = Date.now();
+    const sec = Math.floor(now / 1000);
+    const DAY = 86_400;
+    const within = (claims: Record<string, unknown>) =>
+      verifyPlaybackJwt(keys, { token: good(claims), playbackId: PLAYBACK, owner: 'alice', now, maxLifetimeSecs: DAY });
+    const tooLong = async (claims: Record<string, unknown>) => {
+      const err = await within(claims).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof AuthError, `accepted ${JSON.stringify(claims)}`);
+      assert.match(err.message, /valid for too long: this server accepts tokens whose exp is at most 86400 s after/);
+    };
+    // The livepeer SDK's signAccessJwt: iat now, exp a day later (its default expiration).
+    assert.equal((await within({ iat: sec, exp: sec + DAY })).id, 'id-alice');
+    assert.equal((await within({ iat: sec - DAY / 2, exp: sec + DAY / 2 })).id, 'id-alice');
+    assert.equal((await within({ exp: sec + DAY })).id, 'id-alice', 'no iat: counted from now');
+    await tooLong({ iat: sec, exp: sec + 2 * DAY });
+    await tooLong({ iat: sec - 3600, exp: sec + DAY });
+    await tooLong({ exp: sec + 2 * DAY });
+    await tooLong({ exp: sec + 100 * 365 * DAY });
+    await tooLong({ iat: sec + DAY, exp: sec + 2 * DAY });
+    assert.equal((await check(good({ exp: sec + 2 * DAY }))).id, 'id-alice', 'no bound given: none applies');
+  });
+
   it('refuses a token for another asset, or without sub or pub', async () => {
     assert.match(await refusal(good({ sub: 'otherplayback000' })), /for another asset/);
     assert.match(await refusal(good({ sub: undefined })), /no sub claim/);

@@ -271,6 +271,62 @@ function servingChecks(ctx: () => Served): void {
     const sane = await raw(server.url, `/media/task/${id}/hls/360p0/0.ts`);
     assert.equal(sane.status, 200, 'the same file, asked plainly');
   });
+  it("serves nothing outside assets and transcode outputs: a split task's pieces are a 404 without a trace", async () => {
+    const { server } = ctx();
+    const store = server.running.core.builtinStore;
+    const taskId = randomUUID();
+    // What a split task keeps while it runs: its copy of an input that answers no ranges (maybe
+    // fetched from a signed URL), a piece's rendition; and keys no feature writes today.
+    const internal = [`pieces/${taskId}/source`, `pieces/${taskId}/chunk-0/360p0.mp4`, 'x.ts', `other/${taskId}/a.ts`];
+    for (const key of internal) {
+      const file = path.join(scratch, randomUUID());
+      await writeFile(file, SEGMENT);
+      await store.putFile(key, file, { contentType: 'application/octet-stream', signal });
+      assert.ok(await store.stat(key), `${key} is in the store`);
+      for (const method of ['GET', 'HEAD']) {
+        const res = await fetch(`${server.url}/media/${key}`, { method, redirect: 'manual' });
+        assert.equal(res.status, 404, `${method} ${key}`);
+        assert.equal(res.headers.get('location'), null, `${method} ${key}`);
+        if (method === 'GET') assert.deepEqual(await res.json(), { errors: ['not found'] }, key);
+      }
+    }
+  });
+
+  it("says nosniff on /media's every answer (whole, ranged, not modified, missing, preflights) and the server's", async () => {
+    const { base, server } = ctx();
+    const url = `${base}hls/360p0/0.ts`;
+    const etag = (await get(url)).headers.get('etag') ?? '';
+    const answers = [
+      await get(url),
+      await get(url, { range: 'bytes=0-9' }),
+      await get(url, { 'if-none-match': etag }),
+      await get(url, {}, 'HEAD'),
+      await get(url, { range: 'bytes=5000-' }),
+      await get(`${base}hls/none.ts`),
+      await get(`${server.url}/media/task/x/%zz/0.ts`),
+      await get(url, { origin: 'https://player.example', 'access-control-request-method': 'GET' }, 'OPTIONS'),
+    ];
+    assert.deepEqual(
+      answers.map((r) => r.status),
+      [200, 206, 304, 200, 416, 404, 404, 204],
+    );
+    for (const res of answers) {
+      await res.arrayBuffer();
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff', `the ${res.status} answer`);
+    }
+    // And every other answer of the server: probes, the API's refusals, an unknown path, and
+    // what Node's HTTP parser refuses before any route sees it.
+    for (const p of ['/healthz', '/api/task', '/nope', '/api/openapi.json']) {
+      const res = await get(server.url + p);
+      await res.arrayBuffer();
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff', p);
+    }
+    // A Content-Length that is no number, slipped into raw's request line.
+    const refused = await raw(server.url, '/ HTTP/1.1\r\nContent-Length: nope\r\nX:');
+    assert.equal(refused.status, 400);
+    assert.match(refused.text, /\r\nx-content-type-options: nosniff\r\n/i);
+  });
+
   it('streams a large file, and stops reading it when the client goes away', async () => {
     const { server, prefix } = ctx();
     const store = server.running.core.builtinStore;
@@ -346,6 +402,108 @@ describe('/media from the folder store', () => {
   });
 });
 
+describe('/media of an asset whose playbackPolicy has allowedOrigins', () => {
+  const ctx = served();
+  let key = '';
+
+  /** A new asset of `policy` (waiting for its upload) with a playlist and a segment in the store: their URLs. */
+  async function assetWith(policy: Record<string, unknown> | undefined): Promise<{ id: string; urls: string[] }> {
+    const { server } = ctx();
+    const created = await server.call('POST', '/api/asset/request-upload', {
+      key,
+      body: { name: 'origins', ...(policy ? { playbackPolicy: policy } : {}) },
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const prefix = `asset/${created.body.asset.playbackId}/`;
+    const writer = server.running.core.builtinStore.writer(prefix);
+    for (const [name, body] of [
+      ['hls/index.m3u8', PLAYLIST],
+      ['hls/360p0/0.ts', SEGMENT],
+    ] as const) {
+      const file = path.join(scratch, randomUUID());
+      await writeFile(file, body);
+      await writer.put(name, { file }, { contentType: 'application/octet-stream', signal });
+    }
+    await writer.close(signal);
+    const base = `${server.url}/media/${prefix}`;
+    return { id: created.body.asset.id, urls: [`${base}hls/index.m3u8`, `${base}hls/360p0/0.ts`] };
+  }
+
+  before(async () => {
+    key = await ctx().server.key('origins-owner');
+  });
+
+  it('echoes a listed origin with Vary: Origin, refuses another with a 403, and answers a native player', async () => {
+    const { urls } = await assetWith({
+      type: 'public',
+      allowedOrigins: ['https://Good.example/', 'http://localhost:3000'],
+    });
+    for (const url of urls) {
+      for (const origin of ['https://good.example', 'http://localhost:3000']) {
+        const res = await get(url, { origin });
+        await res.arrayBuffer();
+        assert.equal(res.status, 200, `${origin} ${url}`);
+        assert.equal(res.headers.get('access-control-allow-origin'), origin);
+        assert.match(res.headers.get('vary') ?? '', /\bOrigin\b/);
+      }
+      for (const origin of [
+        'https://evil.example',
+        'https://good.example.evil.example',
+        'http://good.example',
+        'null',
+      ]) {
+        const res = await get(url, { origin });
+        assert.equal(res.status, 403, `${origin} ${url}`);
+        assert.deepEqual(await res.json(), {
+          errors: ["playback refused: this asset's playbackPolicy does not allow the page's origin"],
+        });
+        assert.notEqual(res.headers.get('access-control-allow-origin'), origin);
+      }
+      // A native player (Safari's <video>, VLC, ffmpeg) and a same-origin fetch send no Origin.
+      const native = await get(url);
+      await native.arrayBuffer();
+      assert.equal(native.status, 200, url);
+      assert.equal(
+        native.headers.get('access-control-allow-origin'),
+        null,
+        'no CORS grant for a request without Origin',
+      );
+      assert.match(native.headers.get('vary') ?? '', /\bOrigin\b/, 'a shared cache keeps one answer per origin');
+    }
+  });
+
+  it('allows every origin with `*` in the list, an empty list or none, as before', async () => {
+    for (const policy of [
+      { type: 'public', allowedOrigins: ['https://a.example', '*'] },
+      { type: 'public', allowedOrigins: [] },
+      undefined,
+    ]) {
+      const { urls } = await assetWith(policy);
+      for (const url of urls) {
+        const res = await get(url, { origin: 'https://evil.example' });
+        await res.arrayBuffer();
+        assert.equal(res.status, 200, `${JSON.stringify(policy)} ${url}`);
+        assert.equal(res.headers.get('access-control-allow-origin'), '*');
+        assert.equal(res.headers.get('vary'), null);
+      }
+    }
+  });
+
+  it('follows a PATCH of the policy from the next request', async () => {
+    const { id, urls } = await assetWith(undefined);
+    const segment = urls[1] ?? '';
+    assert.equal((await get(segment, { origin: 'https://evil.example' })).status, 200);
+    const patched = await ctx().server.call('PATCH', `/api/asset/${id}`, {
+      key,
+      body: { playbackPolicy: { type: 'public', allowedOrigins: ['https://good.example'] } },
+    });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.deepEqual(patched.body.playbackPolicy, { type: 'public', allowedOrigins: ['https://good.example'] });
+    assert.equal((await get(segment, { origin: 'https://evil.example' })).status, 403);
+    assert.equal((await get(segment, { origin: 'https://good.example' })).status, 200);
+  });
+});
+
 describe('/media from a bucket store', () => {
   // s3rver alone, without the tests' SigV4 proxy: that proxy checks Authorization headers only
   // (not presigned URLs), and keeps its upstream open when a client leaves midway, which holds
@@ -393,10 +551,20 @@ describe('/media from a bucket store', () => {
       assert.ok(!server.logs.text.includes(signature), 'a signature is never logged');
     });
 
-    it('still answers 404 for path tricks, before signing anything', async () => {
+    it('still answers 404 for path tricks and internal keys, before signing anything', async () => {
       const { server, prefix } = ctx();
       const id = prefix.split('/')[1] ?? '';
-      for (const t of [`/media/task/${id}/hls/%2e%2e/x.ts`, `/media/task/${id}/hls/../hls/360p0/0.ts`]) {
+      const file = path.join(scratch, randomUUID());
+      await writeFile(file, SEGMENT);
+      await server.running.core.builtinStore.putFile(`pieces/${id}/source`, file, {
+        contentType: 'application/octet-stream',
+        signal,
+      });
+      for (const t of [
+        `/media/task/${id}/hls/%2e%2e/x.ts`,
+        `/media/task/${id}/hls/../hls/360p0/0.ts`,
+        `/media/pieces/${id}/source`,
+      ]) {
         const res = await raw(server.url, t);
         assert.equal(res.status, 404, t);
         assert.ok(!/location:/i.test(res.text), t);

@@ -3,7 +3,9 @@
 // JWT: none, an expired one, one for another asset, one signed by another owner's key, one
 // whose key was disabled or deleted. A valid one opens them as `?jwt=` or as the
 // `Livepeer-Jwt` header, and headless Chromium plays the asset with hls.js given only the
-// tokenized playbackUrl: the playlists it fetches carry the token on every URI they list.
+// tokenized playbackUrl: the playlists it fetches carry the token on every URI they list, and
+// the storyboard its sprite images. A token valid for longer than the server's bound (a day by
+// default) is refused, and the asset's allowedOrigins hold beside its tokens.
 // Tokens are signed here with node:crypto from the private key the signing-key route answered.
 
 import assert from 'node:assert/strict';
@@ -54,12 +56,13 @@ async function newKey(apiKey: string): Promise<Key> {
 }
 
 /** A token for `playbackId` signed by `key` (alice's main key and the asset by default). */
-function token(o: { key?: Key; sub?: string; exp?: number } = {}): string {
+function token(o: { key?: Key; sub?: string; exp?: number; iat?: number } = {}): string {
   const key = o.key ?? main;
   const t = signPlaybackJwt(key.privateKey, {
     sub: o.sub ?? asset.playbackId,
     pub: key.publicKey,
     ...(o.exp === undefined ? {} : { exp: o.exp }),
+    ...(o.iat === undefined ? {} : { iat: o.iat }),
   });
   issued.push(t);
   return t;
@@ -204,6 +207,38 @@ describe('private playback (playbackPolicy jwt)', () => {
     assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /Livepeer-Jwt/);
   });
 
+  it('the storyboard opened with ?jwt= names its sprite images with the token, and they open', async () => {
+    const info = await sdk.playback.get(asset.playbackId);
+    const vtt = info.playbackInfo?.meta.source.find((s) => s.type === 'text/vtt')?.url;
+    assert.ok(vtt, 'the playback info lists the storyboard');
+    const jwt = token();
+    const res = await fetch(withJwt(vtt, jwt));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'private, no-store');
+    const text = await res.text();
+    const images = text.split('\n').filter((l) => /\.jpe?g([?#]|$)/.test(l.trim()));
+    assert.ok(images.length > 0, text);
+    for (const uri of images) assert.ok(uri.includes(`?jwt=${jwt}#`), uri);
+    // A player resolves each against the storyboard's URL and fetches it, fragment left out.
+    const sprite = new URL(images[0] ?? '', withJwt(vtt, jwt));
+    sprite.hash = '';
+    const image = await fetch(sprite);
+    await image.arrayBuffer();
+    assert.equal(image.status, 200, sprite.href);
+    assert.equal(image.headers.get('content-type'), 'image/jpeg');
+    const plain = await (await fetch(vtt, { headers: { 'livepeer-jwt': jwt } })).text();
+    assert.ok(!plain.includes('jwt='), 'opened by the header: as stored');
+  });
+
+  it('refuses a token valid for longer than a day (MEDIAPLANE_JWT_MAX_LIFETIME_SECS); a day, as the SDK signs, opens', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const why =
+      /the JWT is valid for too long: this server accepts tokens whose exp is at most 86400 s after their iat/;
+    await allRefused({ jwt: token({ exp: now + 30 * 86_400 }) }, why);
+    await allRefused({ header: token({ iat: now, exp: now + 2 * 86_400 }) }, why);
+    await allOpen({ jwt: token({ iat: now, exp: now + 86_400 }) });
+  });
+
   it('plays in Chromium with hls.js given only the tokenized playbackUrl', async (t) => {
     if (!player) return t.skip(skip);
     const played = await player.playHls(withJwt(asset.playbackUrl, token()));
@@ -243,6 +278,31 @@ describe('private playback (playbackPolicy jwt)', () => {
     const said =
       'playbackPolicy.type: must be "public" or "jwt" (webhook playback policies are not supported on this server)';
     assert.ok(webhook.body.errors.includes(said), JSON.stringify(webhook.body));
+  });
+
+  it('allowedOrigins holds for a private asset too: an unlisted origin is a 403 even with a valid token', async () => {
+    const limit = { type: 'jwt', allowedOrigins: ['https://good.example'] };
+    const patched = await server.call('PATCH', `/api/asset/${asset.id}`, {
+      key: alice,
+      body: { playbackPolicy: limit },
+    });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    try {
+      const jwt = token();
+      const evil = await fetch(withJwt(files.segment, jwt), { headers: { origin: 'https://evil.example' } });
+      assert.equal(evil.status, 403);
+      assert.match(await evil.text(), /does not allow the page's origin/);
+      const good = await fetch(withJwt(files.master, jwt), { headers: { origin: 'https://good.example' } });
+      assert.equal(good.status, 200);
+      assert.ok((await good.text()).includes(`?jwt=${jwt}`));
+      assert.equal(good.headers.get('access-control-allow-origin'), 'https://good.example');
+      assert.match(good.headers.get('vary') ?? '', /\bOrigin\b/);
+      const noToken = await fetch(files.segment, { headers: { origin: 'https://good.example' } });
+      assert.equal(noToken.status, 401, 'a listed origin still needs the token');
+      await allOpen({ jwt });
+    } finally {
+      await server.call('PATCH', `/api/asset/${asset.id}`, { key: alice, body: { playbackPolicy: { type: 'jwt' } } });
+    }
   });
 
   it('no token and no private key is in a log line', () => {

@@ -64,7 +64,23 @@ describe('the console', { skip }, () => {
     assert.equal(index.status, 200);
     assert.match(index.headers.get('content-type') ?? '', /text\/html/);
     assert.equal(index.headers.get('cache-control'), 'no-cache');
+    assert.equal(index.headers.get('x-content-type-options'), 'nosniff');
+    // Its own scripts and styles only, hls.js's blob: worker and MediaSource, media from the API's base.
+    const csp = index.headers.get('content-security-policy') ?? '';
+    for (const directive of [
+      "default-src 'self'",
+      "script-src 'self'",
+      "style-src 'self'",
+      `media-src 'self' ${server.url} blob:`,
+      `connect-src 'self' ${server.url}`,
+      "worker-src 'self' blob:",
+      "object-src 'none'",
+      "frame-ancestors 'none'",
+    ])
+      assert.ok(csp.split('; ').includes(directive), `${directive} in ${csp}`);
+    assert.ok(!/unsafe-inline|unsafe-eval/.test(csp), csp);
     const html = await index.text();
+    assert.ok(!/<script(?![^>]*\bsrc=)/.test(html), 'no inline script the policy would block');
     const script = /src="(\/assets\/main-[\w]+\.js)"/.exec(html)?.[1];
     assert.ok(script, 'index.html names its script');
     const js = await fetch(server.url + script);
@@ -111,6 +127,10 @@ describe('the console', { skip }, () => {
   it('signs in with a key, shows the nav and each page without an error', async () => {
     if (typeof browser === 'string') return;
     const page = await browser.newPage();
+    // Chromium logs what the CSP blocks as a console error; this also names the directive.
+    await page.addInitScript(
+      "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI))",
+    );
     await page.goto(`${server.url}/`);
     await page.getByLabel('API key').fill('not-a-key');
     await page.getByRole('button', { name: 'Sign in' }).click();

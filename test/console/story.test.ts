@@ -8,7 +8,7 @@
 // EXPECTED. MEDIAPLANE_WRITE_SCREENSHOT=1 also writes docs/console.png (the Assets page, 1280x800).
 
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -86,7 +86,9 @@ interface AxeViolation {
 /** Screenshots the page as `name` and runs axe-core on it: serious and critical violations. */
 async function check(page: Page, name: string): Promise<string[]> {
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-  if ((await page.evaluate('typeof window.axe')) === 'undefined') await page.addScriptTag({ path: AXE });
+  // Evaluated through the DevTools protocol: the console's CSP blocks an inline <script> tag.
+  if ((await page.evaluate('typeof window.axe')) === 'undefined')
+    await page.evaluate(`${readFileSync(AXE, 'utf8')}\n;undefined`);
   const violations = await page.evaluate<AxeViolation[]>(
     'window.axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations)',
   );

@@ -9,7 +9,13 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import ipaddr from 'ipaddr.js';
 import { ConfigError, settingsHelp } from '../../config/index.ts';
 import { processMetrics, serveMetrics } from '../../lib/metrics.ts';
-import { bodyDeadline, clientErrorHandler, type ServerTimeouts, serverTimeoutOptions } from '../../lib/http-server.ts';
+import {
+  bodyDeadline,
+  clientErrorHandler,
+  noSniff,
+  type ServerTimeouts,
+  serverTimeoutOptions,
+} from '../../lib/http-server.ts';
 import { jsonBodyParser } from '../../lib/json-body.ts';
 import { openAiWireError } from '../../lib/wire-errors.ts';
 import { createEngine, type EngineOptions } from './engines/index.ts';
@@ -135,6 +141,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
         }),
       });
       own = app;
+      noSniff(app);
       bodyDeadline(app, { timeouts: options.timeouts, answer: (e) => openAiWireError(e) });
       // The JSON rules of the shared app, its depth limit included (issue #25): the gateway's
       // forwarded bodies nest no deeper than those its clients sent.
