@@ -33,6 +33,7 @@ export {
   type Windows,
 } from './limiter.ts';
 export type { BudgetPeriod, KeyLimits, LimitSettings } from './limits.ts';
+export { KeyTaskAdmission, type TaskAdmissionOptions } from './task-admission.ts';
 export { BUDGET_PERIODS, checkModel } from './limits.ts';
 export type { KeyView } from './key-settings.ts';
 

@@ -82,7 +82,7 @@ function holdCall(bind: Bind, s: Omit<HoldSteps, 'reserve'>): string {
 
 /**
  * The key and its request count, bound as the first five arguments of key_hold() and
- * key_task_guard() (key, key_owner, window_ms, count_request, rpm).
+ * key_task_admission() (key, key_owner, window_ms, count_request, rpm).
  */
 function requestArgs(
   bind: Bind,
@@ -97,32 +97,37 @@ function requestArgs(
   ];
 }
 
-/** What a key's new task is written under (KeyLimiter.taskGuard), in the order key_task_guard() checks it. */
-export interface TaskGuardSteps {
+/** What a key's task is admitted under (KeyTaskAdmission), in the order key_task_admission() checks it. */
+export interface TaskAdmissionSteps {
   keyId: string;
   owner: string;
   windowMs: number;
   /** Count the request in the key's requests window; `limit` null: count, refuse nothing. */
   requests?: { limit: number | null } | undefined;
-  /** The key's budget, not spent in its period. */
+  /** The key's budget, not spent in its period (a task that encodes). */
   budget?: { usd: string; period: string } | undefined;
-  /** A slot among the key's live tasks of `type` (key_task_slot). */
-  slot?: { type: string; maxLive: number } | undefined;
+  /** The task's type, as SQL (a bound value, or the column of the task a retry requeues). */
+  type: string;
+  /** The task types that encode: they need the budget and take a slot. */
+  encoding: readonly string[];
+  /** The most tasks that encode the key may have pending, waiting or running (key_encoding_slot). */
+  maxLive?: number | undefined;
 }
 
 /**
- * The condition of a key's new task, in the task's own insert: key_task_guard() (migration 402)
- * runs `s`'s steps in order, each only if the ones before it passed.
+ * The admission of a key's task, in the statement that writes it: key_task_admission()
+ * (migration 404) runs `s`'s steps in order and answers NULL, or the reason of the refusal.
  */
-export function taskGuardSql(bind: Bind, s: TaskGuardSteps): string {
+export function taskAdmissionSql(bind: Bind, s: TaskAdmissionSteps): string {
   const args = [
     ...requestArgs(bind, s),
     bind(s.budget?.usd ?? null, 'numeric'),
     bind(s.budget?.period ?? null, 'text'),
-    bind(s.slot?.type ?? null, 'text'),
-    bind(s.slot?.maxLive ?? null, 'integer'),
+    `(${s.type})::text`,
+    bind(s.encoding, 'text[]'),
+    bind(s.maxLive ?? null, 'integer'),
   ];
-  return `key_task_guard(${args.join(', ')})`;
+  return `key_task_admission(${args.join(', ')})`;
 }
 
 /** What a charge adds to a budget, as the ledger computes it. */

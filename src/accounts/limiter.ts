@@ -9,7 +9,6 @@ import type { Db, Queryable } from '../db/index.ts';
 import type { Bind } from '../lib/sql-params.ts';
 import {
   BadRequestError,
-  type BudgetSpentError,
   type MediaplaneError,
   RateLimitedError,
   type RateWindow,
@@ -23,9 +22,8 @@ import {
   type HoldSteps,
   holdSql,
   PERIOD_START,
-  taskGuardSql,
 } from './limit-sql.ts';
-import { budgetSpent, type KeyLimits } from './limits.ts';
+import { budgetSpent, type KeyLimits, requestsRefused, windowText } from './limits.ts';
 
 export interface LimiterOptions {
   /** MEDIAPLANE_RATE_WINDOW_MS: the length of a rate window ("per minute" is per window). */
@@ -56,12 +54,6 @@ export interface Keyed {
 export interface DeferredCount {
   done: boolean;
   counted?: ((windows: Windows) => void) | undefined;
-}
-
-/** A condition of a task's insert (the shape of tasks/ TaskStore.create's guard). */
-export interface TaskGuard {
-  sql(bind: Bind, slot: { type: string; maxLive: number } | undefined): string;
-  refused(o: { live: boolean }): Promise<MediaplaneError | undefined>;
 }
 
 /** The ledger's reservation, written by the hold statement (llm/ledger.ts reserveStep): its charge's id and its call. */
@@ -154,10 +146,7 @@ export class KeyLimiter {
 
   #requestsRefused(rpm: number | null, windows: Windows, row: { start: number; now_ms: number }): RateLimitedError {
     const resetMs = row.start + this.#o.windowMs - row.now_ms;
-    return new RateLimitedError(
-      `rate limit reached: this key may make ${rpm} requests per ${this.#windowText()}; try again in ${Math.ceil(resetMs / 1000)} s`,
-      { kind: 'requests', windows },
-    );
+    return requestsRefused({ rpm, windowMs: this.#o.windowMs, resetMs, windows });
   }
 
   /** Counts a request of a key without a window: written with others in the next batch. */
@@ -258,64 +247,6 @@ export class KeyLimiter {
   }
 
   /**
-   * The refusal of new transcoding work for a key whose budget is spent (the task API answers
-   * it 429), or undefined. Reads the key's spend only when it has a budget.
-   */
-  async budgetRefusal(k: Keyed): Promise<BudgetSpentError | undefined> {
-    const budget = k.limits?.budget;
-    if (!budget) return undefined;
-    const rows = await this.#db.query<{ spent: boolean }>(
-      `SELECT spent_usd >= $2::numeric AS spent FROM key_spend WHERE key_id = $1::uuid AND period_start = ${PERIOD_START('$3')}`,
-      [k.keyId, budget.usd, budget.period],
-    );
-    return rows[0]?.spent ? budgetSpent(budget) : undefined;
-  }
-
-  /**
-   * The condition a key's new transcoding work is written under, in the task's own insert
-   * (tasks/ TaskStore.create's guard): the request counted in its window when the auth step
-   * left that to the route (`deferred`), the key's budget not spent, and then a slot among its
-   * concurrent tasks when the store asks for one (`slot`), in that order. Undefined when
-   * neither of the first two applies (the store checks a slot itself). `refused`: why no task
-   * was written, read after (`live`: the key's concurrent transcodes were full), or undefined
-   * (another limit said it).
-   */
-  taskGuard(k: Keyed): TaskGuard | undefined {
-    const budget = k.limits?.budget ?? null;
-    const count = k.deferred !== undefined && !k.deferred.done && k.limits !== undefined;
-    if (!budget && !count) return undefined;
-    if (count && k.deferred) k.deferred.done = true;
-    const rpm = k.limits?.requestsPerMinute ?? null;
-    return {
-      sql: (bind, slot) =>
-        taskGuardSql(bind, {
-          keyId: k.keyId,
-          owner: k.owner,
-          windowMs: this.#o.windowMs,
-          requests: count ? { limit: rpm } : undefined,
-          budget: budget ?? undefined,
-          slot,
-        }),
-      refused: async ({ live }) => (await this.budgetRefusal(k)) ?? (count && !live ? this.#windowFull(k) : undefined),
-    };
-  }
-
-  /** The requests refusal of a key whose window is full (read after a refused insert), or undefined. */
-  async #windowFull(k: Keyed): Promise<RateLimitedError | undefined> {
-    const rpm = k.limits?.requestsPerMinute ?? null;
-    if (rpm === null) return undefined;
-    const [row] = await this.#db.query<{ used: number; start: number; now_ms: number }>(
-      `SELECT used::float8 AS used, window_start::float8 AS start, (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
-       FROM key_windows WHERE key_id = $1::uuid AND kind = 'requests'`,
-      [k.keyId],
-    );
-    if (!row || row.start + this.#o.windowMs <= row.now_ms || row.used < rpm) return undefined;
-    const resetMs = Math.max(1, row.start + this.#o.windowMs - row.now_ms);
-    const windows = { requests: { limit: rpm, remaining: 0, resetMs } };
-    return this.#requestsRefused(rpm, windows, row);
-  }
-
-  /**
    * One more bad key from `address`: the 429 to answer once the address has had its
    * MEDIAPLANE_AUTH_FAILURES_PER_MINUTE in this window, else undefined (answer 401).
    */
@@ -365,8 +296,7 @@ export class KeyLimiter {
   }
 
   #windowText(): string {
-    const ms = this.#o.windowMs;
-    return ms === 60_000 ? 'minute' : `${ms / 1000} s (MEDIAPLANE_RATE_WINDOW_MS)`;
+    return windowText(this.#o.windowMs);
   }
 }
 

@@ -3,7 +3,7 @@
 // lookup that authenticates a key reads them in the same query, so a key with no limits costs
 // nothing more than before. The counting (SQL) is in limiter.ts.
 
-import { BudgetSpentError, ForbiddenError, ValidationError } from '../lib/errors.ts';
+import { BudgetSpentError, ForbiddenError, RateLimitedError, type RateWindow, ValidationError } from '../lib/errors.ts';
 
 export type BudgetPeriod = 'day' | 'month' | 'total';
 export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'month', 'total'];
@@ -170,4 +170,22 @@ export function budgetSpent(
   return new BudgetSpentError(`budget exceeded: ${why}${again}`, {
     retryAfterMs: end === undefined ? undefined : end - Date.now(),
   });
+}
+
+/** How a rate window's length reads in a refusal: "minute", or its seconds and the setting. */
+export function windowText(windowMs: number): string {
+  return windowMs === 60_000 ? 'minute' : `${windowMs / 1000} s (MEDIAPLANE_RATE_WINDOW_MS)`;
+}
+
+/** The refusal of a request past its key's requests window, `resetMs` before it starts again; `windows`: the key's. */
+export function requestsRefused(o: {
+  rpm: number | null;
+  windowMs: number;
+  resetMs: number;
+  windows: { requests?: RateWindow | undefined; tokens?: RateWindow | undefined };
+}): RateLimitedError {
+  return new RateLimitedError(
+    `rate limit reached: this key may make ${o.rpm} requests per ${windowText(o.windowMs)}; try again in ${Math.ceil(o.resetMs / 1000)} s`,
+    { kind: 'requests', windows: o.windows },
+  );
 }

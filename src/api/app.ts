@@ -191,7 +191,9 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
       // unknown path asks for a key too, so without one it is a 401, not a map of the routes.
       // Every request of a key counts against its limits here (issue #32), on this API and the LLM routes alike.
       // POST /api/transcode counts a limited key's request in its task's insert (one statement,
-      // KeyLimiter.taskGuard); one answered before the insert is counted once answered.
+      // the task store's admission, accounts/ KeyTaskAdmission); one answered before the insert is
+      // counted once answered. The other routes that make tasks count it here: an asset's task is
+      // written in a transaction with the asset, and a refusal rolls back what was counted in it.
       const auth = requestAuth(async (header, req, reply) => {
         const defer =
           reply && req.method === 'POST' && req.routeOptions.url === '/api/transcode' ? { done: false } : undefined;
@@ -206,7 +208,7 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
         return transcodeApiNotFound(req, reply);
       });
       const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
-      const routeDeps = { ...deps, auth, idempotency, publicBase: base, limiter: deps.accounts.limiter };
+      const routeDeps = { ...deps, auth, idempotency, publicBase: base };
       await taskRoutes(api, routeDeps);
       await webhookRoutes(api, routeDeps);
       await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });

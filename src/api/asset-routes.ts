@@ -89,7 +89,7 @@ export async function assetRoutes(api: FastifyInstance, deps: AssetRoutesDeps): 
       creatorId: b.creatorId,
       requesterId: requesterId(deps.requesterSalt, req.ip),
       maxQueuedPerOwner: deps.maxQueuedPerOwner,
-      keyId: who.keyId,
+      key: who,
       task: { type: UPLOAD_TASK_TYPE, params: { ...(b.url === undefined ? {} : { input: { url: b.url } }), ...spec } },
       upload: source.type === 'directUpload',
     });

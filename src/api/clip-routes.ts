@@ -82,7 +82,7 @@ export async function clipRoutes(api: FastifyInstance, deps: ClipRoutesDeps): Pr
         playbackPolicy: source.playback_policy ?? undefined,
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
-        keyId: who.keyId,
+        key: who,
         task: {
           type: CLIP_TASK_TYPE,
           params: {

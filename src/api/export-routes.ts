@@ -66,7 +66,7 @@ export async function exportRoutes(api: FastifyInstance, deps: ExportRoutesDeps)
         target,
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
-        keyId: who.keyId,
+        key: who,
       });
       req.log.info(
         { taskId: task.id, assetId: req.params.id, to: 'custom' in target ? 'custom' : 'ipfs' },
@@ -97,7 +97,7 @@ export async function exportRoutes(api: FastifyInstance, deps: ExportRoutesDeps)
         proof,
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
-        keyId: who.keyId,
+        key: who,
       });
       return { task: toWireTask(task, deps.publicBase) };
     },

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { KeyLimiter, Principal } from '../accounts/index.ts';
+import type { Principal } from '../accounts/index.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { TaskRow, TaskStore } from '../tasks/index.ts';
@@ -27,8 +27,6 @@ export interface TaskRoutesDeps {
   tasks: TaskStore;
   rules: TranscodeRules;
   maxQueuedPerOwner: number;
-  /** Key limits (issue #32): a key's budget spent, its concurrent transcodes. */
-  limiter?: KeyLimiter | undefined;
   requesterSalt: string;
   /** Idempotency-Key on POST /transcode (api/idempotency.ts). */
   idempotency: IdempotencyKeys;
@@ -75,11 +73,9 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
         ...transcodeTask(params),
         requesterId: requesterId(deps.requesterSalt, req.ip),
         maxQueuedPerOwner: deps.maxQueuedPerOwner,
-        keyId: p.keyId,
-        // Its concurrent transcodes, and a key whose budget is spent queues no new work (a 429
-        // naming the budget), both checked in the insert's own statement (issue #32).
-        maxLivePerKey: p.limits?.concurrentTranscodes ?? undefined,
-        guard: deps.limiter?.taskGuard(p),
+        // Admitted by the key's limits (its request, budget and concurrent transcodes) in the
+        // insert's own statement (tasks/ TaskStore's admission).
+        key: p,
       };
       const row = await deps.tasks.create(task);
       req.log.info({ taskId: row.id, owner: p.owner }, 'transcode task queued');
@@ -116,19 +112,20 @@ function oneTaskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): void {
       method: 'GET',
       url: '/task/:id',
       summary: 'Get a task (with its pieces, if it was split to run on several workers)',
-      act: (owner: string, id: string) => withPieces(deps.tasks, wire(deps.tasks.get(owner, id))),
+      act: (who: Principal, id: string) => withPieces(deps.tasks, wire(deps.tasks.get(who.owner, id))),
     },
     {
       method: 'POST',
       url: '/task/:id/cancel',
       summary: 'Cancel a waiting or running task',
-      act: (owner: string, id: string) => wire(deps.tasks.cancel(owner, id)),
+      act: (who: Principal, id: string) => wire(deps.tasks.cancel(who.owner, id)),
     },
     {
       method: 'POST',
       url: '/task/:id/retry',
       summary: 'Send a failed or cancelled task back to the queue',
-      act: (owner: string, id: string) => wire(deps.tasks.retry(owner, id)),
+      // Admitted by the key's limits as a new task would be (tasks/ TaskStore's admission).
+      act: (who: Principal, id: string) => wire(deps.tasks.retry(who.owner, id, who)),
     },
   ] as const;
   for (const r of routes)
@@ -141,7 +138,7 @@ function oneTaskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): void {
         params: TaskId,
         response: r.method === 'GET' ? { 200: OneTaskSchema, 404: Errors } : { 200: TaskSchema },
       },
-      handler: (req) => r.act(deps.auth.of(req).owner, req.params.id),
+      handler: (req) => r.act(deps.auth.of(req), req.params.id),
     });
 }
 

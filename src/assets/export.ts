@@ -5,7 +5,14 @@ import { InputUnreadableError, StorageDeniedError, ValidationError } from '../li
 import type { Resolve } from '../lib/net-guard.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import { type AgentSigner, type PublishOptions, publishFile } from '../storage/dweb/index.ts';
-import { checkedHandler, type JobContext, type JobHandler, type TaskRow, type TaskStore } from '../tasks/index.ts';
+import {
+  checkedHandler,
+  type JobContext,
+  type JobHandler,
+  type TaskKey,
+  type TaskRow,
+  type TaskStore,
+} from '../tasks/index.ts';
 import { sendFile } from './export-http.ts';
 import { assetSourceKey } from './keys.ts';
 import type { AssetStore } from './store.ts';
@@ -88,8 +95,8 @@ interface StartCommon {
   owner: string;
   requesterId: string | null;
   maxQueuedPerOwner: number;
-  /** The API key that asked (usage per key, issue #32). */
-  keyId?: string | undefined;
+  /** The API key that asks: an export is one of its requests (usage per key), not one of its transcodes. */
+  key?: TaskKey | undefined;
 }
 
 /** Livepeer's content type of the exported file: `video/<format>` (`audio/` for an audio asset). */
@@ -138,7 +145,7 @@ export async function startExport(
     params,
     requesterId: s.requesterId,
     maxQueuedPerOwner: s.maxQueuedPerOwner,
-    keyId: s.keyId,
+    key: s.key,
   });
 }
 
@@ -166,7 +173,7 @@ export async function startExportData(
     params,
     requesterId: s.requesterId,
     maxQueuedPerOwner: s.maxQueuedPerOwner,
-    keyId: s.keyId,
+    key: s.key,
   });
 }
 

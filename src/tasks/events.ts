@@ -51,6 +51,14 @@ export function taskOfEvent(e: Pick<TaskEventRow, 'task'>): TaskRow {
   };
 }
 
+/** The events of `changed`, written in the same statement. */
+const LOGGED = `logged AS (
+      INSERT INTO task_events (id, task_id, owner, event, task)
+      SELECT gen_random_uuid(), id, owner, event,
+        (to_jsonb(changed) - 'event') || jsonb_build_object('params', ${PARAMS_WITHOUT_SECRETS})
+      FROM changed WHERE event IS NOT NULL
+    )`;
+
 /**
  * One statement that changes tasks and writes the event of each changed row (the outbox).
  * A data-modifying CTE rather than a transaction of two statements: one round trip, and
@@ -64,14 +72,24 @@ export function taskOfEvent(e: Pick<TaskEventRow, 'task'>): TaskRow {
  * the RETURNING shape they had.
  */
 export function withEvent(change: string, select = TASK_COLUMNS): string {
-  return `WITH changed AS (${change}),
-    logged AS (
-      INSERT INTO task_events (id, task_id, owner, event, task)
-      SELECT gen_random_uuid(), id, owner, event,
-        (to_jsonb(changed) - 'event') || jsonb_build_object('params', ${PARAMS_WITHOUT_SECRETS})
-      FROM changed WHERE event IS NOT NULL
-    )
+  return `WITH changed AS (${change}), ${LOGGED}
     SELECT ${select} FROM changed`;
+}
+
+/**
+ * withEvent for a change a key's admission decides (store.ts): `admit` is SQL answering NULL
+ * (admitted) or the refusal's reason, run once, before the change, as the CTE `admitted`
+ * (`refusal`), which `change` reads (`FROM admitted WHERE admitted.refusal IS NULL`). `source`:
+ * a SELECT `admit` reads from (the task a retry requeues; no row: nothing is admitted or changed).
+ * The statement answers one row per admission: the changed task's columns (NULL where nothing
+ * changed) and `refusal`.
+ */
+export function withAdmission(o: { admit: string; source?: string | undefined; change: string }): string {
+  // MATERIALIZED: the admission runs once, whatever the planner makes of the change's join.
+  return `WITH ${o.source ? `source AS (${o.source}),` : ''}
+    admitted AS MATERIALIZED (SELECT ${o.admit} AS refusal ${o.source ? 'FROM source' : ''}),
+    changed AS (${o.change}), ${LOGGED}
+    SELECT ${TASK_COLUMNS}, admitted.refusal FROM admitted LEFT JOIN changed ON true`;
 }
 
 /**

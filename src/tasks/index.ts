@@ -1,4 +1,4 @@
-export { TaskStore, CHANNEL_CANCEL, CHANNEL_WORK } from './store.ts';
+export { TaskStore, CHANNEL_CANCEL, CHANNEL_WORK, type TaskAdmission, type TaskKey } from './store.ts';
 export { Queue, type QueueOptions } from './queue.ts';
 export { Worker, type WorkerOptions } from './worker.ts';
 export type { TaskRow } from './model.ts';

@@ -10,6 +10,7 @@ import {
   notifyTasks,
   returningEvent,
   TASK_EVENTS_CHANNEL,
+  withAdmission,
   withEvent,
 } from './events.ts';
 import { TaskFollower, type FollowerOptions, type FollowOptions } from './follow.ts';
@@ -28,21 +29,8 @@ export interface CreateTask {
   params: Record<string, unknown>;
   requesterId: string | null;
   maxQueuedPerOwner: number;
-  /** The API key that asked for it (usage per key, issue #32). */
-  keyId?: string | undefined;
-  /**
-   * The most tasks of this type the key may have pending, waiting or running (its concurrent
-   * transcodes, issue #32), counted in the same statement under the key's lock (migration 401:
-   * exact across processes, with no transaction around it).
-   */
-  maxLivePerKey?: number | undefined;
-  /**
-   * A further condition of the insert, in the same statement (the key's request count and
-   * budget, accounts/ KeyLimiter.taskGuard): its SQL, with its values bound by `bind`, taking the
-   * key's slot (maxLivePerKey) after its own steps; and the refusal to answer when the task was
-   * not written (undefined: it was another limit).
-   */
-  guard?: TaskGuard | undefined;
+  /** The API key that asks for it: written on the task (usage per key), and admitted by its limits. */
+  key?: TaskKey | undefined;
   /** The task's id when the caller made it already (a record that names its task is written with it). */
   id?: string;
   /**
@@ -57,13 +45,26 @@ export interface ListOptions {
   cursor?: string | undefined;
 }
 
-/** A condition a task's insert must meet (CreateTask.guard). */
-export interface TaskGuard {
-  /** The condition (SQL); it takes the key's `slot` among its concurrent tasks too, when one is asked for. */
-  sql(bind: Bind, slot: { type: string; maxLive: number } | undefined): string;
-  /** Why no task was written, read after (`live`: the key's concurrent tasks were full); undefined: another limit. */
-  refused(o: { live: boolean }): Promise<MediaplaneError | undefined>;
+/** The API key a task is asked with (accounts/ Principal); what its admission reads of it is the admission's. */
+export interface TaskKey {
+  keyId: string;
+  owner: string;
 }
+
+/**
+ * The one admission of a key's tasks (accounts/ KeyTaskAdmission, built in main.ts): every task
+ * a key creates or requeues is written under it, in the statement that writes it, so no route
+ * or action has a way around the key's limits.
+ */
+export interface TaskAdmission {
+  /** SQL answering NULL (admitted) or the refusal's reason; `type`: the task's, as SQL. Undefined: nothing to check. */
+  sql(bind: Bind, o: { key: TaskKey; type: string }): string | undefined;
+  /** The error a refusal's reason is answered with. */
+  refusal(o: { key: TaskKey; reason: string }): Promise<MediaplaneError>;
+}
+
+/** A row of a statement withAdmission built: the task (its columns NULL where none was written) and the refusal. */
+type AdmittedRow = Omit<TaskRow, 'id'> & { id: string | null; refusal: string | null };
 
 /** The owner-facing side of tasks: create, read, list, cancel, retry. Workers use Queue. */
 export class TaskStore {
@@ -71,9 +72,15 @@ export class TaskStore {
   readonly #follower: TaskFollower;
   readonly #pieces: PieceSql;
 
-  /** `follow`: the bounds of task event streams (issue #25: a per-owner cap of open streams). */
-  constructor(db: Db, opts: { follow?: FollowerOptions } = {}) {
+  readonly #admission: TaskAdmission | undefined;
+
+  /**
+   * `follow`: the bounds of task event streams (issue #25: a per-owner cap of open streams).
+   * `admission`: a key's limits on its tasks; without it, only the owner's queued tasks are.
+   */
+  constructor(db: Db, opts: { follow?: FollowerOptions; admission?: TaskAdmission | undefined } = {}) {
     this.#db = db;
+    this.#admission = opts.admission;
     this.#follower = new TaskFollower(db, [TASK_EVENTS_CHANNEL, CHANNEL_PROGRESS], opts.follow);
     // Only cancel, retry and reads use it: no progress is written through the store.
     this.#pieces = new PieceSql(db, { progressEventMs: 0 });
@@ -87,25 +94,18 @@ export class TaskStore {
     // The per-owner limit and the insert are one statement, so concurrent API processes
     // can overshoot it only by the requests in flight at the same instant. The count stops
     // at the limit, so its cost does not grow with an owner's history. A pending task is
-    // scheduled when it is enqueued.
+    // scheduled when it is enqueued. The key's limits admit it first, in the same statement.
     const phase = t.phase ?? 'waiting';
     const { bind, params } = sqlParams(9);
-    // The key's limits: its guard (which takes the slot among its concurrent tasks last, after
-    // the request is counted), or the slot alone.
-    const slot = t.maxLivePerKey === undefined ? undefined : { type: t.type, maxLive: t.maxLivePerKey };
-    const keyLimits = t.guard
-      ? t.guard.sql(bind, slot)
-      : slot
-        ? `key_task_slot($9::uuid, $4, ${bind(slot.maxLive, 'integer')})`
-        : 'true';
-    const rows = await q.query<TaskRow>(
-      withEvent(
-        `INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at, key_id)
-       SELECT $1, $2, $3, $4, $8::text, $5, $6, CASE WHEN $8::text = 'waiting' THEN now() END, $9::uuid
-       WHERE (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') AND parent_id IS NULL LIMIT $7) AS queued) < $7
-         AND ${keyLimits}
-       ${returningEvent(`'task.spawned'`)}`,
-      ),
+    const rows = await q.query<AdmittedRow>(
+      withAdmission({
+        admit: this.#admit(bind, t.key, '$4::text'),
+        change: `INSERT INTO tasks (id, owner, project_id, type, phase, params, requester_id, scheduled_at, key_id)
+         SELECT $1, $2, $3, $4, $8::text, $5, $6, CASE WHEN $8::text = 'waiting' THEN now() END, $9::uuid FROM admitted
+         WHERE admitted.refusal IS NULL
+           AND (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE owner = $2 AND phase IN ('pending', 'waiting', 'running') AND parent_id IS NULL LIMIT $7) AS queued) < $7
+         ${returningEvent(`'task.spawned'`)}`,
+      }),
       [
         t.id ?? randomUUID(),
         t.owner,
@@ -115,19 +115,11 @@ export class TaskStore {
         t.requesterId,
         t.maxQueuedPerOwner,
         phase,
-        t.keyId ?? null,
+        t.key?.keyId ?? null,
         ...params,
       ],
     );
-    const row = rows[0];
-    const live = !row && t.maxLivePerKey !== undefined && (await this.#liveOfKey(q, t)) >= t.maxLivePerKey;
-    const refused = row ? undefined : await t.guard?.refused({ live });
-    if (refused) throw refused;
-    if (live)
-      throw new TooManyRequestsError(
-        `too many concurrent transcodes: this key may have at most ${t.maxLivePerKey} ${t.type} tasks waiting or running`,
-        { retryAfterMs: QUEUED_RETRY_AFTER_MS },
-      );
+    const row = await this.#admitted(rows[0], t.key);
     if (!row)
       throw new TooManyRequestsError(
         `too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`,
@@ -137,13 +129,17 @@ export class TaskStore {
     return row;
   }
 
-  /** How many tasks of `t.type` its key has pending, waiting or running (the refusal's reason). */
-  async #liveOfKey(q: Queryable, t: CreateTask): Promise<number> {
-    const rows = await q.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM tasks WHERE key_id = $1::uuid AND type = $2 AND phase IN ('pending', 'waiting', 'running')`,
-      [t.keyId ?? null, t.type],
-    );
-    return rows[0]?.n ?? 0;
+  /** The key's admission of a task of `type` (SQL), or NULL where there is nothing to check. */
+  #admit(bind: Bind, key: TaskKey | undefined, type: string): string {
+    return (key && this.#admission?.sql(bind, { key, type })) ?? 'NULL::text';
+  }
+
+  /** The task a withAdmission statement wrote; the key's refusal thrown; undefined when it wrote none for another reason. */
+  async #admitted(row: AdmittedRow | undefined, key: TaskKey | undefined): Promise<TaskRow | undefined> {
+    if (!row) return undefined;
+    const { refusal, id, ...task } = row;
+    if (refusal !== null && key && this.#admission) throw await this.#admission.refusal({ key, reason: refusal });
+    return id === null ? undefined : { ...task, id };
   }
 
   /**
@@ -234,16 +230,27 @@ export class TaskStore {
 
   /**
    * A failed or cancelled task goes back to `waiting`, with its automatic retries (failures and
-   * crashes) renewed. A split task's pieces are deleted with it: its run splits it again.
+   * crashes) renewed. A split task's pieces are deleted with it: its run splits it again. `key`:
+   * the key that asks, whose limits admit the task as they would a new one (it then counts among
+   * that key's tasks: another key of the owner cannot requeue work past its own limits).
    */
-  async retry(owner: string, id: string): Promise<TaskRow> {
+  async retry(owner: string, id: string, key?: TaskKey): Promise<TaskRow> {
     const row = await this.#db.tx(async (q) => {
-      const [row] = await q.query<TaskRow>(
-        withEvent(`UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
-           error_message = NULL, progress = NULL, output = NULL, retries = 0, crashes = 0, split_progress = NULL
-         WHERE id = $1 AND owner = $2 AND phase = ANY($3) AND parent_id IS NULL ${returningEvent(`'task.updated'`)}`),
-        [id, owner, RETRYABLE],
+      const { bind, params } = sqlParams(4);
+      const rows = await q.query<AdmittedRow>(
+        withAdmission({
+          source: 'SELECT type FROM tasks WHERE id = $1 AND owner = $2 AND phase = ANY($3) AND parent_id IS NULL',
+          admit: this.#admit(bind, key, 'source.type'),
+          change: `UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
+             error_message = NULL, progress = NULL, output = NULL, retries = 0, crashes = 0, split_progress = NULL,
+             key_id = COALESCE($4::uuid, key_id)
+           FROM admitted
+           WHERE id = $1 AND owner = $2 AND phase = ANY($3) AND parent_id IS NULL AND admitted.refusal IS NULL
+           ${returningEvent(`'task.updated'`)}`,
+        }),
+        [id, owner, RETRYABLE, key?.keyId ?? null, ...params],
       );
+      const row = await this.#admitted(rows[0], key);
       if (!row) return undefined;
       await this.#pieces.deletePieces(q, row.id);
       await notifyTasks(q, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);

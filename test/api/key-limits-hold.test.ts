@@ -1,4 +1,4 @@
-// A limited key's request in ONE statement (issue #32, accounts/ KeyLimiter.hold, taskGuard and
+// A limited key's request in ONE statement (issue #32, accounts/ KeyLimiter.hold, KeyTaskAdmission and
 // migration 401): the LLM charge counts the request the auth step left to it (Accounts.admit's
 // `defer`), with its tokens, budget and reservation; a request that never reached its charge
 // is counted once answered; a failover's second charge does not count it again; POST
@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Accounts, KeyLimiter, type Principal } from '../../src/accounts/index.ts';
+import { Accounts, KeyLimiter, KeyTaskAdmission, type Principal } from '../../src/accounts/index.ts';
 import { type Db, openDb } from '../../src/db/index.ts';
 import { Billing } from '../../src/llm/gateway/index.ts';
 import { Ledger } from '../../src/llm/ledger.ts';
@@ -32,7 +32,12 @@ for (const kind of ['postgres', 'embedded'] as const) {
         dbs = [await openDb({ databaseUrl: url }), await openDb({ databaseUrl: url, migrate: false })];
       } else dbs = [await openDb({})];
       limiters = dbs.map((db) => new KeyLimiter(db, { windowMs: WINDOW_MS, authFailuresPerWindow: 20 }));
-      stores = dbs.map((db) => new TaskStore(db));
+      stores = dbs.map(
+        (db) =>
+          new TaskStore(db, {
+            admission: new KeyTaskAdmission(db, { windowMs: WINDOW_MS, encoding: ['transcode-file'] }),
+          }),
+      );
     });
     after(async () => {
       for (const l of limiters) await l.close();
@@ -121,7 +126,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
       )[0]?.project_id as string;
       const answers = await Promise.allSettled(
         Array.from({ length: 12 }, async (_, i) => {
-          const { accounts, limiter } = side(i);
+          const { accounts } = side(i);
           const key = await accounts.admit(`Bearer ${made.key}`, { address: '127.0.0.1', defer: { done: false } });
           return stores[i % stores.length]?.create({
             owner: key.owner,
@@ -130,9 +135,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
             params: {},
             requesterId: null,
             maxQueuedPerOwner: 100,
-            keyId: key.keyId,
-            maxLivePerKey: 3,
-            guard: limiter.taskGuard(key),
+            key,
           });
         }),
       );

@@ -1,0 +1,88 @@
+// The one admission point of a key's task limits: every task a key asks for, whatever route
+// or action asks (a transcode, an upload, a clip, an export, a retry), is written by tasks/
+// TaskStore under this admission, in the statement that writes it. A task that encodes needs the
+// key's budget unspent and takes one of its concurrent transcodes; one that does not (an export)
+// is a request of its key and nothing more. All of it is one SQL function, key_task_admission()
+// (migration 404), planned once per process, which answers the refusal's reason.
+
+import type { Queryable } from '../db/index.ts';
+import { InternalError, type MediaplaneError, TooManyRequestsError } from '../lib/errors.ts';
+import type { Bind } from '../lib/sql-params.ts';
+import { taskAdmissionSql } from './limit-sql.ts';
+import type { Keyed } from './limiter.ts';
+import { budgetSpent, requestsRefused } from './limits.ts';
+
+/** Retry-After of the concurrent-transcodes 429: a slot frees when a task ends, seconds to minutes away. */
+const SLOT_RETRY_AFTER_MS = 10_000;
+
+export interface TaskAdmissionOptions {
+  /** MEDIAPLANE_RATE_WINDOW_MS: the key's requests window. */
+  windowMs: number;
+  /** The task types that encode (transcodes, uploads, clips): main.ts, which knows them all, says which. */
+  encoding: readonly string[];
+}
+
+/** The shape of tasks/ TaskAdmission, for the key of the request (accounts' Principal). */
+export class KeyTaskAdmission {
+  readonly #db: Queryable;
+  readonly #o: TaskAdmissionOptions;
+
+  constructor(db: Queryable, o: TaskAdmissionOptions) {
+    this.#db = db;
+    this.#o = o;
+  }
+
+  /**
+   * The admission of `key`'s task of `type` (SQL: a bound value, or a column), as SQL that
+   * answers NULL or the refusal's reason; undefined when the key is held to nothing here. Counts
+   * the request when the auth step left that to the route (`deferred`), once.
+   */
+  sql(bind: Bind, o: { key: Keyed; type: string }): string | undefined {
+    const { limits, deferred } = o.key;
+    const count = deferred !== undefined && !deferred.done && limits !== undefined;
+    const budget = limits?.budget ?? undefined;
+    const maxLive = limits?.concurrentTranscodes ?? undefined;
+    if (!count && !budget && maxLive === undefined) return undefined;
+    if (count && deferred) deferred.done = true;
+    return taskAdmissionSql(bind, {
+      keyId: o.key.keyId,
+      owner: o.key.owner,
+      windowMs: this.#o.windowMs,
+      requests: count ? { limit: limits?.requestsPerMinute ?? null } : undefined,
+      budget,
+      type: o.type,
+      encoding: this.#o.encoding,
+      maxLive,
+    });
+  }
+
+  /**
+   * The error the reason key_task_admission() answered is answered with: a 429 naming the limit
+   * ('requests', 'budget', 'transcodes'), with Retry-After where the limit has an end.
+   */
+  async refusal(o: { key: Keyed; reason: string }): Promise<MediaplaneError> {
+    const limits = o.key.limits;
+    if (o.reason === 'requests') return this.#requestsRefused(limits?.requestsPerMinute ?? null, o.key.keyId);
+    if (o.reason === 'budget' && limits?.budget) return budgetSpent(limits.budget);
+    if (o.reason === 'transcodes' && limits?.concurrentTranscodes)
+      return new TooManyRequestsError(
+        `too many concurrent transcodes: this key may have at most ${limits.concurrentTranscodes} tasks that encode (${this.#o.encoding.join(', ')}) waiting or running`,
+        { retryAfterMs: SLOT_RETRY_AFTER_MS },
+      );
+    return new InternalError(`the key's task admission answered a refusal it has no limit for: ${o.reason}`);
+  }
+
+  /** The requests refusal, with the key's window read after it (when it starts again). */
+  async #requestsRefused(rpm: number | null, keyId: string): Promise<MediaplaneError> {
+    const [row] = await this.#db.query<{ start: number; now_ms: number }>(
+      `SELECT window_start::float8 AS start, (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
+       FROM key_windows WHERE key_id = $1::uuid AND kind = 'requests'`,
+      [keyId],
+    );
+    const windowMs = this.#o.windowMs;
+    // The window may have started again since the refusal: then a retry may go at once.
+    const resetMs = row ? Math.max(1, row.start + windowMs - row.now_ms) : 1;
+    const windows = rpm === null ? {} : { requests: { limit: rpm, remaining: 0, resetMs } };
+    return requestsRefused({ rpm, windowMs, resetMs, windows });
+  }
+}
