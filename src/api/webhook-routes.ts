@@ -4,11 +4,13 @@ import type { Principal } from '../accounts/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
-import type { DeliveryLogRow, WebhookInput, WebhookRow } from '../webhooks/index.ts';
+import type { DeliveryLogRow, WebhookInput, WebhookPatch, WebhookRow } from '../webhooks/index.ts';
 import {
   toWireWebhook,
   toWireWebhookLog,
   WebhookLogSchema,
+  type WebhookPatchBody,
+  WebhookPatchRequest,
   WebhookRequest,
   WebhookSchema,
   type WebhookRequestBody,
@@ -29,6 +31,7 @@ export interface WebhookStoreLike {
   list(owner: string, opts: PageOptions): Promise<{ webhooks: WebhookRow[]; next: string | null }>;
   get(owner: string, id: string): Promise<WebhookRow>;
   update(owner: string, id: string, input: WebhookInput): Promise<WebhookRow>;
+  patch(owner: string, id: string, patch: WebhookPatch): Promise<WebhookRow>;
   delete(owner: string, id: string): Promise<WebhookRow>;
   logs(owner: string, webhookId: string, opts: PageOptions): Promise<{ logs: DeliveryLogRow[]; next: string | null }>;
   log(owner: string, webhookId: string, logId: string): Promise<DeliveryLogRow>;
@@ -55,23 +58,39 @@ const WebhookId = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogId = Type.Object({ id: Type.String({ maxLength: 64 }), logId: Type.String({ maxLength: 64 }) });
 const Errors = TasksErrorBody;
 
-/** The rules JSON Schema cannot say: the URL's scheme and address (the same guard as inputs), the project. */
-async function checkWebhookRequest(
-  body: WebhookRequestBody,
-  ctx: { projectId: string; rules: WebhookRoutesDeps['rules'] },
-): Promise<WebhookInput> {
+interface CheckContext {
+  projectId: string;
+  rules: WebhookRoutesDeps['rules'];
+}
+
+/** The rules JSON Schema cannot say, of the fields given: the URL's scheme and address (the same guard as inputs), the project. */
+async function checkFields(body: { url?: string; projectId?: string }, ctx: CheckContext): Promise<void> {
   const problems: string[] = [];
-  const url = await checkHttpUrl('url', body.url, ctx.rules, problems);
-  if (url && !['http:', 'https:'].includes(url.protocol)) problems.push('url: must start with https:// or http://');
+  if (body.url !== undefined) {
+    const url = await checkHttpUrl('url', body.url, ctx.rules, problems);
+    if (url && !['http:', 'https:'].includes(url.protocol)) problems.push('url: must start with https:// or http://');
+  }
   if (body.projectId !== undefined && body.projectId !== ctx.projectId)
     problems.push(`projectId: must be the API key's project (${ctx.projectId}) or left out`);
   if (problems.length > 0) throw new ValidationError(problems);
+}
+
+/** A whole webhook (POST, PUT), checked. */
+async function checkWebhookRequest(body: WebhookRequestBody, ctx: CheckContext): Promise<WebhookInput> {
+  await checkFields(body, ctx);
   return {
     name: body.name,
     url: body.url,
     events: body.events,
     ...(body.sharedSecret === undefined ? {} : { sharedSecret: body.sharedSecret }),
   };
+}
+
+/** A change of some fields (PATCH), checked; `projectId` names the webhook's project and changes nothing. */
+async function checkWebhookPatch(body: WebhookPatchBody, ctx: CheckContext): Promise<WebhookPatch> {
+  await checkFields(body, ctx);
+  const { projectId: _, ...patch } = body;
+  return patch;
 }
 
 /** The webhook routes under the prefix the caller registers them at. */
@@ -81,7 +100,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
   deliveryRoutes(app, deps);
 }
 
-/** Create, replace: the body checked as checkWebhookRequest says. */
+/** Create, replace, change: the body checked as checkWebhookRequest (or checkWebhookPatch) says. */
 function webhookWriteRoutes(app: FastifyInstance, deps: WebhookRoutesDeps): void {
   const { auth } = deps;
   const onRequest = auth.hook;
@@ -118,6 +137,32 @@ function webhookWriteRoutes(app: FastifyInstance, deps: WebhookRoutesDeps): void
       // 404 before 422: another owner's webhook does not exist, whatever the body says.
       await deps.webhooks.get(owner, req.params.id);
       return toWireWebhook(await deps.webhooks.update(owner, req.params.id, await input(req)));
+    },
+  );
+  patchRoute(app, deps);
+}
+
+/** PATCH: the fields given change, the others (the secret above all) stay; not Livepeer's, whose SDK uses PUT. */
+function patchRoute(app: FastifyInstance, deps: WebhookRoutesDeps): void {
+  const { auth } = deps;
+  app.patch<{ Params: Static<typeof WebhookId>; Body: WebhookPatchBody }>(
+    '/webhook/:id',
+    {
+      onRequest: auth.hook,
+      schema: {
+        summary:
+          'Change some fields of a webhook (a field left out stays, the secret too; sharedSecret null removes it)',
+        params: WebhookId,
+        body: WebhookPatchRequest,
+        response: { 200: WebhookSchema, 404: Errors, 422: Errors },
+      },
+    },
+    async (req) => {
+      const p = auth.of(req);
+      // 404 before 422, as PUT.
+      await deps.webhooks.get(p.owner, req.params.id);
+      const patch = await checkWebhookPatch(req.body, { projectId: p.projectId, rules: deps.rules });
+      return toWireWebhook(await deps.webhooks.patch(p.owner, req.params.id, patch));
     },
   );
 }

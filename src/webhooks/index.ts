@@ -5,4 +5,12 @@ export { DELIVERIES_CHANNEL, WebhookDispatcher, type WebhookDispatcherOptions } 
 export { retryDelay, USER_AGENT, verdictOf } from './attempt.ts';
 export { fairShare, ResendLimitError } from './limits.ts';
 export { SIGNATURE_HEADER, signBody, signatureHeaders } from './sign.ts';
-export type { DeliveryLogRow, Page, WebhookEvent, WebhookFailure, WebhookInput, WebhookRow } from './types.ts';
+export type {
+  DeliveryLogRow,
+  Page,
+  WebhookEvent,
+  WebhookFailure,
+  WebhookInput,
+  WebhookPatch,
+  WebhookRow,
+} from './types.ts';

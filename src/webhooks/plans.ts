@@ -8,7 +8,8 @@
 
 /** The columns of a WebhookRow (camelCase aliases: rows come back in the domain's shape). */
 const WEBHOOK = `id, owner, project_id AS "projectId", name, url, events, created_at AS "createdAt",
-  updated_at AS "updatedAt", last_triggered_at AS "lastTriggeredAt", last_failure AS "lastFailure"`;
+  updated_at AS "updatedAt", last_triggered_at AS "lastTriggeredAt", last_failure AS "lastFailure",
+  shared_secret IS NOT NULL AS signed`;
 
 /** The columns of a DeliveryLogRow. */
 const LOG = `id, webhook_id AS "webhookId", event_id AS "eventId", event, created_at AS "createdAt",
@@ -35,6 +36,15 @@ export const listWebhooks = `SELECT ${WEBHOOK} FROM webhooks WHERE owner = $1 AN
 
 /** Replaces what an owner gave (Livepeer's PUT): a secret left out is no secret any more. */
 export const updateWebhook = `UPDATE webhooks SET name = $3, url = $4, events = $5::text[], shared_secret = $6,
+    updated_at = now()
+  WHERE id = $1 AND owner = $2 AND deleted_at IS NULL RETURNING ${WEBHOOK}`;
+
+/**
+ * Changes only what an owner gave (PATCH, a JSON merge patch): NULL keeps the name, URL and
+ * events; the secret is written only when $6 says it was given ($7 NULL: removed).
+ */
+export const patchWebhook = `UPDATE webhooks SET name = COALESCE($3, name), url = COALESCE($4, url),
+    events = COALESCE($5::text[], events), shared_secret = CASE WHEN $6::boolean THEN $7 ELSE shared_secret END,
     updated_at = now()
   WHERE id = $1 AND owner = $2 AND deleted_at IS NULL RETURNING ${WEBHOOK}`;
 

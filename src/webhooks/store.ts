@@ -3,7 +3,7 @@ import type { Db } from '../db/index.ts';
 import { NotFoundError, ValidationError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
 import * as plans from './plans.ts';
-import type { DeliveryLogRow, Page, WebhookFailure, WebhookInput, WebhookRow } from './types.ts';
+import type { DeliveryLogRow, Page, WebhookFailure, WebhookInput, WebhookPatch, WebhookRow } from './types.ts';
 
 /** last_failure as stored: times in ms, as Livepeer keeps them. */
 interface StoredFailure {
@@ -93,6 +93,21 @@ export class WebhookStore {
       input.url,
       input.events,
       input.sharedSecret ?? null,
+    ]);
+    return toWebhook(one(rows));
+  }
+
+  /** Changes the fields `patch` gives, and only those: a secret left out stays, a secret of null is removed. */
+  async patch(owner: string, id: string, patch: WebhookPatch): Promise<WebhookRow> {
+    if (!isUuid(id)) throw new NotFoundError();
+    const rows = await this.#db.query<StoredWebhook>(plans.patchWebhook, [
+      id,
+      owner,
+      patch.name ?? null,
+      patch.url ?? null,
+      patch.events ?? null,
+      patch.sharedSecret !== undefined,
+      patch.sharedSecret ?? null,
     ]);
     return toWebhook(one(rows));
   }

@@ -24,6 +24,17 @@ export interface WebhookInput {
   sharedSecret?: string | undefined;
 }
 
+/**
+ * What an owner sends to change some of a webhook (PATCH, as a JSON merge patch, RFC 7396): a
+ * field left out stays as it is; a `sharedSecret` of null is removed (deliveries go unsigned).
+ */
+export interface WebhookPatch {
+  name?: string | undefined;
+  url?: string | undefined;
+  events?: WebhookEvent[] | undefined;
+  sharedSecret?: string | null | undefined;
+}
+
 export interface WebhookFailure {
   timestamp: Date;
   statusCode?: number;
@@ -44,6 +55,8 @@ export interface WebhookRow {
   updatedAt: Date;
   lastTriggeredAt: Date | null;
   lastFailure: WebhookFailure | null;
+  /** Whether deliveries are signed: the webhook has a shared secret (which is never a field). */
+  signed: boolean;
 }
 
 /** One attempt to deliver an event to a webhook. */

@@ -1,5 +1,6 @@
 // The webhook routes through the real `livepeer` SDK (issue #18): Livepeer's shapes, owner
-// scoping, the address guard on the URL, the secret never shown, and the delivery log
+// scoping, the address guard on the URL, the secret never shown (only whether it signs), PATCH
+// that keeps what it is not given (the secret too), and the delivery log
 // (getLogs, getLog, resendLog) against a real receiver.
 
 import assert from 'node:assert/strict';
@@ -120,6 +121,49 @@ for (const { kind, skip } of await databaseKinds()) {
         [first.id],
       );
       assert.equal((await call('DELETE', `/api/webhook/${second.id}`, { key: alice })).status, 404);
+    });
+
+    it('PATCH changes only the fields given: the secret stays unless given, null removes it; `signed` says which', async () => {
+      const made = await call('POST', '/api/webhook', {
+        key: alice,
+        body: { name: 'patched', url: 'https://example.com/p', events: ['task.completed'], sharedSecret: SECRET },
+      });
+      assert.equal(made.body.signed, true);
+      const id = made.body.id;
+      const patch = (body: unknown) => call('PATCH', `/api/webhook/${id}`, { key: alice, body });
+      const moved = await patch({ url: 'https://example.com/p2' });
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      assert.deepEqual(
+        [moved.body.name, moved.body.url, moved.body.events, moved.body.signed],
+        ['patched', 'https://example.com/p2', ['task.completed'], true],
+        'the URL changed, the rest stayed: the secret too',
+      );
+      assert.equal((await patch({ sharedSecret: SECOND_SECRET, name: 'patched 2' })).body.signed, true);
+      const [stored] = await server.running.core.db.query<{ shared_secret: string | null }>(
+        'SELECT shared_secret FROM webhooks WHERE id = $1',
+        [id],
+      );
+      assert.equal(stored?.shared_secret, SECOND_SECRET, 'a secret given replaces it');
+      const unsigned = await patch({ sharedSecret: null });
+      assert.deepEqual([unsigned.body.name, unsigned.body.signed], ['patched 2', false], 'null removes it');
+      assert.equal((await call('GET', `/api/webhook/${id}`, { key: alice })).body.signed, false);
+
+      const bad = await patch({ url: 'ftp://example.com/p', sharedSecret: '' });
+      assert.equal(bad.status, 422);
+      assert.deepEqual(bad.body.errors, [
+        'sharedSecret: must be a string of 1 to 1,024 characters, or null to remove the secret',
+      ]);
+      assert.deepEqual((await patch({ url: 'ftp://example.com/p' })).body.errors, [
+        'url: must start with https:// or http://',
+      ]);
+      assert.equal((await call('PATCH', `/api/webhook/${id}`, { key: bob, body: { name: 'x' } })).status, 404);
+      // PUT still replaces the whole webhook, as Livepeer's: a secret left out is removed.
+      await patch({ sharedSecret: SECRET });
+      const replaced = await call('PUT', `/api/webhook/${id}`, {
+        key: alice,
+        body: { name: 'replaced', url: 'https://example.com/p3', events: ['task.failed'] },
+      });
+      assert.equal(replaced.body.signed, false);
     });
 
     it("another owner's webhook is a 404 on every route, and not in their list", async () => {
@@ -326,6 +370,7 @@ for (const { kind, skip } of await databaseKinds()) {
         ['/api/webhook', 'get'],
         ['/api/webhook/{id}', 'get'],
         ['/api/webhook/{id}', 'put'],
+        ['/api/webhook/{id}', 'patch'],
         ['/api/webhook/{id}', 'delete'],
         ['/api/webhook/{id}/log', 'get'],
         ['/api/webhook/{id}/log/{logId}', 'get'],
@@ -357,7 +402,7 @@ describe('webhook URLs on private addresses (MEDIAPLANE_ALLOW_PRIVATE_URLS off)'
   });
   after(() => server.stop());
 
-  it('a metadata, private or loopback address is a 422 naming url, at creation and on update', async () => {
+  it('a metadata, private or loopback address is a 422 naming url, at creation, on replace and on change', async () => {
     const cases: [string, RegExp][] = [
       [
         'http://169.254.169.254/latest/meta-data/',
@@ -389,6 +434,16 @@ describe('webhook URLs on private addresses (MEDIAPLANE_ALLOW_PRIVATE_URLS off)'
     });
     assert.equal(moved.status, 422);
     assert.match(moved.body.errors[0], /^url: address not allowed/);
+    const patched = await server.call('PATCH', `/api/webhook/${ok.body.id}`, {
+      key,
+      body: { url: 'http://10.1.2.3/hook' },
+    });
+    assert.equal(patched.status, 422);
+    assert.match(patched.body.errors[0], /^url: address not allowed: 10\.1\.2\.3 is a private address/);
+    assert.equal(
+      (await server.call('GET', `/api/webhook/${ok.body.id}`, { key })).body.url,
+      'https://93.184.215.14/hook',
+    );
   });
 });
 

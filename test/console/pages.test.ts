@@ -1,11 +1,15 @@
 // The console's Tasks, Webhooks and Chat pages (issue #29), driven in headless system Chromium
 // as a person uses them: the tasks page lists a task, follows it, cancels and retries it; a
 // webhook created in the form is in the API, a bad URL gets the API's words under the URL
-// field, a delivery shows in its log and can be resent; a chat answer streams from the test
+// field, a delivery shows in its log and can be resent; editing a webhook with its secret
+// field left empty keeps it signing, and stopping that is a checkbox; a chat answer streams from the test
 // model with its cost and credit shown. Every page also reads at 360 px without sideways
 // scrolling, and no page logs a script error or a request that failed unexpectedly.
 
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
@@ -42,6 +46,32 @@ function watch(page: Page, expected: RegExp[] = []): string[] {
     if (r.status() >= 400) add(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
   });
   return problems;
+}
+
+interface Delivery {
+  path: string;
+  signature: string | undefined;
+  body: string;
+}
+
+/** A webhook receiver on port 0 that keeps every delivery and answers 204. */
+async function startReceiver(): Promise<{ url: string; got: Delivery[]; close(): void }> {
+  const got: Delivery[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const signature = req.headers['livepeer-signature'];
+      got.push({
+        path: req.url ?? '',
+        signature: typeof signature === 'string' ? signature : undefined,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, got, close: () => server.close() };
 }
 
 const browser = await launch();
@@ -184,6 +214,60 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
     assert.equal((await server.call('GET', `/api/webhook/${hook.id}`, { key })).status, 404);
     assert.deepEqual(problems, []);
     await page.close();
+  });
+
+  it('editing a webhook with its secret field left empty keeps it signing; stopping that is explicit', async () => {
+    const SECRET = 'console-keeps-this-secret';
+    const receiver = await startReceiver();
+    try {
+      const made = await server.call('POST', '/api/webhook', {
+        key,
+        body: { name: 'signed hook', url: `${receiver.url}/first`, events: ['task.spawned'], sharedSecret: SECRET },
+      });
+      assert.equal(made.status, 200);
+      const id: string = made.body.id;
+      const page = await signedIn();
+      const problems = watch(page);
+      await open(page, `#/webhooks/${id}`, /^Webhook: signed hook$/);
+      const summary = page.locator('.props');
+      assert.match(await summary.innerText(), /Signed\s+yes/);
+      const hint = page.locator('.field', { has: page.getByLabel('Shared secret') }).locator('.hint');
+      assert.match(await hint.innerText(), /Leave empty to keep the current secret/);
+
+      // A new URL, the secret field untouched.
+      await page.getByLabel('URL', { exact: true }).fill(`${receiver.url}/second`);
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByText(/^Saved at /).waitFor();
+      const edited = (await server.call('GET', `/api/webhook/${id}`, { key })).body;
+      assert.equal(edited.url, `${receiver.url}/second`);
+      assert.equal(edited.signed, true, 'the API still says the webhook signs');
+      const delivered = async (path: string, taskId: string) =>
+        waitFor(
+          async () => receiver.got.find((d) => d.path === path && JSON.parse(d.body).payload?.task?.id === taskId),
+          20_000,
+          `the delivery of ${taskId} to ${path}`,
+        );
+      const first = await server.call('POST', '/api/transcode', { key, body: transcodeBody() });
+      const signed = await delivered('/second', first.body.id);
+      const v1 = /^t=\d+,v1=([0-9a-f]+)$/.exec(signed.signature ?? '')?.[1];
+      assert.equal(v1, createHmac('sha256', SECRET).update(signed.body).digest('hex'), 'signed with the same secret');
+
+      // Stopping the signing is a checkbox of its own.
+      await page.getByLabel('Stop signing deliveries (remove the secret)').check();
+      assert.equal(await page.getByLabel('Shared secret').isDisabled(), true);
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByText(/^Saved at /).waitFor();
+      await waitFor(async () => /Signed\s+no\b/.test(await summary.innerText()), 10_000, 'the summary to say unsigned');
+      assert.equal((await server.call('GET', `/api/webhook/${id}`, { key })).body.signed, false);
+      assert.equal(await page.getByLabel('Stop signing deliveries (remove the secret)').count(), 0);
+      const second = await server.call('POST', '/api/transcode', { key, body: transcodeBody() });
+      assert.equal((await delivered('/second', second.body.id)).signature, undefined, 'unsigned from now on');
+      assert.deepEqual(problems, []);
+      await page.close();
+      await server.call('DELETE', `/api/webhook/${id}`, { key });
+    } finally {
+      receiver.close();
+    }
   });
 
   it('a chat answer streams from the test model, with its cost and the credit left', async () => {

@@ -1,4 +1,5 @@
-// One webhook: what it is, its edit form (PUT replaces it, as Livepeer's does), delete after
+// One webhook: what it is, its edit form (PATCH: what the form leaves out, the secret above all,
+// stays as it is; Livepeer's PUT would remove a secret not sent again), delete after
 // an inline confirmation (no window.confirm: a question in the page is keyboard and screen
 // reader friendly), and its delivery log with resend.
 
@@ -19,6 +20,8 @@ function Summary({ hook }: { hook: Webhook }) {
       <dd>{hook.url}</dd>
       <dt>Events</dt>
       <dd>{hook.events.join(', ')}</dd>
+      <dt>Signed</dt>
+      <dd>{hook.signed ? 'yes: deliveries carry Livepeer-Signature' : 'no'}</dd>
       <dt>Created</dt>
       <dd>{dateTime(hook.createdAt)}</dd>
       <dt>Last sent</dt>
@@ -84,7 +87,7 @@ export function WebhookDetail({ id }: { id: string }) {
   const hook = loaded.data;
   const save = async (body: WebhookBody) => {
     setSaved('');
-    await api<Webhook>('PUT', `/api/webhook/${encodeURIComponent(id)}`, body);
+    await api<Webhook>('PATCH', `/api/webhook/${encodeURIComponent(id)}`, body);
     await loaded.reload();
     setSaved(`Saved at ${new Date().toLocaleTimeString()}.`);
   };

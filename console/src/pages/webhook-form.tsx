@@ -1,6 +1,9 @@
-// The webhook form, for POST /api/webhook and PUT /api/webhook/{id}: name, url, the events
-// (task.* and asset.*, spec/API.md) and the shared secret. A 422's messages name the field
-// (`url: must start with ...`), so each sits under its field; the rest by the submit button.
+// The webhook form, for POST /api/webhook and PATCH /api/webhook/{id}: name, url, the events
+// (task.* and asset.*, spec/API.md) and the shared secret. An edit sends the secret only when
+// it changes: the API never shows it, so an empty field keeps it (PATCH leaves out what it is
+// not given; PUT, as Livepeer's, would remove it), and stopping the signing is a checkbox of
+// its own (`sharedSecret: null`). A 422's messages name the field (`url: must start with ...`),
+// so each sits under its field; the rest by the submit button.
 
 import { useId, useState } from 'preact/hooks';
 import { ApiError } from '../api.ts';
@@ -9,12 +12,14 @@ import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
 export const TASK_EVENTS = ['task.spawned', 'task.updated', 'task.completed', 'task.failed'] as const;
 export const ASSET_EVENTS = ['asset.created', 'asset.updated', 'asset.ready', 'asset.failed', 'asset.deleted'] as const;
 
-/** A webhook as the API answers it (Livepeer's Webhook; the secret never comes back). */
+/** A webhook as the API answers it (Livepeer's Webhook; the secret never comes back, only whether there is one). */
 export interface Webhook {
   id: string;
   name: string;
   url: string;
   events: string[];
+  /** Deliveries are signed: the webhook has a shared secret. */
+  signed: boolean;
   createdAt: number;
   updatedAt: number;
   status: {
@@ -23,11 +28,12 @@ export interface Webhook {
   };
 }
 
+/** What the form sends: `sharedSecret` left out keeps the secret of an edited webhook, null removes it. */
 export interface WebhookBody {
   name: string;
   url: string;
   events: string[];
-  sharedSecret?: string;
+  sharedSecret?: string | null;
 }
 
 type FieldName = 'name' | 'url' | 'events' | 'sharedSecret' | 'form';
@@ -77,6 +83,7 @@ function useWebhookForm(initial: Webhook | undefined, onSubmit: (body: WebhookBo
   const [url, setUrl] = useState(initial?.url ?? '');
   const [events, setEvents] = useState<string[]>(initial?.events ?? ['task.completed', 'task.failed']);
   const [secret, setSecret] = useState('');
+  const [unsign, setUnsign] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const toggle = (e: string) => setEvents((p) => (p.includes(e) ? p.filter((x) => x !== e) : [...p, e]));
@@ -85,20 +92,51 @@ function useWebhookForm(initial: Webhook | undefined, onSubmit: (body: WebhookBo
     setBusy(true);
     setError(undefined);
     try {
-      await onSubmit({ name, url, events, ...(secret ? { sharedSecret: secret } : {}) });
+      await onSubmit({ name, url, events, ...secretOf(secret, unsign) });
       if (!initial) {
         setName('');
         setUrl('');
       }
       setSecret('');
+      setUnsign(false);
     } catch (e) {
       setError(e);
     } finally {
       setBusy(false);
     }
   };
-  const values = { name, url, events, secret };
-  return { values, setName, setUrl, setSecret, toggle, submit, busy, errors: errorsByField(error) };
+  const values = { name, url, events, secret, unsign };
+  return { values, setName, setUrl, setSecret, setUnsign, toggle, submit, busy, errors: errorsByField(error) };
+}
+
+/** The secret as the body carries it: a new one, null to stop signing, or nothing (kept as it is). */
+function secretOf(secret: string, unsign: boolean): Pick<WebhookBody, 'sharedSecret'> {
+  if (unsign) return { sharedSecret: null };
+  return secret ? { sharedSecret: secret } : {};
+}
+
+/** What the secret field says: whether deliveries are signed now, and what an empty field does. */
+function secretHint(initial: Webhook | undefined, unsign: boolean): string {
+  if (!initial) return 'Optional. Signs every delivery (Livepeer-Signature); never shown again.';
+  if (unsign) return 'Deliveries go unsigned once saved.';
+  if (initial.signed)
+    return 'Deliveries are signed. Leave empty to keep the current secret (never shown); type a new one to replace it.';
+  return 'Deliveries are unsigned. Type a secret to sign them (Livepeer-Signature); never shown again.';
+}
+
+/** For a webhook that signs: the explicit way to stop (the API's `sharedSecret: null`). */
+function StopSigning(props: { checked: boolean; onChange: (checked: boolean) => void }) {
+  const id = useId();
+  return (
+    <Field id={id} label="Stop signing deliveries (remove the secret)" inline>
+      <input
+        id={id}
+        type="checkbox"
+        checked={props.checked}
+        onChange={(e) => props.onChange(e.currentTarget.checked)}
+      />
+    </Field>
+  );
 }
 
 export function WebhookForm(props: {
@@ -109,10 +147,7 @@ export function WebhookForm(props: {
   const ids = { name: useId(), url: useId(), secret: useId(), events: useId(), form: useId() };
   const f = useWebhookForm(props.initial, props.onSubmit);
   const { errors } = f;
-  const { name, url, events, secret } = f.values;
-  const secretHint = props.initial
-    ? 'Never shown again. Saving replaces the webhook: left empty, deliveries go unsigned from now on.'
-    : 'Optional. Signs every delivery (Livepeer-Signature); never shown again.';
+  const { name, url, events, secret, unsign } = f.values;
   return (
     <form onSubmit={f.submit} class="webhook-form" noValidate>
       <Field id={ids.name} label="Name" error={errors.name}>
@@ -141,17 +176,19 @@ export function WebhookForm(props: {
         <EventBoxes group="Assets" events={ASSET_EVENTS} chosen={events} toggle={f.toggle} />
         <ErrorText error={errors.events} id={`${ids.events}-error`} />
       </fieldset>
-      <Field id={ids.secret} label="Shared secret" error={errors.sharedSecret} hint={secretHint}>
+      <Field id={ids.secret} label="Shared secret" error={errors.sharedSecret} hint={secretHint(props.initial, unsign)}>
         <input
           id={ids.secret}
           type="password"
           autocomplete="new-password"
-          value={secret}
+          value={unsign ? '' : secret}
+          disabled={unsign}
           onInput={(e) => f.setSecret(e.currentTarget.value)}
           aria-invalid={errors.sharedSecret ? true : undefined}
           aria-describedby={describedBy(ids.secret, { error: errors.sharedSecret, hint: true })}
         />
       </Field>
+      {props.initial?.signed && <StopSigning checked={unsign} onChange={f.setUnsign} />}
       <div class="row">
         <Button
           type="submit"

@@ -23,63 +23,90 @@ export const WEBHOOK_EVENTS = [
 
 const EVENTS_LIST = WEBHOOK_EVENTS.map((e) => JSON.stringify(e)).join(', ');
 
+// The fields of a webhook as an owner sends them: all of them to create or replace one (POST,
+// PUT), any of them to change it (PATCH).
+const Name = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  [ERROR_MESSAGE]: { required: 'is required', default: 'must be a string of 1 to 256 characters' },
+});
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description:
+    'Where events are POSTed: http:// or https://, no user name or password. Addresses that are loopback, private, link-local or metadata are refused unless the operator allows them (MEDIAPLANE_ALLOW_PRIVATE_URLS), here and again when each delivery connects; redirects are not followed.',
+  [ERROR_MESSAGE]: {
+    required: 'is required',
+    default: 'must be an http:// or https:// URL of at most 2,048 characters',
+  },
+});
+const Events = Type.Array(
+  Type.Union(
+    WEBHOOK_EVENTS.map((e) => Type.Literal(e)),
+    {
+      [ERROR_MESSAGE]: `must be one of ${EVENTS_LIST} (this server sends task and asset events only; got {value})`,
+    },
+  ),
+  {
+    minItems: 1,
+    maxItems: WEBHOOK_EVENTS.length,
+    uniqueItems: true,
+    description: 'The events to receive.',
+    [ERROR_MESSAGE]: {
+      required: 'is required',
+      minItems: `must list at least one of ${EVENTS_LIST}`,
+      maxItems: 'must not list an event twice',
+      uniqueItems: 'must not list an event twice',
+      default: `must be an array of ${EVENTS_LIST}`,
+    },
+  },
+);
+const SharedSecret = Type.String({
+  minLength: 1,
+  maxLength: 1024,
+  description:
+    'Signs every delivery: `Livepeer-Signature: t=<ms>,v1=<hex HMAC-SHA256 of the raw body keyed by the secret>`. Never shown again. PUT replaces the webhook: leaving the secret out removes it, as Livepeer does (PATCH keeps it).',
+  [ERROR_MESSAGE]: 'must be a string of 1 to 1,024 characters (leave it out for unsigned deliveries)',
+});
+const ProjectId = Type.String({
+  maxLength: 64,
+  description: "The API key's project (Livepeer's WebhookInput has it); any other is refused.",
+});
+
 export const WebhookRequest = Type.Object(
   {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 256,
-      [ERROR_MESSAGE]: { required: 'is required', default: 'must be a string of 1 to 256 characters' },
-    }),
-    url: Type.String({
-      minLength: 1,
-      maxLength: 2048,
-      description:
-        'Where events are POSTed: http:// or https://, no user name or password. Addresses that are loopback, private, link-local or metadata are refused unless the operator allows them (MEDIAPLANE_ALLOW_PRIVATE_URLS), here and again when each delivery connects; redirects are not followed.',
-      [ERROR_MESSAGE]: {
-        required: 'is required',
-        default: 'must be an http:// or https:// URL of at most 2,048 characters',
-      },
-    }),
-    events: Type.Array(
-      Type.Union(
-        WEBHOOK_EVENTS.map((e) => Type.Literal(e)),
-        {
-          [ERROR_MESSAGE]: `must be one of ${EVENTS_LIST} (this server sends task and asset events only; got {value})`,
-        },
-      ),
-      {
-        minItems: 1,
-        maxItems: WEBHOOK_EVENTS.length,
-        uniqueItems: true,
-        description: 'The events to receive.',
-        [ERROR_MESSAGE]: {
-          required: 'is required',
-          minItems: `must list at least one of ${EVENTS_LIST}`,
-          maxItems: 'must not list an event twice',
-          uniqueItems: 'must not list an event twice',
-          default: `must be an array of ${EVENTS_LIST}`,
-        },
-      },
-    ),
-    sharedSecret: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 1024,
-        description:
-          'Signs every delivery: `Livepeer-Signature: t=<ms>,v1=<hex HMAC-SHA256 of the raw body keyed by the secret>`. Never shown again. PUT replaces the webhook: leaving the secret out removes it, as Livepeer does.',
-        [ERROR_MESSAGE]: 'must be a string of 1 to 1,024 characters (leave it out for unsigned deliveries)',
-      }),
-    ),
-    projectId: Type.Optional(
-      Type.String({
-        maxLength: 64,
-        description: "The API key's project (Livepeer's WebhookInput has it); any other is refused.",
-      }),
-    ),
+    name: Name,
+    url: Url,
+    events: Events,
+    sharedSecret: Type.Optional(SharedSecret),
+    projectId: Type.Optional(ProjectId),
   },
   { additionalProperties: false },
 );
 export type WebhookRequestBody = Static<typeof WebhookRequest>;
+
+/**
+ * PATCH: a JSON merge patch (RFC 7396) of the webhook. A field left out stays as it is, the
+ * secret included; `sharedSecret: null` removes it. Not Livepeer's (its PUT replaces).
+ */
+export const WebhookPatchRequest = Type.Object(
+  {
+    name: Type.Optional(Name),
+    url: Type.Optional(Url),
+    events: Type.Optional(Events),
+    sharedSecret: Type.Optional(
+      // Its own words: "leave it out" keeps the secret here.
+      Type.Union([Type.String({ minLength: 1, maxLength: 1024 }), Type.Null()], {
+        description:
+          'A new secret; null removes it (deliveries go unsigned); left out, the secret stays as it is. Never shown again.',
+        [ERROR_MESSAGE]: 'must be a string of 1 to 1,024 characters, or null to remove the secret',
+      }),
+    ),
+    projectId: Type.Optional(ProjectId),
+  },
+  { additionalProperties: false },
+);
+export type WebhookPatchBody = Static<typeof WebhookPatchRequest>;
 
 const LastFailure = Type.Object(
   {
@@ -102,6 +129,10 @@ export const WebhookSchema = Type.Object(
     updatedAt: Type.Number({ description: 'ms' }),
     events: Type.Array(Type.String()),
     url: Type.String(),
+    signed: Type.Boolean({
+      description:
+        'Whether deliveries are signed (Livepeer-Signature): the webhook has a shared secret, never shown itself.',
+    }),
     status: Type.Object(
       { lastTriggeredAt: Type.Optional(Type.Number({ description: 'ms' })), lastFailure: Type.Optional(LastFailure) },
       { additionalProperties: false },
@@ -165,6 +196,7 @@ export function toWireWebhook(row: WebhookRow): WireWebhook {
     updatedAt: row.updatedAt.getTime(),
     events: [...row.events],
     url: row.url,
+    signed: row.signed,
     status,
   };
 }
