@@ -66,10 +66,16 @@ export class KeyTaskAdmission {
     if (o.reason === 'budget' && limits?.budget) return budgetSpent(limits.budget);
     if (o.reason === 'transcodes' && limits?.concurrentTranscodes)
       return new TooManyRequestsError(
-        `too many concurrent transcodes: this key may have at most ${limits.concurrentTranscodes} tasks that encode (${this.#o.encoding.join(', ')}) waiting or running`,
+        `too many concurrent transcodes: this key may have at most ${limits.concurrentTranscodes} waiting or running (its ${this.#kinds()} tasks together)`,
         { retryAfterMs: SLOT_RETRY_AFTER_MS },
       );
     return new InternalError(`the key's task admission answered a refusal it has no limit for: ${o.reason}`);
+  }
+
+  /** The task types that encode, as a refusal names them: "transcode-file, upload and clip". */
+  #kinds(): string {
+    const kinds = this.#o.encoding;
+    return kinds.length < 2 ? kinds.join('') : `${kinds.slice(0, -1).join(', ')} and ${kinds.at(-1)}`;
   }
 
   /** The requests refusal, with the key's window read after it (when it starts again). */

@@ -11,6 +11,18 @@ import { freshWindow } from '../helpers/rate-window.ts';
 import { databaseKinds, startTestServer, type TestServer, transcodeBody } from '../helpers/server.ts';
 
 const WINDOW_MS = 20_000;
+const REFUSED = { transcode: 429, 'upload/url': 429, 'request-upload': 429, clip: 429, retry: 429 };
+
+type Answer = Awaited<ReturnType<TestServer['call']>>;
+
+/** Each request sent in turn, its answer under its name. */
+async function answersOf(sends: Record<string, () => Promise<Answer>>): Promise<Record<string, Answer>> {
+  const answers: Record<string, Answer> = {};
+  for (const [name, send] of Object.entries(sends)) answers[name] = await send();
+  return answers;
+}
+const statusesOf = (answers: Record<string, Answer>) =>
+  Object.fromEntries(Object.entries(answers).map(([name, a]) => [name, a.status]));
 
 /** What a finished upload task leaves on its asset: a 10 s video (the clip route reads its duration). */
 const OUTPUT = {
@@ -94,12 +106,16 @@ for (const { kind, skip } of await databaseKinds()) {
       const k = await keyWithWork('ann', { concurrentTranscodes: 1, requestsPerMinute: 1000 });
       const held = await call(k.key, 'POST', '/api/transcode', transcodeBody());
       assert.equal(held.status, 200, 'the slot is free: the upload completed and the other transcode failed');
-      for (const [route, send] of Object.entries(encodingRequests(k))) {
-        const no = await send();
-        assert.equal(no.status, 429, `${route}: ${JSON.stringify(no.body)}`);
-        assert.match(
-          no.body.errors[0],
-          /^too many concurrent transcodes: this key may have at most 1 tasks that encode \(transcode-file, upload, clip\) waiting or running$/,
+      const answers = await answersOf(encodingRequests(k));
+      assert.deepEqual(statusesOf(answers), REFUSED);
+      for (const [route, no] of Object.entries(answers)) {
+        assert.deepEqual(
+          no.body,
+          {
+            errors: [
+              'too many concurrent transcodes: this key may have at most 1 waiting or running (its transcode-file, upload and clip tasks together)',
+            ],
+          },
           route,
         );
         assert.equal(no.headers.get('retry-after'), '10', route);
@@ -142,9 +158,9 @@ for (const { kind, skip } of await databaseKinds()) {
         `INSERT INTO key_spend (key_id, period_start, spent_usd) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 0.01)`,
         [k.id],
       );
-      for (const [route, send] of Object.entries(encodingRequests(k))) {
-        const no = await send();
-        assert.equal(no.status, 429, `${route}: ${JSON.stringify(no.body)}`);
+      const answers = await answersOf(encodingRequests(k));
+      assert.deepEqual(statusesOf(answers), REFUSED);
+      for (const [route, no] of Object.entries(answers)) {
         assert.match(no.body.errors[0], /^budget exceeded: this key's budget of 0.01 USD per day is used up/, route);
         const retryAfter = Number(no.headers.get('retry-after'));
         assert.ok(retryAfter >= 1 && retryAfter <= 86_400, `${route}: until the day ends: ${retryAfter}`);
