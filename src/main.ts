@@ -233,19 +233,19 @@ function createUploadStaging(core: Core): UploadStaging {
 
 /**
  * Fails uploads past their URL's expiry and frees what this API process staged (issue #27):
- * the staged bytes are on this process's disk, so each API process sweeps its own. Returns
- * how to stop it.
+ * the staged bytes are on this process's disk, so each API process sweeps its own.
  */
-function startUploadSweep(core: Core, staging: UploadStaging): () => Promise<void> {
+function startUploadSweep(core: Core, staging: UploadStaging): Sweeper {
   const sweep = new Sweeper({
     log: core.log.child({ role: 'uploads' }),
-    // Often enough that an expired upload's bytes go within half its lifetime.
+    // Often enough that an expired upload's bytes go within half its lifetime, and those of an
+    // upload whose asset was deleted within a minute (until then they count against its owner).
     everyMs: Math.max(1000, Math.min(60_000, core.config.uploadUrlTtlMs / 2)),
     batch: 100,
     jobs: uploadSweepJobs(core.assets, staging),
   });
   sweep.start();
-  return () => sweep.stop();
+  return sweep;
 }
 
 export interface RoleSet {
@@ -265,6 +265,8 @@ export interface StartedRoles {
   worker?: Worker;
   /** Deletes old task events, webhook history and expired Idempotency-Keys (with the worker role). */
   retentionSweep?: Sweeper;
+  /** Fails expired uploads and frees what this process staged for uploads that ended (with the api role). */
+  uploadSweep?: Sweeper;
   /** Delivers task events to webhooks (always built: the API's resend uses it; started with the api or worker role). */
   webhookDispatcher: WebhookDispatcher;
   core: Core;
@@ -291,7 +293,11 @@ export async function startRoles(
     if (roles.api || roles.gateway) {
       const uploadStaging = createUploadStaging(core);
       const app = await createApp(core, { transcodeApi: roles.api, webhookDispatcher, metrics, uploadStaging });
-      if (roles.api) closers.unshift(startUploadSweep(core, uploadStaging));
+      if (roles.api) {
+        const sweep = startUploadSweep(core, uploadStaging);
+        running.uploadSweep = sweep;
+        closers.unshift(() => sweep.stop());
+      }
       // Routes are added before listen; the local orchestrator first, so the gateway's
       // first poll (once the server is ready) finds it.
       const orchestrators = [...config.gatewayOrchestrators];

@@ -203,26 +203,47 @@ export class UploadStaging {
    * many went.
    */
   async removeStale(limit: number, now = new Date()): Promise<number> {
+    return this.#removeIdle(await this.#idleIds(), limit, async (id) => {
+      if (!(await this.#isStale(id, now))) return false;
+      await this.#drop(id);
+      return true;
+    });
+  }
+
+  /**
+   * Frees at most `limit` uploads staged here that `ended` (UploadSessions.ended) says can take
+   * no more bytes, their asset deleted or failed meanwhile (by a request to any process), and
+   * what they held of their owner's allowance. Returns how many went.
+   */
+  async removeEnded(limit: number, ended: (assetIds: string[]) => Promise<string[]>): Promise<number> {
+    const gone = new Set(await ended(await this.#idleIds()));
+    return this.#removeIdle(gone, limit, async (id) => {
+      // Still there: an upload taken meanwhile and finished leaves nothing to drop.
+      if (!(await this.#status(id))) return false;
+      await this.#drop(id);
+      await this.#allowance.unstage(id);
+      return true;
+    });
+  }
+
+  /** The uploads staged in the folder that no request holds now. */
+  async #idleIds(): Promise<string[]> {
     const names = await readdir(this.#dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return [];
       throw err;
     });
     const ids = new Set(names.map((n) => n.replace(/\.json(\.tmp)?$/, '')).filter((id) => SAFE_ID.test(id)));
+    return [...ids].filter((id) => !this.#holders.has(id));
+  }
+
+  /** Runs `drop` on at most `limit` of `ids` that drops one, each holding its upload; how many it dropped. */
+  async #removeIdle(ids: Iterable<string>, limit: number, drop: (id: string) => Promise<boolean>): Promise<number> {
     let removed = 0;
     for (const id of ids) {
       if (removed >= limit) break;
       // An upload a request holds is alive; one that a request takes meanwhile is waited for.
       if (this.#holders.has(id)) continue;
-      const dropped = await this.#exclusive(
-        id,
-        async () => {
-          if (!(await this.#isStale(id, now))) return false;
-          await this.#drop(id);
-          return true;
-        },
-        { takeOver: false },
-      );
-      if (dropped) removed++;
+      if (await this.#exclusive(id, () => drop(id), { takeOver: false })) removed++;
     }
     return removed;
   }

@@ -46,7 +46,7 @@ export class StagedBytesLimitError extends PayloadTooLargeError {
   constructor(o: { cap: number; held: number }) {
     super(
       `the owner's unfinished uploads may hold at most ${o.cap} bytes (MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER_OWNER) ` +
-        `and the others hold ${o.held}: finish or delete pending uploads (DELETE /api/asset/{id}, or end a tus upload with DELETE) first`,
+        `and the others hold ${o.held}: finish or delete pending uploads first (DELETE /api/asset/{id} frees an upload's bytes within a minute, ending a tus upload with DELETE at once)`,
     );
   }
 }
@@ -127,8 +127,9 @@ export class AssetStore implements UploadSessions, StagedBytes {
       );
       if (token)
         await q.query(
-          `INSERT INTO asset_uploads (asset_id, token_hash, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
-          [id, tokenHash(token), this.#o.uploadExpiryMs],
+          `INSERT INTO asset_uploads (asset_id, owner, token_hash, expires_at)
+           VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')`,
+          [id, c.owner, tokenHash(token), this.#o.uploadExpiryMs],
         );
       const asset = await this.#event(q, id, 'asset.created');
       return { asset, task, ...(token ? { uploadToken: token } : {}) };
@@ -309,15 +310,17 @@ export class AssetStore implements UploadSessions, StagedBytes {
       // The owner's lock, held to the commit: a reservation in another process waits and then
       // counts this one (each statement of a READ COMMITTED transaction sees what committed before it).
       const upload = await q.query<{ owner: string }>(
-        `SELECT a.owner, pg_advisory_xact_lock($2, hashtext(a.owner)) FROM asset_uploads u JOIN assets a ON a.id = u.asset_id
+        `SELECT u.owner, pg_advisory_xact_lock($2, hashtext(u.owner)) FROM asset_uploads u JOIN assets a ON a.id = u.asset_id
          WHERE u.asset_id = $1 AND u.finished_at IS NULL AND a.phase = 'uploading'`,
         [assetId, STAGED_BYTES_LOCK],
       );
       const owner = upload[0]?.owner;
       if (owner === undefined) throw new NotFoundError();
+      // Every unfinished upload, whatever its asset's phase: a deleted asset's bytes stay on a
+      // disk until the staging sweep frees them (unstage), and count until then.
       const others = await q.query<{ held: string }>(
-        `SELECT COALESCE(sum(u.staged_bytes), 0)::text AS held FROM assets a JOIN asset_uploads u ON u.asset_id = a.id
-         WHERE a.owner = $1 AND a.phase = 'uploading' AND u.finished_at IS NULL AND u.asset_id <> $2`,
+        `SELECT COALESCE(sum(staged_bytes), 0)::text AS held FROM asset_uploads
+         WHERE owner = $1 AND finished_at IS NULL AND asset_id <> $2`,
         [owner, assetId],
       );
       const held = Number(others[0]?.held ?? 0);
@@ -326,6 +329,19 @@ export class AssetStore implements UploadSessions, StagedBytes {
       await q.query('UPDATE asset_uploads SET staged_bytes = $2 WHERE asset_id = $1', [assetId, staged]);
       return staged;
     });
+  }
+
+  async ended(assetIds: readonly string[]): Promise<string[]> {
+    const ids = assetIds.filter(isUuid);
+    if (ids.length === 0) return [];
+    // An id with no upload row at all has ended too (expired and swept, or never an upload).
+    const rows = await this.#db.query<{ id: string }>(
+      `SELECT i.id::text AS id FROM unnest($1::uuid[]) AS i(id)
+       LEFT JOIN asset_uploads u ON u.asset_id = i.id LEFT JOIN assets a ON a.id = u.asset_id
+       WHERE u.asset_id IS NULL OR u.finished_at IS NOT NULL OR a.phase <> 'uploading'`,
+      [ids],
+    );
+    return rows.map((r) => r.id);
   }
 
   async unstage(assetId: string): Promise<void> {

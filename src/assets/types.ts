@@ -66,6 +66,11 @@ export interface UploadSessions {
    * staged can be freed.
    */
   expire(limit: number): Promise<string[]>;
+  /**
+   * Of `assetIds`, those whose upload can take no more bytes (finished, expired, its asset
+   * deleted or failed): what a process still stages for them is a leftover.
+   */
+  ended(assetIds: readonly string[]): Promise<string[]>;
 }
 
 /**

@@ -10,9 +10,13 @@ import type { UploadSessions } from './types.ts';
  * task and asset fail; sessions.expire) and frees what they staged here; `upload_staging` frees
  * what is left in this process's staging folder past its URL's expiry, whatever the reason
  * (an asset deleted mid-upload, an upload expired by another process's sweep, a crash between
- * the store and the database).
+ * the store and the database); `upload_ended` frees, before their URL expires, the bytes of
+ * uploads that can take no more (their asset deleted or failed), and their owner's allowance.
  */
-export function uploadSweepJobs(sessions: Pick<UploadSessions, 'expire'>, staging: UploadStaging): SweepJob[] {
+export function uploadSweepJobs(
+  sessions: Pick<UploadSessions, 'expire' | 'ended'>,
+  staging: UploadStaging,
+): SweepJob[] {
   return [
     {
       name: 'upload_expiry',
@@ -23,5 +27,6 @@ export function uploadSweepJobs(sessions: Pick<UploadSessions, 'expire'>, stagin
       },
     },
     { name: 'upload_staging', run: (limit) => staging.removeStale(limit) },
+    { name: 'upload_ended', run: (limit) => staging.removeEnded(limit, (ids) => sessions.ended(ids)) },
   ];
 }

@@ -416,11 +416,16 @@ describe("an owner's staged upload bytes (MEDIAPLANE_UPLOAD_MAX_STAGED_BYTES_PER
     assert.equal((await rawRequest(first.url, { method: 'PUT', chunks: chunksOf(16, 64 * 1024) })).status, 200);
     assert.equal((await stored(server, first.asset.playbackId))?.length, MiB);
 
-    // Deleted: its asset is gone, and its share with it.
+    // Deleted: its share goes with its staged bytes, which the server's sweep frees (within a
+    // minute; here at once): until then they are on the disk, and count.
     const [fourth, fifth] = [await requestUpload(server.url, alice), await requestUpload(server.url, alice)];
     assert.equal((await tusCreate(fourth, MiB)).status, 201);
     refusedForCap(await tusCreate(fifth, MiB), 'the third and fourth uploads hold it all');
     assert.equal((await server.call('DELETE', `/api/asset/${third.asset.id}`, { key: alice })).status, 204);
+    refusedForCap(await tusCreate(fifth, MiB), 'the deleted upload is still staged');
+    assert.ok(staged(server).includes(third.asset.id));
+    await server.running.uploadSweep?.sweep();
+    assert.ok(!staged(server).includes(third.asset.id), 'the sweep freed it');
     assert.equal((await tusCreate(fifth, MiB)).status, 201);
     assert.equal((await tusHead(thirdAt)).status, 404);
   });

@@ -196,9 +196,19 @@ describe('UploadStaging', () => {
     const live = grant();
     const expired = grant(-1000);
     const failed = grant();
-    for (const g of [live, expired, failed]) await staging.create(g, { length: 100 });
+    const deleted = grant();
+    for (const g of [live, expired, failed, deleted]) await staging.create(g, { length: 100 });
     writeFileSync(path.join(dir, 'orphan-without-sidecar'), 'x');
-    const [expiry, leftovers] = uploadSweepJobs({ expire: async () => [failed.assetId] }, staging);
+    const asked: string[][] = [];
+    const sessions = {
+      expire: async () => [failed.assetId],
+      // The asset of `deleted` was deleted (by a request to any process): its upload ended.
+      ended: async (ids: string[]) => {
+        asked.push(ids);
+        return ids.filter((id) => id === deleted.assetId);
+      },
+    };
+    const [expiry, leftovers, ended] = uploadSweepJobs(sessions, staging);
     assert.equal(await expiry?.run(10), 1);
     assert.ok(!existsSync(path.join(dir, failed.assetId)), 'the bytes of an upload the sweep failed are freed');
     assert.equal(await leftovers?.run(10), 2, 'the expired upload and the orphan');
@@ -206,5 +216,11 @@ describe('UploadStaging', () => {
     assert.ok(existsSync(path.join(dir, `${live.assetId}.json`)));
     assert.ok(!existsSync(path.join(dir, expired.assetId)));
     assert.ok(!existsSync(path.join(dir, 'orphan-without-sidecar')));
+    assert.ok(allowance.held.has(deleted.assetId));
+    assert.equal(await ended?.run(10), 1, 'the upload whose asset was deleted');
+    assert.ok(!existsSync(path.join(dir, deleted.assetId)), 'its bytes are freed before its URL expires');
+    assert.equal(allowance.held.has(deleted.assetId), false, 'and its share of the allowance');
+    assert.ok(asked.at(-1)?.includes(live.assetId), 'every upload staged here is asked about');
+    assert.ok(existsSync(path.join(dir, live.assetId)), 'a live upload stays');
   });
 });

@@ -439,20 +439,29 @@ for (const { kind, skip } of await databaseKinds()) {
         600,
         'a finished upload holds nothing',
       );
+      // Deleted: its bytes are still on a disk until the staging sweep frees them (unstage).
       await capped.remove('carol', b.asset.id);
       await capped.unstage(c.asset.id);
       const d = await upload({ owner: 'carol' });
+      await assert.rejects(capped.stage(d.asset.id, { atLeast: 1000, atMost: 1000 }), StagedBytesLimitError);
+      assert.deepEqual(
+        (await capped.ended([a.asset.id, b.asset.id, c.asset.id, d.asset.id, PROJECT, 'nope'])).sort(),
+        [a.asset.id, b.asset.id, PROJECT].sort(),
+        'finished, deleted, or no upload at all; a non-UUID is no id of ours',
+      );
+      await capped.unstage(b.asset.id);
       assert.equal(
         await capped.stage(d.asset.id, { atLeast: 1000, atMost: 1000 }),
         1000,
-        'deleted and unstaged hold nothing',
+        'deleted and unstaged, it holds nothing',
       );
       await assert.rejects(
         capped.stage(b.asset.id, { atLeast: 1, atMost: 1 }),
         NotFoundError,
         'a deleted upload takes no bytes',
       );
-      await capped.unstage(b.asset.id);
+      // The staging sweep frees these once afterEach fails their assets; here, by hand.
+      for (const u of [d, bob]) await capped.unstage(u.asset.id);
     });
 
     it('stage: reservations made at once never pass the cap together (the owner is locked while counting)', async () => {
