@@ -250,11 +250,12 @@ async function encodeAndUpload(
     outputs.flatMap((o) => o.part.watched ?? []),
     (dir, sample) => void run.codecs.of(dir, sample),
   );
+  const encoded = (s: number) => run.duration > 0 && onFraction(Math.min(1, s / run.duration));
   const timer = setInterval(() => {
-    void watcher.scan();
+    void watcher.scan().then(() => encoded(watcher.encodedSecs));
     for (const o of outputs) o.part.poll?.((err) => queue.fail(err));
   }, 1000);
-  const parser = new ProgressParser((s) => run.duration > 0 && onFraction(Math.min(1, s / run.duration)));
+  const parser = new ProgressParser(encoded);
   const args = buildFfmpegArgs(run.plan);
   job.log?.debug({ args }, 'ffmpeg');
   try {

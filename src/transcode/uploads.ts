@@ -114,6 +114,8 @@ export class SegmentWatcher {
   /** Each playlist's size and mtime when it was last read. */
   readonly #stamps = new Map<string, { size: number; mtimeMs: number }>();
   readonly #onFirst: ((dir: string, sample: string) => void) | undefined;
+  /** Seconds of media in each playlist's finished segments. */
+  readonly #written = new Map<string, number>();
 
   /** `onFirst` hears of each playlist's first file (its init segment, else its first segment). */
   constructor(
@@ -124,6 +126,16 @@ export class SegmentWatcher {
     this.#queue = queue;
     this.#playlists = playlists;
     this.#onFirst = onFirst;
+  }
+
+  /**
+   * The seconds every playlist has finished segments for: how far the encode is, when ffmpeg's
+   * own -progress is silent (ffmpeg 5 prints no report before every output has its first
+   * frame, and the storyboard's first sheet comes at the end).
+   */
+  get encodedSecs(): number {
+    if (this.#playlists.length === 0) return 0;
+    return Math.min(...this.#playlists.map((pl) => this.#written.get(pl.local) ?? 0));
   }
 
   async scan(): Promise<void> {
@@ -149,6 +161,10 @@ export class SegmentWatcher {
         this.#announced.add(dir);
         this.#onFirst?.(dir, path.join(dir, first));
       }
+      this.#written.set(
+        pl.local,
+        playlist.segments.reduce((sum, seg) => sum + seg.duration, 0),
+      );
       for (const seg of playlist.segments) {
         const key = `${pl.keyDir}/${seg.uri}`;
         if (this.#seen.has(key)) continue;
