@@ -14,7 +14,7 @@ export const KEYS_HELP = `Usage:
 LIMITS (issue #32; "per minute" is per MEDIAPLANE_RATE_WINDOW_MS):
   --rpm N                     requests per minute, every authenticated route of both APIs
   --tpm N                     LLM tokens per minute (max_tokens x n when admitted, settled on use)
-  --concurrent-transcodes N   transcode tasks waiting or running at once
+  --concurrent-transcodes N   transcodes, uploads and clips waiting or running at once, together
   --budget USD                USD per period on top of the credit balance (LLM charges)
   --budget-period P           day, month (UTC calendar) or total (default total)
   --models A,B                the model ids the key may use ('*': every model)
