@@ -1,4 +1,4 @@
-import { hostProblem } from '../lib/net-guard.ts';
+import { hostProblem, withAllowHint } from '../lib/net-guard.ts';
 import { pathStyleHint } from '../storage/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
@@ -38,7 +38,7 @@ export async function checkHttpUrl(
   if (url.username || url.password)
     problems.push(`${field}: must not carry a user name or password; pass credentials in the credentials field`);
   const problem = await hostProblem(url, { allowPrivate: rules.allowPrivateUrls });
-  if (problem) problems.push(`${field}: address not allowed: ${problem}`);
+  if (problem) problems.push(`${field}: address not allowed: ${withAllowHint(problem)}`);
   return url;
 }
 

@@ -172,9 +172,17 @@ export async function hostProblem(url: URL, opts: HostGuardOptions): Promise<str
   return resolvedProblem(host, addresses);
 }
 
+/**
+ * `problem` with the way round it: a person trying the service on a laptop gives it a local
+ * URL first, and the refusal is where they learn the setting. It adds no address.
+ */
+export function withAllowHint(problem: string): string {
+  return `${problem} (the operator can allow it with MEDIAPLANE_ALLOW_PRIVATE_URLS=true)`;
+}
+
 /** The message for a refused host, the same whether the name was refused before the request or at connect time. */
 export function hostNotAllowed(url: URL, problem: string): string {
-  return `${url.protocol}//${url.host} is not allowed: ${problem} (the operator can allow it with MEDIAPLANE_ALLOW_PRIVATE_URLS=true)`;
+  return `${url.protocol}//${url.host} is not allowed: ${withAllowHint(problem)}`;
 }
 
 /** Throws InputUnreadableError when `url` points at an address that is not allowed. */

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { GetObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import { InputUnreadableError, UpstreamUnavailableError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
-import { privateAddressError, type Resolve } from '../lib/net-guard.ts';
+import { privateAddressError, type Resolve, withAllowHint } from '../lib/net-guard.ts';
 import { DownloadGuard, type DownloadLimits } from './download.ts';
 import { endpointProblem, s3Client, s3Failure } from './s3.ts';
 import type { FetchedInput, FetchOptions, InputSource, S3Location, S3Object } from './types.ts';
@@ -80,7 +80,7 @@ export class S3InputSource implements InputSource {
         return new InputUnreadableError(`the input ${this.description} was not found`);
       case 'refused-address':
         return new InputUnreadableError(
-          `the input S3 endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`,
+          `the input S3 endpoint is not allowed: ${withAllowHint(`${privateAddressError(err)?.problem}, refused when connecting`)}`,
           { cause: err },
         );
       case 'unavailable':

@@ -3,7 +3,7 @@ import { HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/cli
 import { Upload } from '@aws-sdk/lib-storage';
 import { CancelledError, StorageDeniedError, UpstreamUnavailableError, type MediaplaneError } from '../lib/errors.ts';
 import { checkedObjectKey } from '../lib/object-path.ts';
-import { privateAddressError, type Resolve } from '../lib/net-guard.ts';
+import { privateAddressError, type Resolve, withAllowHint } from '../lib/net-guard.ts';
 import { BufferPool, RangeMultipart, uploadFileMultipart, withFileRange } from './s3-multipart.ts';
 import { endpointProblem, s3Client, s3Failure } from './s3.ts';
 import type { FileRange, ObjectStore, PartWriter, Published, PutBody, PutOptions, S3Location } from './types.ts';
@@ -177,7 +177,7 @@ export class S3ObjectStore implements ObjectStore {
         return new StorageDeniedError(`storage denied: bucket "${bucket}" does not exist at ${endpoint}`);
       case 'refused-address':
         return new StorageDeniedError(
-          `the storage endpoint is not allowed: ${privateAddressError(err)?.problem} (refused when connecting)`,
+          `the storage endpoint is not allowed: ${withAllowHint(`${privateAddressError(err)?.problem}, refused when connecting`)}`,
           { cause: err },
         );
       case 'unavailable':

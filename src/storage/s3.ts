@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
-import { guardedLookup, hostProblem, privateAddressError, type Resolve } from '../lib/net-guard.ts';
+import { guardedLookup, hostProblem, privateAddressError, type Resolve, withAllowHint } from '../lib/net-guard.ts';
 import type { S3Location } from './types.ts';
 
 export interface S3ClientOptions {
@@ -91,7 +91,8 @@ export async function endpointProblem(
     return `${JSON.stringify(endpoint)} is not a URL`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `${url.protocol} is not an http(s) endpoint`;
-  return hostProblem(url, opts);
+  const problem = await hostProblem(url, opts);
+  return problem === null ? null : withAllowHint(problem);
 }
 
 /** `refused-address`: the endpoint resolved to a private address when the client connected. */

@@ -180,6 +180,7 @@ before(async () => {
 after(() => server?.stop());
 
 const publicInput = { url: 'https://93.184.216.34/a.mp4' };
+const ALLOW_HINT = ' (the operator can allow it with MEDIAPLANE_ALLOW_PRIVATE_URLS=true)';
 
 describe('POST /api/transcode refuses special-purpose addresses (MEDIAPLANE_ALLOW_PRIVATE_URLS off)', () => {
   const creds = { accessKeyId: 'AKIATESTKEY', secretAccessKey: 'sEcReT/do-not-leak+123' };
@@ -222,6 +223,8 @@ describe('POST /api/transcode refuses special-purpose addresses (MEDIAPLANE_ALLO
         const mine = res.errors.filter((e) => e.startsWith(`${field}: address not allowed: `));
         assert.equal(mine.length, 1, `${field} ${host}: ${JSON.stringify(res.errors)}`);
         assert.match(mine[0] ?? '', says);
+        // The refusal says how to allow it: a first local try meets this answer.
+        assert.ok(mine[0]?.endsWith(ALLOW_HINT), `${field} ${host} names the setting: ${mine[0]}`);
         assert.equal(res.errors.length, 1, `only ${field} is refused: ${JSON.stringify(res.errors)}`);
       }
     });
@@ -256,14 +259,16 @@ describe('POST /api/transcode refuses special-purpose addresses (MEDIAPLANE_ALLO
     const task = await errors({ input: { url: `http://${name}/a.mp4` }, storage: publicStorage });
     assert.equal(task.status, 422);
     assert.deepEqual(task.errors, [
-      `input.url: address not allowed: ${name} resolves to a private or reserved address`,
+      `input.url: address not allowed: ${name} resolves to a private or reserved address (the operator can allow it with MEDIAPLANE_ALLOW_PRIVATE_URLS=true)`,
     ]);
     const hook = await server.call('POST', '/api/webhook', {
       key,
       body: { name: 'internal', url: `http://${name}:8080/hook`, events: ['task.completed'] },
     });
     assert.equal(hook.status, 422);
-    assert.deepEqual(hook.body.errors, [`url: address not allowed: ${name} resolves to a private or reserved address`]);
+    assert.deepEqual(hook.body.errors, [
+      `url: address not allowed: ${name} resolves to a private or reserved address (the operator can allow it with MEDIAPLANE_ALLOW_PRIVATE_URLS=true)`,
+    ]);
     for (const answer of [JSON.stringify(task), JSON.stringify(hook.body)])
       for (const address of addresses) assert.ok(!answer.includes(address), `${address} is not said: ${answer}`);
   });
@@ -358,6 +363,7 @@ describe('S3 clients refuse a private address when they connect (DNS rebinding)'
       err.message,
       /input S3 endpoint is not allowed: media\.rebind\.test resolves to a private or reserved address/,
     );
+    assert.ok(err.message.endsWith(ALLOW_HINT), err.message);
     assert.ok(!err.message.includes('127.0.0.1'), 'where the name points is not said');
     assert.deepEqual(
       resolve.asked,
@@ -501,6 +507,10 @@ describe('a transcode task whose storage endpoint rebinds', () => {
     assert.match(
       failed.status.errorMessage,
       /storage endpoint is not allowed: media\.rebind\.test resolves to a private or reserved address/,
+    );
+    assert.ok(
+      failed.status.errorMessage.endsWith(ALLOW_HINT),
+      `the task's error names the setting: ${failed.status.errorMessage}`,
     );
     assert.ok(!JSON.stringify(failed).includes('127.0.0.1'), 'the task does not say where the name points');
     assert.equal(failed.status.retries, undefined, 'no retry was spent');
