@@ -33,6 +33,7 @@ import {
   type ServerTimeouts,
 } from '../lib/http-server.ts';
 import { routineRouteLevel } from '../lib/log.ts';
+import { oneLineRequestLogging, requestLog } from '../lib/request-log.ts';
 import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
@@ -42,12 +43,14 @@ import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
 import { accessControlRoutes } from './access-control-routes.ts';
 import { assetRoutes } from './asset-routes.ts';
+import { capabilitiesRoutes } from './capabilities-routes.ts';
 import { clipRoutes } from './clip-routes.ts';
 import { consoleRoutes } from './console-routes.ts';
 import { keyRoutes } from './key-routes.ts';
 import { exportRoutes } from './export-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
+import { playerRoutes } from './player-routes.ts';
 import { publicBase } from './public-base.ts';
 import { uploadRoutes } from './upload-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
@@ -108,6 +111,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const inFlight = new WeakMap<Socket, string>();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: deps.log,
+    ...oneLineRequestLogging,
     bodyLimit: deps.bodyLimitBytes,
     trustProxy: false,
     ...serverTimeoutOptions(deps.timeouts),
@@ -132,6 +136,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     inFlight.set(req.raw.socket, req.url);
   });
   noSniff(app);
+  // One line a request, with a 4xx's reason; probes, the console's files and /media at debug.
+  requestLog(app);
   // The body's deadline, in the shape of the API the request is for (uploads: an idle timeout).
   bodyDeadline(app, { timeouts: deps.timeouts, answer: (e, req) => wireErrorFor(req.url)(e) });
   // Every string of every part the task API validates must be plain text (api/plain-text.ts,
@@ -170,6 +176,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     // uploads to and plays from the base the API's absolute URLs start with.
     const base = publicBase(app, deps.publicUrl);
     await consoleRoutes(app, { publicBase: base, ...(deps.consoleDir ? { dir: deps.consoleDir } : {}) });
+    // The console's embed snippet loads the player from here, not from a CDN.
+    await playerRoutes(app);
   }
   return app;
 }
@@ -218,6 +226,7 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
       await accessControlRoutes(api, { auth, signingKeys, publicUrl: deps.publicUrl });
       await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
       await usageRoutes(api, { auth, usage: new UsageStore(deps.db) });
+      await capabilitiesRoutes(api, routeDeps);
     },
     { prefix: '/api' },
   );

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { SseWriter } from '../lib/sse.ts';
 import { TasksErrorBody, tasksWireError } from '../lib/wire-errors.ts';
-import type { TaskRow, TaskStore } from '../tasks/index.ts';
+import { type TaskRow, type TaskStore, taskOfEvent } from '../tasks/index.ts';
 import { toWireTask } from './contract/index.ts';
 import type { PublicBase } from './public-base.ts';
 
@@ -41,6 +41,30 @@ const SCHEMA = {
   },
 };
 
+const HistoryQuery = Type.Object(
+  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })) },
+  { additionalProperties: false },
+);
+
+const StoredEvent = Type.Object({
+  id: Type.String({ description: 'The event id, as its webhook deliveries carry it' }),
+  event: Type.String({ description: 'task.spawned, task.updated, task.completed or task.failed' }),
+  createdAt: Type.Number({ description: 'When the change was made (ms since the epoch)' }),
+  task: Type.Object(
+    {},
+    { additionalProperties: true, description: 'The task right after the change, as GET /api/task/{id} showed it' },
+  ),
+});
+
+const HISTORY_SCHEMA = {
+  summary: "A task's stored events",
+  description:
+    "The events the task's changes wrote, oldest first: the newest `limit` (100 unless given, at most 500). They are what its webhooks were sent, with the same ids, and are kept after the task ended for MEDIAPLANE_TASK_EVENTS_RETENTION_MS (7 days by default). Progress is an event at most every MEDIAPLANE_TASK_PROGRESS_EVENT_MS; GET /api/task/{id}/events shows every change live.",
+  params: TaskId,
+  querystring: HistoryQuery,
+  response: { 200: Type.Array(StoredEvent), 404: TasksErrorBody },
+};
+
 const HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
@@ -55,6 +79,20 @@ export async function taskEventsRoute(app: FastifyInstance, deps: TaskEventsDeps
   app.addHook('preClose', async () => {
     for (const c of open) c.abort();
   });
+
+  app.get<{ Params: Static<typeof TaskId>; Querystring: Static<typeof HistoryQuery> }>(
+    '/task/:id/history',
+    { schema: HISTORY_SCHEMA, onRequest: deps.auth.hook },
+    async (req) => {
+      const rows = await deps.tasks.events(deps.auth.of(req).owner, req.params.id, req.query.limit ?? 100);
+      return rows.map((e) => ({
+        id: e.id,
+        event: e.event,
+        createdAt: e.created_at.getTime(),
+        task: toWireTask(taskOfEvent(e), deps.publicBase),
+      }));
+    },
+  );
 
   const options = { schema: SCHEMA, onRequest: deps.auth.hook };
   app.get<{ Params: Static<typeof TaskId> }>('/task/:id/events', options, async (req, reply) => {

@@ -114,3 +114,22 @@ export async function notifyTasks(db: Queryable, channels: readonly string[], id
     ids,
   ]);
 }
+
+/**
+ * The stored events of one task (its outbox rows, as its webhooks got them), oldest first:
+ * the newest `limit` of them. The owner is matched too, so another owner's id finds none.
+ * Kept as long as MEDIAPLANE_TASK_EVENTS_RETENTION_MS allows (queue.ts purgeEvents).
+ */
+export async function storedEvents(
+  db: Queryable,
+  o: { owner: string; taskId: string; limit: number },
+): Promise<TaskEventRow[]> {
+  return db.query<TaskEventRow>(
+    `SELECT * FROM (
+       SELECT id, task_id, owner, event, task, created_at FROM task_events
+       WHERE task_id = $1 AND owner = $2 AND event LIKE 'task.%'
+       ORDER BY created_at DESC, id DESC LIMIT $3) newest
+     ORDER BY created_at, id`,
+    [o.taskId, o.owner, o.limit],
+  );
+}

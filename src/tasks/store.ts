@@ -9,7 +9,9 @@ import {
   CHANNEL_WORK,
   notifyTasks,
   returningEvent,
+  storedEvents,
   TASK_EVENTS_CHANNEL,
+  type TaskEventRow,
   withAdmission,
   withEvent,
 } from './events.ts';
@@ -265,6 +267,15 @@ export class TaskStore {
    */
   async pieces(id: string): Promise<PieceState[]> {
     return this.#pieces.states(id);
+  }
+
+  /**
+   * The owner's task's stored events, oldest first (the newest `limit`): what its webhooks
+   * got, kept after the task ended. Another owner's id, or a piece's, is "not found".
+   */
+  async events(owner: string, id: string, limit: number): Promise<TaskEventRow[]> {
+    await this.get(owner, id);
+    return storedEvents(this.#db, { owner, taskId: id, limit });
   }
 
   /** Split tasks that ended failed or cancelled, whose pieces' files may be left (PieceSql.endedSplits). */

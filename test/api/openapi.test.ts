@@ -30,6 +30,7 @@ const KEYLESS = [
   ['get', '/media/*'],
   ['head', '/media/*'],
   ['options', '/media/*'],
+  ['get', '/player/hls.min.js'],
 ];
 
 describe('the OpenAPI document', () => {
@@ -91,6 +92,8 @@ describe('the OpenAPI document', () => {
   it('still lists the task routes', () => {
     assert.ok(paths['/api/transcode']?.post?.requestBody);
     assert.ok(paths['/api/task/{id}']?.get);
+    assert.ok(paths['/api/task/{id}/history']?.get, "a task's stored events");
+    assert.ok(paths['/api/capabilities']?.get, 'what the server is set up to do');
   });
 
   it('documents the per-title switch of a request and of each profile (issue #31)', () => {
