@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { NotFoundError } from '../lib/errors.ts';
+import { routineRouteLevel } from '../lib/log.ts';
 import type { PublicBase } from './public-base.ts';
 
 // The browser console (issue #29) at `/`: console/dist as scripts/build-console.ts writes it.
@@ -73,7 +74,10 @@ export async function consoleRoutes(
   opts: { dir?: string; publicBase?: PublicBase } = {},
 ): Promise<void> {
   const dir = opts.dir ?? defaultConsoleDir();
-  app.get('/', async (_req, reply) => {
+  // A page load is several files: their request lines only at debug, like the probes'; the
+  // console's calls to /api are logged as every API request is.
+  const routine = { logLevel: routineRouteLevel(app.log.level) };
+  app.get('/', routine, async (_req, reply) => {
     // Read per request: the listening address is known only once the server listens.
     const page = { ...HEADERS, 'content-security-policy': consolePolicy(originOf(opts.publicBase)) };
     let html: string;
@@ -89,9 +93,9 @@ export async function consoleRoutes(
   });
   const favicon = (reply: FastifyReply) =>
     sendFile(reply, { file: path.join(dir, 'favicon.svg'), type: TYPES['.svg'] ?? '', cache: 'public, max-age=86400' });
-  app.get('/favicon.svg', async (_req, reply) => favicon(reply));
-  app.get('/favicon.ico', async (_req, reply) => favicon(reply));
-  app.get<{ Params: { file: string } }>('/assets/:file', async (req, reply) => {
+  app.get('/favicon.svg', routine, async (_req, reply) => favicon(reply));
+  app.get('/favicon.ico', routine, async (_req, reply) => favicon(reply));
+  app.get<{ Params: { file: string } }>('/assets/:file', routine, async (req, reply) => {
     const name = req.params.file;
     const type = TYPES[path.extname(name)];
     // Only the flat names the build writes: no dot-files, no separators, a known type.

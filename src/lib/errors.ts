@@ -265,6 +265,16 @@ export function isMediaplaneError(err: unknown): err is MediaplaneError {
   return err instanceof MediaplaneError;
 }
 
+/**
+ * Whether `err` is the fault of what the caller sent (a file that is no video, an input URL
+ * that answers 404, a refused field), not the service's: one of ours, not retryable, with a
+ * 4xx status. Such a failure is an ordinary event for the logs (info, no stack trace): the
+ * client reads its reason, and nothing on the server needs mending.
+ */
+export function isCallersFault(err: unknown): err is MediaplaneError {
+  return isMediaplaneError(err) && !err.retryable && err.statusCode < 500;
+}
+
 /** Whether a job that threw `err` may be retried: our errors say so; unknown errors do not. */
 export function isRetryable(err: unknown): boolean {
   return isMediaplaneError(err) && err.retryable;

@@ -230,6 +230,18 @@ export function llmWireErrorFor(path: string | undefined): (err: unknown) => Wir
   return (err) => openAiWireError(err, { detail });
 }
 
+/**
+ * The reason an error answer gives, as one line: the task API's `errors` joined, or OpenAI's
+ * `error.message`; undefined for a body of neither shape. For the request log (lib/request-log.ts).
+ */
+export function answeredReason(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const { errors, error } = body as { errors?: unknown; error?: unknown };
+  if (Array.isArray(errors) && errors.every((e) => typeof e === 'string')) return errors.join('; ');
+  const message = typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : error;
+  return typeof message === 'string' ? message : undefined;
+}
+
 type ErrorLog = Pick<Logger, 'error' | 'warn'>;
 
 /**

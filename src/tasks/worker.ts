@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { settings } from '../config/index.ts';
 import type { Db } from '../db/index.ts';
-import { InternalError, isMediaplaneError } from '../lib/errors.ts';
+import { InternalError, isCallersFault, isMediaplaneError } from '../lib/errors.ts';
 import { PollLoop } from '../lib/poll-loop.ts';
 import type { TaskRow } from './model.ts';
 import { type Queue, type RunKey, runKey } from './queue.ts';
@@ -219,7 +219,10 @@ export class Worker {
       backoffMs: retryDelayMs(task.retries - task.crashes, backoff),
       parentId: task.parent_id,
     });
-    log[known ? 'warn' : 'error']({ err, phase }, 'task failed');
+    // An input that is no video or a URL that answers 404 is the task's own story, told in its
+    // error: one line at info. A stack trace is for what the service must look into.
+    if (isCallersFault(err)) log.info({ phase, code: err.code }, `task failed: ${message}`);
+    else log[known ? 'warn' : 'error']({ err, phase }, 'task failed');
   }
 
   /**

@@ -20,7 +20,7 @@ import {
   type OutputRun,
   type OutputsByKind,
 } from './outputs/index.ts';
-import type { ProfileSpec, Rendition } from './renditions.ts';
+import { type ProfileSpec, type Rendition, rateText } from './renditions.ts';
 import { chooseLadder } from './per-title/index.ts';
 import type { TranscodeFileOutput } from './types.ts';
 import { hasVideo, probe, type MediaInfo } from './probe.ts';
@@ -300,12 +300,4 @@ async function publishAll(outputs: readonly OpenOutput[]): Promise<OutputsByKind
   const results = await settledAll(outputs.map((o) => o.part.publish()));
   // Each result under its format's key: what OutputsByKind says of the list, entry by entry.
   return Object.fromEntries(outputs.map((o, i) => [o.key, results[i]])) as OutputsByKind;
-}
-
-/** A rung's rate for the log: its bitrate, or the per-title choice under its cap. */
-function rateText(r: Rendition): string {
-  if (!r.choice) return String(r.bitrate);
-  return r.choice.crf !== undefined
-    ? `crf ${r.choice.crf} ~${r.choice.predictedBitrate} (cap ${r.bitrate})`
-    : `${r.bitrate} (hits its cap)`;
 }

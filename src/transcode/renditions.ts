@@ -119,3 +119,15 @@ export function renditionOutput(r: Rendition, key: string, size: number): Rendit
   if (!r.choice) return { ...base, bitrate: r.bitrate, size };
   return { ...base, bitrate: r.choice.predictedBitrate, size, perTitle: r.choice };
 }
+
+/**
+ * How a rung spends its bits, for log lines: its bitrate (ABR, the fixed ladder), a capped CRF
+ * with the predicted bitrate, or its cap (a per-title rung too hard for the target CRF, which
+ * has no CRF of its own).
+ */
+export function rateText(r: Rendition): string {
+  const c = r.choice;
+  if (!c) return `${r.bitrate} b/s`;
+  if (c.crf === undefined) return `${c.cap} b/s (hits its cap)`;
+  return `crf ${c.crf} ~${c.predictedBitrate} b/s (cap ${c.cap})`;
+}

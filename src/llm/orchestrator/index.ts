@@ -17,6 +17,7 @@ import {
   serverTimeoutOptions,
 } from '../../lib/http-server.ts';
 import { jsonBodyParser } from '../../lib/json-body.ts';
+import { oneLineRequestLogging, requestLog } from '../../lib/request-log.ts';
 import { openAiWireError } from '../../lib/wire-errors.ts';
 import { createEngine, type EngineOptions } from './engines/index.ts';
 import { orchestratorMetrics } from './metrics.ts';
@@ -133,6 +134,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
     } else {
       const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
         loggerInstance: log,
+        ...oneLineRequestLogging,
         bodyLimit: options.bodyLimitBytes,
         ...serverTimeoutOptions(options.timeouts),
         clientErrorHandler: clientErrorHandler({
@@ -142,6 +144,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
       });
       own = app;
       noSniff(app);
+      requestLog(app);
       bodyDeadline(app, { timeouts: options.timeouts, answer: (e) => openAiWireError(e) });
       // The JSON rules of the shared app, its depth limit included (issue #25): the gateway's
       // forwarded bodies nest no deeper than those its clients sent.

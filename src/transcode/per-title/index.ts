@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { CancelledError } from '../../lib/errors.ts';
 import { rateCap, TARGET_CRF } from '../encoders.ts';
 import type { MediaInfo } from '../probe.ts';
-import type { Rendition } from '../renditions.ts';
+import { type Rendition, rateText } from '../renditions.ts';
 import { MIN_ANALYSED_SECS, probeEncode, sampleWindows, type ProbeSize } from './analyze.ts';
 import { choiceFor, predictRung, rungCrf, usefulRungs } from './predict.ts';
 
@@ -80,7 +80,7 @@ export async function chooseLadder(o: LadderChoice): Promise<Rendition[]> {
       probes: probes.map(
         (p) => `${p.width}x${p.height} ${Math.round(p.interBitsPerSec)} b/s + key ${p.keyframeBits} b`,
       ),
-      rungs: chosen.map((r) => `${r.name} ${r.choice ? `crf ${r.choice.crf} ~${r.choice.predictedBitrate}` : 'fixed'}`),
+      rungs: chosen.map((r) => `${r.name} ${rateText(r)}`),
       dropped: chosen.filter((r) => !kept.includes(r)).map((r) => r.name),
     },
     'per-title ladder chosen',
