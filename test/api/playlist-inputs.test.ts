@@ -33,7 +33,12 @@ function walk(dir: string): string[] {
 }
 
 /** A loopback server for Bob's playlists (by ranges too) that counts what else is asked of it. */
-async function startOrigin(): Promise<{ server: Server; url: string; files: Map<string, string>; stray: string[] }> {
+async function startOrigin(): Promise<{
+  server: Server;
+  url: string;
+  files: Map<string, string | Buffer>;
+  stray: string[];
+}> {
   const files = new Map<string, string | Buffer>();
   const stray: string[] = [];
   const server = createServer((req, res) => {
