@@ -68,12 +68,10 @@ function hostileText(t: Targets): fc.Arbitrary<{ kind: string; text: string }> {
     kind: 'dash',
     text: `${x}<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-live:2011" type="static" mediaPresentationDuration="PT2S" minBufferTime="PT1S"><Period><AdaptationSet mimeType="video/mp2t"><Representation id="1" bandwidth="1000"><BaseURL>${n}</BaseURL></Representation></AdaptationSet></Period></MPD>\n`,
   }));
-  const concat = fc
-    .tuple(eol, fc.array(named(t), { minLength: 1, maxLength: 3 }))
-    .map(([e, names]) => ({
-      kind: 'concat',
-      text: `ffconcat version 1.0${e}${names.map((n) => `file '${n}'${e}`).join('')}`,
-    }));
+  const concat = fc.tuple(eol, fc.array(named(t), { minLength: 1, maxLength: 3 })).map(([e, names]) => ({
+    kind: 'concat',
+    text: `ffconcat version 1.0${e}${names.map((n) => `file '${n}'${e}`).join('')}`,
+  }));
   return fc.oneof(hlsMedia, hlsMaster, dash, concat);
 }
 
