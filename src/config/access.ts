@@ -1,6 +1,6 @@
 import { defineSettings } from './types.ts';
 
-// Settings of private playback (issue #28): how the API checks the playback JWTs of assets
+// Settings of private playback: how the API checks the playback JWTs of assets
 // with playbackPolicy jwt (access/jwt.ts). In the `storage` group, beside the built-in
 // store's settings: /media, which serves that store, is where the tokens are checked.
 export const accessSettings = defineSettings({

@@ -1,6 +1,6 @@
 import { defineSettings } from './types.ts';
 
-// Settings of the built-in store and of assets (issue #27, spec/API.md section C).
+// Settings of the built-in store and of assets (spec/API.md section C).
 export const assetSettings = defineSettings({
   storeUrl: {
     env: 'MEDIAPLANE_STORE_URL',

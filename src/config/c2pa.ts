@@ -1,7 +1,7 @@
 import { defineSettings } from './types.ts';
 
 // Settings of the c2pa domain (see types.ts for the shape of an entry). Both files or
-// neither: without them `c2pa: true` is refused with 422 (issue 5).
+// neither: without them `c2pa: true` is refused with 422.
 export const c2paSettings = defineSettings({
   c2paKey: {
     env: 'MEDIAPLANE_C2PA_KEY',

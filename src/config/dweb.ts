@@ -1,7 +1,7 @@
 import { defineSettings } from './types.ts';
 
 // Settings of the dweb domain (see types.ts for the shape of an entry). The defaults reach
-// the public Storacha network; tests point them at a local upload service (issue 5).
+// the public Storacha network; tests point them at a local upload service.
 export const dwebSettings = defineSettings({
   dwebServiceUrl: {
     env: 'MEDIAPLANE_DWEB_SERVICE_URL',

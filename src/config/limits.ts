@@ -1,6 +1,6 @@
 import { defineSettings } from './types.ts';
 
-// Settings of key limits (issue #32). The limits themselves are per key and owner, in the
+// Settings of key limits. The limits themselves are per key and owner, in the
 // database (`mediaplane keys create|update`, `mediaplane keys owner-limits`); these say how they are counted.
 export const limitSettings = defineSettings({
   rateWindowMs: {

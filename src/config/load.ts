@@ -69,7 +69,7 @@ export interface LoadOptions {
 // Which settings each loaded config got from the environment, a flag or an override, rather
 // than from its default. Kept beside the config (not in it) so the Config type stays the plain
 // table of values; a rule such as "MAX_MODEL_LEN left at its default follows the model"
-// (issue #4) needs to tell an explicit 8192 from the default 8192.
+// needs to tell an explicit 8192 from the default 8192.
 const explicitByConfig = new WeakMap<Config, ReadonlySet<SettingKey>>();
 
 /**

@@ -64,7 +64,7 @@ const coreSettings = defineSettings({
     min: 1024,
     description: 'Largest request body accepted (413 above it).',
   },
-  // Issue #25: a body nested 100,000 deep was a 500. 128 is above every legitimate body: a
+  // A body nested 100,000 deep was a 500. 128 is above every legitimate body: a
   // structured-output schema as deep as the llama.cpp grammar accepts (64 levels of schema,
   // engines/llamacpp/json-schema/) plus the few levels of the chat body around it, where OpenAI's
   // structured outputs allow 10 levels of nesting; and far below what overflows a recursive walk.

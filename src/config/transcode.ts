@@ -57,8 +57,7 @@ export const transcodeSettings = defineSettings({
     group: 'transcode',
     default: 120,
     min: 0,
-    description:
-      'Issue #30: a transcode of a longer input is split into chunks that any worker encodes (0: never split).',
+    description: 'A transcode of a longer input is split into chunks that any worker encodes (0: never split).',
   },
   chunkSecs: {
     env: 'MEDIAPLANE_CHUNK_SECS',
@@ -67,7 +66,7 @@ export const transcodeSettings = defineSettings({
     default: 30,
     min: 1,
     max: 3600,
-    description: 'Issue #30: seconds of video per chunk, rounded to a whole number of segments.',
+    description: 'Seconds of video per chunk, rounded to a whole number of segments.',
   },
   maxOutputFps: {
     env: 'MEDIAPLANE_MAX_OUTPUT_FPS',
@@ -84,6 +83,6 @@ export const transcodeSettings = defineSettings({
     group: 'transcode',
     default: true,
     description:
-      'Per-title ladder (issue #31): analyse each video and encode the default ladder (and profiles that set perTitle) as capped CRF under their fixed bitrates, dropping a rung that saves no bandwidth; false: every rung at its fixed bitrate. A request may say either with perTitle.',
+      'Per-title ladder: analyse each video and encode the default ladder (and profiles that set perTitle) as capped CRF under their fixed bitrates, dropping a rung that saves no bandwidth; false: every rung at its fixed bitrate. A request may say either with perTitle.',
   },
 });

@@ -1,6 +1,6 @@
 import { defineSettings } from './types.ts';
 
-// Settings of usage reporting (issue #32). Per-key figures are a label per API key on every
+// Settings of usage reporting. Per-key figures are a label per API key on every
 // scrape, so they are off unless the operator asks (Prometheus' advice on label cardinality).
 export const usageSettings = defineSettings({
   metricsPerKey: {

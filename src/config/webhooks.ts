@@ -1,6 +1,6 @@
 import { defineSettings } from './types.ts';
 
-// Settings of the webhooks domain (issue #18). They sit in the `tasks` group: the processes
+// Settings of the webhooks domain. They sit in the `tasks` group: the processes
 // that run tasks (API and worker roles) are the ones that deliver their events.
 export const webhookSettings = defineSettings({
   webhookTimeoutMs: {
