@@ -1,5 +1,6 @@
 import { basename, dirname, relative, resolve, sep } from 'node:path';
 import type { Config } from '../config/index.ts';
+import { SUGGESTED_PULL } from './models.ts';
 
 // What a person sees on a terminal once `mediaplane start` (or api, worker, gateway) listens
 // (issue #29): where the console is, how to get a key, where the data lives. Written only with
@@ -72,6 +73,15 @@ function modelsText(c: BannerConfig): string {
   return `${resolve(c.modelsDir)} (GGUF files, laid out <org>/<model>/)`;
 }
 
+/** With no model to chat with, how to get one: a small model that runs on a laptop CPU. */
+function noModelRows(c: BannerConfig, models: readonly string[] | undefined): Array<[string, string]> {
+  if (c.orchestratorEngine === 'vllm' || models === undefined || models.length > 0) return [];
+  return [
+    ['', 'none yet; to chat, get a small one that runs on a laptop CPU (about 400 MB), then restart:'],
+    ['', SUGGESTED_PULL],
+  ];
+}
+
 /** The banner's text, ending with a blank line. */
 export function startBanner(o: {
   version: string;
@@ -79,6 +89,8 @@ export function startBanner(o: {
   roles: BannerRoles;
   config: BannerConfig;
   invocation: Invocation;
+  /** The models the local orchestrator offers; none gets a hint on how to pull one. */
+  models?: readonly string[] | undefined;
 }): string {
   const { roles, config: c } = o;
   const base = o.url?.replace(/\/+$/, '');
@@ -86,7 +98,7 @@ export function startBanner(o: {
   if (base && roles.api) rows.push(['Console', `${base}/`], ['API', `${base}/api`]);
   if (base && roles.gateway) rows.push(['LLM API', `${base}/v1 (OpenAI-compatible)`]);
   rows.push(['Data', resolve(c.dataDir)], ['Database', databaseText(c)], ['Store', storeText(c)]);
-  if (roles.orchestrator) rows.push(['Models', modelsText(c)]);
+  if (roles.orchestrator) rows.push(['Models', modelsText(c)], ...noModelRows(c, o.models));
   if (base && (roles.api || roles.gateway)) rows.push(['API key', keyCommand(o.invocation)]);
   rows.push(['Stop', 'Ctrl+C (running tasks finish or are handed back)']);
   const width = Math.max(...rows.map(([k]) => k.length));

@@ -12,7 +12,8 @@ import { runAgentCommand } from './agent.ts';
 import { buildConsoleIfStale } from './console-build.ts';
 import { runTranscodeCommand } from './transcode.ts';
 import { tasksCommand, TASKS_FLAGS, TASKS_HELP } from './tasks.ts';
-import { orchestratorHelp, TuningError } from '../llm/orchestrator/index.ts';
+import { modelsCommand, MODELS_FLAGS, MODELS_HELP } from './models.ts';
+import { listLocalModels, orchestratorHelp, TuningError } from '../llm/orchestrator/index.ts';
 
 interface RoleFlags {
   api: boolean;
@@ -84,7 +85,11 @@ function serve(roles: RoleFlags): ParsedCommand['run'] {
     const running = await r.startRoles(cfg, roles, log);
     if (format === 'pretty') {
       const invocation = { execPath: process.execPath, script: process.argv[1] ?? '', cwd: process.cwd() };
-      process.stdout.write(startBanner({ version: r.version, url: running.url, roles, config: cfg, invocation }));
+      // What the local orchestrator found at start (it reads the same folder): none gets a hint.
+      const models = roles.orchestrator ? await listLocalModels(cfg.modelsDir) : undefined;
+      process.stdout.write(
+        startBanner({ version: r.version, url: running.url, roles, config: cfg, invocation, models }),
+      );
     }
     await r.stopOnSignals(running, log);
     return 0;
@@ -158,6 +163,12 @@ const commands: Record<string, Command> = {
     help: TASKS_HELP,
     flags: TASKS_FLAGS,
     run: (args) => tasksCommand(args, { config: config(args) }),
+  },
+  models: {
+    summary: 'pull text models from the model hub (resumed, sha256-checked), list and remove them',
+    help: MODELS_HELP,
+    flags: MODELS_FLAGS,
+    run: (args) => modelsCommand(args, { config: config(args) }),
   },
   keys: {
     summary: 'create, update, list and revoke API keys and their limits',

@@ -28,6 +28,16 @@ import { type RegistrationOptions, startRegistration } from './register.ts';
 export { TuningError, type Tuning } from './tuning.ts';
 export type { Engine } from './engine.ts';
 export { createEngine, type EngineOptions } from './engines/index.ts';
+export { PREFERRED_QUANTIZATIONS } from './hub.ts';
+export {
+  listLocalModels,
+  type LocalModel,
+  localModels,
+  type PullEvent,
+  type Pulled,
+  pullModel,
+  removeModel,
+} from './models.ts';
 
 /** Where the orchestrator's routes live when it shares the app of `mediaplane start`. */
 export const ORCHESTRATOR_PREFIX = '/orchestrator';

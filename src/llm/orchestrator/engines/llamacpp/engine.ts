@@ -83,8 +83,7 @@ export class LlamaCppEngine implements Engine {
     const ids = new Set(await listLocalModels(o.modelsDir));
     for (const id of o.warmModels) {
       if (ids.has(id)) continue;
-      o.log.info({ model: id, hub: o.hubUrl }, 'model not in the model directory: downloading it');
-      await downloadFromHub({ hubUrl: o.hubUrl, dir: o.modelsDir, id, ...pick });
+      await downloadFromHub({ hubUrl: o.hubUrl, dir: o.modelsDir, id, ...pick, log: o.log });
       ids.add(id);
     }
     // Every offered model is checked now, so a bad variable stops start-up rather than
