@@ -11,7 +11,7 @@ export const KEYS_HELP = `Usage:
   mediaplane keys list [--owner NAME] [--json]   list keys (id, owner, prefix, created, revoked, limits)
   mediaplane keys revoke KEY_ID                  revoke a key by its id
 
-LIMITS (issue #32; "per minute" is per MEDIAPLANE_RATE_WINDOW_MS):
+LIMITS ("per minute" is per MEDIAPLANE_RATE_WINDOW_MS):
   --rpm N                     requests per minute, every authenticated route of both APIs
   --tpm N                     LLM tokens per minute (max_tokens x n when admitted, settled on use)
   --concurrent-transcodes N   transcodes, uploads and clips waiting or running at once, together
