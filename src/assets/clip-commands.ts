@@ -1,4 +1,4 @@
-import { inputArgs, type MediaInfo } from '../transcode/index.ts';
+import { FFMPEG_QUIET, inputArgs, type MediaInfo } from '../transcode/index.ts';
 import type { ClipPart } from './clip-plan.ts';
 
 // The ffmpeg command lines of a clip's cut (clip-cut.ts runs them): each part of the video into
@@ -11,7 +11,6 @@ export const X264_PIX_FMTS = new Set([
   ...['yuv420p10le', 'yuv422p10le', 'yuv444p10le', 'gray', 'gray10le'],
 ]);
 
-export const QUIET = ['-hide_banner', '-nostdin', '-v', 'error', '-y'];
 const VIDEO_ONLY = ['-map', '0:v:0', '-an', '-sn', '-dn'];
 const TS = (file: string) => ['-f', 'mpegts', file];
 
@@ -35,7 +34,7 @@ export function encodeArgs(o: EncodeCommand): string[] {
   const [width, height] = o.upright ? [v.width, v.height] : [v.codedWidth, v.codedHeight];
   const input = ['-ss', o.part.seek.toFixed(6), ...(o.upright ? [] : ['-noautorotate']), ...inputArgs(o.input)];
   return [
-    ...QUIET,
+    ...FFMPEG_QUIET,
     ...input,
     ...VIDEO_ONLY,
     ...['-frames:v', String(o.part.frames)],
@@ -65,7 +64,7 @@ function pixelFormat(source: string, bitDepth: number, odd: boolean): string {
 /** One part's packets copied: ffmpeg starts at the keyframe at or before the seek, just before it. */
 export function copyArgs(o: { input: string; part: ClipPart; file: string }): string[] {
   const input = ['-ss', o.part.seek.toFixed(6), ...inputArgs(o.input)];
-  return [...QUIET, ...input, ...VIDEO_ONLY, '-c:v', 'copy', '-frames:v', String(o.part.frames), ...TS(o.file)];
+  return [...FFMPEG_QUIET, ...input, ...VIDEO_ONLY, '-c:v', 'copy', '-frames:v', String(o.part.frames), ...TS(o.file)];
 }
 
 /** Every audio track from `start` for `duration` seconds, as AAC in an MP4. */
@@ -82,7 +81,7 @@ export function audioArgs(o: {
   ]);
   const input = ['-ss', o.start.toFixed(6), ...inputArgs(o.input)];
   return [
-    ...QUIET,
+    ...FFMPEG_QUIET,
     ...input,
     ...['-map', '0:a', '-vn', '-sn', '-dn', '-t', o.duration.toFixed(6)],
     ...['-c:a', 'aac', ...rates],
@@ -93,7 +92,7 @@ export function audioArgs(o: {
 /** The parts (an ffconcat list placing each at its time) and the audio, copied into the MP4. */
 export function muxArgs(o: { concat: string; audio: string | undefined; rotation: number; output: string }): string[] {
   return [
-    ...QUIET,
+    ...FFMPEG_QUIET,
     ...inputArgs(o.concat, 'our-concat'),
     ...(o.audio ? [...inputArgs(o.audio, 'ours'), '-map', '0:v:0', '-map', '1:a'] : ['-map', '0:v:0']),
     '-c',

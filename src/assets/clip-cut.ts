@@ -6,8 +6,8 @@ import { UnsupportedMediaError } from '../lib/errors.ts';
 import { type MediaInfo, probe } from '../transcode/index.ts';
 // transcode/'s child-process runner (tied to the worker, killed on abort) and its reader of
 // ffmpeg's -progress: not on transcode/index.ts yet, and second ones here would be copies.
-import { inputArgs, type InputOrigin, ProgressParser, runProcess } from '../transcode/index.ts';
-import { audioArgs, copyArgs, encodeArgs, muxArgs, QUIET, X264_PIX_FMTS } from './clip-commands.ts';
+import { FFMPEG_QUIET, inputArgs, type InputOrigin, ProgressParser, runProcess } from '../transcode/index.ts';
+import { audioArgs, copyArgs, encodeArgs, muxArgs, X264_PIX_FMTS } from './clip-commands.ts';
 import { type ClipPart, type ClipPlan, planClip, type SourceFrame } from './clip-plan.ts';
 
 // Cuts [start, end) of a source into an MP4, frame-accurate at both ends (issue #28).
@@ -276,7 +276,7 @@ async function checkCopiedPart(s: CutSettings, job: CutJob, o: { file: string; p
 /** The MD5 of the first picture decoded from `seek` on (ffmpeg drops what shows earlier), as coded. */
 async function firstPicture(s: CutSettings, job: CutJob, o: { file: string; seek: number }): Promise<string> {
   const input = inputArgs(o.file, o.file === job.input ? 'user' : 'ours');
-  const args = [...QUIET, '-ss', o.seek.toFixed(6), '-noautorotate', ...input, '-map', '0:v:0'];
+  const args = [...FFMPEG_QUIET, '-ss', o.seek.toFixed(6), '-noautorotate', ...input, '-map', '0:v:0'];
   const res = await runProcess(s.ffmpegPath, [...args, '-frames:v', '1', '-f', 'md5', '-'], {
     signal: job.signal,
     timeoutMs: 600_000,

@@ -1,5 +1,6 @@
 import { AAC_ARGS, AAC_FRAME_SECS, keyframeArgs, segmentTiming, trackLabels, videoCodecArgs } from './encoders.ts';
 import { inputArgs } from './media-input.ts';
+import { FFMPEG_QUIET } from './run.ts';
 import { formatsWritten, subtitleArgs, type CommandPlan, type OutputFormat } from './outputs/index.ts';
 import type { AudioTrack } from './probe.ts';
 import type { Rendition } from './renditions.ts';
@@ -17,11 +18,7 @@ export type { CommandPlan } from './outputs/index.ts';
 export function buildFfmpegArgs(plan: CommandPlan): string[] {
   const formats = formatsWritten(plan);
   const args = [
-    '-hide_banner',
-    '-nostdin',
-    '-y',
-    '-v',
-    'error',
+    ...FFMPEG_QUIET,
     '-progress',
     'pipe:1',
     '-stats_period',

@@ -2,6 +2,9 @@ import { CancelledError, InternalError, TimeoutError } from '../lib/errors.ts';
 import { killGroup, SETPRIV_EXEC_FAILED, spawnTied } from '../lib/tied-process.ts';
 import { assertGuardedInputs } from './media-input.ts';
 
+/** ffmpeg's lead for a run of ours: no banner, no keyboard, errors only, outputs overwritten. */
+export const FFMPEG_QUIET: readonly string[] = ['-hide_banner', '-nostdin', '-y', '-v', 'error'];
+
 export interface RunOptions {
   signal: AbortSignal;
   timeoutMs: number;

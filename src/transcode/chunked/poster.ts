@@ -7,7 +7,7 @@ import { detail } from '../decode-check.ts';
 import { inputArgs } from '../media-input.ts';
 import { layout as mp4Layout } from '../outputs/mp4.ts';
 import { planThumbnails } from '../outputs/thumbnails.ts';
-import { runProcess } from '../run.ts';
+import { FFMPEG_QUIET, runProcess } from '../run.ts';
 import { posterFilter } from '../storyboard.ts';
 import { piecesPrefix, type ChunkedDeps, type ChunkJob, type PieceManifest } from './types.ts';
 
@@ -29,16 +29,7 @@ export async function chunkPoster(
   if (at < w.startSecs || (w.keepSecs !== undefined && at >= w.startSecs + w.keepSecs)) return undefined;
   const file = path.join(o.outDir, 'poster.jpg');
   const filter = posterFilter({ ...plan, poster: { ...plan.poster, atSecs: at - w.startSecs } });
-  const args = [
-    '-hide_banner',
-    '-nostdin',
-    '-y',
-    '-v',
-    'error',
-    ...inputArgs(mp4Layout.mp4File(top.name), 'ours'),
-    '-vf',
-    filter,
-  ];
+  const args = [...FFMPEG_QUIET, ...inputArgs(mp4Layout.mp4File(top.name), 'ours'), '-vf', filter];
   args.push('-fps_mode', 'passthrough', '-c:v', 'mjpeg', '-q:v', '3', '-frames:v', '1', '-update', '1', file);
   const res = await runProcess(deps.config.ffmpegPath, args, {
     signal: o.ctx.signal,

@@ -14,7 +14,7 @@ import type { Mp4Output } from '../outputs/index.ts';
 import { publishThumbnails, THUMBNAILS_DIR, type ThumbnailsOutput } from '../outputs/thumbnails.ts';
 import { planThumbnails } from '../outputs/thumbnails.ts';
 import { renditionOutput } from '../renditions.ts';
-import { runProcess } from '../run.ts';
+import { FFMPEG_QUIET, runProcess } from '../run.ts';
 import { POSTER_FILE, thumbnailBranches } from '../storyboard.ts';
 import { usePoster } from './poster.ts';
 import { storageKey, type UploadQueue } from '../uploads.ts';
@@ -83,7 +83,7 @@ async function concatList(s: StitchInput, keys: readonly string[], name: string)
 
 async function ffmpeg(s: StitchInput, args: string[], cwd: string): Promise<void> {
   const { config } = s.deps;
-  const res = await runProcess(config.ffmpegPath, ['-hide_banner', '-nostdin', '-y', '-v', 'error', ...args], {
+  const res = await runProcess(config.ffmpegPath, [...FFMPEG_QUIET, ...args], {
     signal: s.ctx.signal,
     cwd,
     timeoutMs: config.transcodeTimeoutMs,
