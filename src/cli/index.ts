@@ -1,11 +1,11 @@
 import type { Config } from '../config/index.ts';
-import { ConfigError, loadConfig, settingsHelp } from '../config/index.ts';
-import { connectDbSocket, dbSocketPath, EmbeddedDbLockedError, openDb, type Queryable } from '../db/index.ts';
-import { MediaplaneError } from '../lib/errors.ts';
-import { DirNotPrivateError, ensurePrivateDir } from '../lib/private-dir.ts';
+import { loadConfig, settingsHelp } from '../config/index.ts';
+import { connectDbSocket, dbSocketPath, openDb, type Queryable } from '../db/index.ts';
+import { ensurePrivateDir } from '../lib/private-dir.ts';
 import { createLogger, resolveLogFormat, type Logger } from '../lib/log.ts';
 import { startBanner } from './banner.ts';
-import { parseCommandLine, UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
+import { parseCommandLine, type CommandFlags, type ParsedArgs } from './args.ts';
+import { exitCodeOf, startingUp } from './startup.ts';
 import { keysCommand, KEYS_FLAGS, KEYS_HELP } from './keys.ts';
 import { creditsCommand, CREDITS_FLAGS } from './credits.ts';
 import { runAgentCommand } from './agent.ts';
@@ -81,8 +81,10 @@ function serve(roles: RoleFlags): ParsedCommand['run'] {
     const cfg = config(args);
     const format = resolveLogFormat(cfg.logFormat);
     const log = createLogger({ level: cfg.logLevel, format });
-    if (roles.api) buildConsoleIfStale(log);
-    const running = await r.startRoles(cfg, roles, log);
+    const running = await startingUp({ config: cfg, log }, async () => {
+      if (roles.api) buildConsoleIfStale(log);
+      return r.startRoles(cfg, roles, log);
+    });
     if (format === 'pretty') {
       const invocation = { execPath: process.execPath, script: process.argv[1] ?? '', cwd: process.cwd() };
       // What the local orchestrator found at start (it reads the same folder): none gets a hint.
@@ -126,7 +128,7 @@ const commands: Record<string, Command> = {
       const cfg = config(args);
       const log = createLogger({ level: cfg.logLevel, format: resolveLogFormat(cfg.logFormat) });
       try {
-        const orch = await r.startOrchestrator(cfg, log);
+        const orch = await startingUp({ config: cfg, log }, () => r.startOrchestrator(cfg, log));
         await r.stopOnSignals({ stop: () => orch.close() }, log);
         return 0;
       } catch (err) {
@@ -212,21 +214,11 @@ export async function runCli(argv: string[], roles: Roles): Promise<number> {
     }
     return await cmd.run(args, roles);
   } catch (err) {
-    // 2: the command could not run as given; 1: it ran and was refused (a bad owner name, an
-    // unknown key). Anything else is a bug and keeps its stack trace.
-    if (
-      err instanceof UsageError ||
-      err instanceof ConfigError ||
-      err instanceof EmbeddedDbLockedError ||
-      err instanceof DirNotPrivateError
-    ) {
-      process.stderr.write(`mediaplane ${name}: ${err.message}\n`);
-      return 2;
-    }
-    if (err instanceof MediaplaneError && err.statusCode < 500) {
-      process.stderr.write(`mediaplane ${name}: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
+    // One line and an exit code for what a person can act on (cli/startup.ts); anything else
+    // is a bug and keeps its stack trace.
+    const code = exitCodeOf(err);
+    if (code === undefined || !(err instanceof Error)) throw err;
+    process.stderr.write(`mediaplane ${name}: ${err.message}\n`);
+    return code;
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
-import type { Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { BadRequestError, HeadersTooLargeError, type MediaplaneError, RequestTimeoutError } from './errors.ts';
 
 // Socket limits of every HTTP server the service starts (the API's, a standalone
@@ -160,4 +160,20 @@ function answerAndClose(socket: Socket, status: number, answer: object): void {
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\nx-content-type-options: nosniff\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   socket.destroy();
+}
+
+/**
+ * Fails as listen would (EADDRINUSE, EACCES, EADDRNOTAVAIL) when `port` on `host` cannot be
+ * had, and lets it go again at once. A server checks this before it spends its start-up (the
+ * database, migrations, engines) on a port it will not get: a second `mediaplane start` would
+ * otherwise report the database it cannot share instead of the port. Port 0 is always free.
+ */
+export async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, resolve);
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
 }
