@@ -188,10 +188,23 @@ export class OrchestratorPool {
     o.msPerToken = o.msPerToken === undefined ? msPerToken : o.msPerToken * 0.8 + msPerToken * 0.2;
   }
 
-  models(): Array<{ id: string; warm: boolean }> {
-    const seen = new Map<string, boolean>();
-    for (const o of this.all())
-      if (o.reachable) for (const m of o.caps?.models ?? []) seen.set(m.id, (seen.get(m.id) ?? false) || m.warm);
-    return [...seen].map(([id, warm]) => ({ id, warm })).sort((a, b) => a.id.localeCompare(b.id));
+  /**
+   * The models of the reachable orchestrators: `warm` when one has it loaded, `priced` when one
+   * that may answer it (at or under `ceiling`; 0: no ceiling) charges for tokens, so a request
+   * for it needs credit (with none priced, it costs nothing).
+   */
+  models(ceiling = 0): Array<{ id: string; warm: boolean; priced: boolean }> {
+    const seen = new Map<string, { warm: boolean; priced: boolean }>();
+    for (const o of this.all()) {
+      if (!o.reachable || !o.caps) continue;
+      const price = o.caps.pricePerToken;
+      for (const m of o.caps.models) {
+        const s = seen.get(m.id) ?? { warm: false, priced: false };
+        s.warm ||= m.warm;
+        s.priced ||= price > 0 && (ceiling <= 0 || price <= ceiling);
+        seen.set(m.id, s);
+      }
+    }
+    return [...seen].map(([id, s]) => ({ id, ...s })).sort((a, b) => a.id.localeCompare(b.id));
   }
 }

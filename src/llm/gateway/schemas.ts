@@ -103,6 +103,10 @@ const Model = Type.Object(
     created: Type.Integer(),
     owned_by: Type.String(),
     warm: Type.Boolean({ description: 'Loaded on at least one orchestrator' }),
+    priced: Type.Boolean({
+      description:
+        'An orchestrator that may answer it (at or under MEDIAPLANE_GATEWAY_MAX_PRICE_PER_TOKEN) charges per token, so its requests reserve credit (docs/llm.md, "Pricing and credits"); false: they cost nothing',
+    }),
   },
   open,
 );
