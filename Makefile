@@ -7,8 +7,10 @@ SHELL := /bin/bash
 setup:
 	@scripts/setup.sh >/dev/null
 
+# The CLI itself rather than `npm start`: a start-up failure (a port in use) is then its one
+# line, without npm's error report around it.
 start:
-	@P="$$(scripts/setup.sh)" && PATH="$$P" npm start
+	@P="$$(scripts/setup.sh)" && PATH="$$P" node bin/mediaplane.js start
 
 test:
 	@P="$$(scripts/setup.sh)" && PATH="$$P" npm test

