@@ -30,7 +30,7 @@ export function defaultConsoleDir(): string {
 }
 
 const NOT_BUILT =
-  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Mediaplane</title></head><body><main><h1>The console is not built</h1><p>Run <code>npm run build:console</code> (or start the service with <code>mediaplane start</code>, which builds it) and reload. The API is at <a href="/api/openapi.json">/api/openapi.json</a>.</p></main></body></html>';
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Mediaplane</title></head><body><main><h1>The console is not built</h1><p>Run <code>npm run build:console</code> (or start the service with <code>make start</code>, which builds it) and reload. The API is at <a href="/api/openapi.json">/api/openapi.json</a>.</p></main></body></html>';
 
 const HEADERS = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' };
 

@@ -5,7 +5,7 @@ import { agentDid } from '../storage/dweb/index.ts';
 // (issue 5), creating the agent key in the data directory on first use.
 
 const USAGE =
-  'usage: mediaplane agent did\n  prints the service agent DID to delegate a Storacha space to, e.g.\n  storacha delegation create <did> -c space/blob/add -c space/index/add -c upload/add -c filecoin/offer --base64';
+  'usage: ./mediaplane agent did\n  prints the service agent DID to delegate a Storacha space to, e.g.\n  storacha delegation create <did> -c space/blob/add -c space/index/add -c upload/add -c filecoin/offer --base64';
 
 export async function runAgentCommand(
   argv: string[],

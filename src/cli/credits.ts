@@ -7,8 +7,8 @@ import { Ledger } from '../llm/ledger.ts';
 import { parseCommandLine, UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
 export const CREDITS_HELP = `Usage:
-  mediaplane credits add --owner NAME --usd AMOUNT   add AMOUNT USD to NAME's balance (written to the ledger)
-  mediaplane credits show --owner NAME               print NAME's balance and last ledger entries`;
+  ./mediaplane credits add --owner NAME --usd AMOUNT   add AMOUNT USD to NAME's balance (written to the ledger)
+  ./mediaplane credits show --owner NAME               print NAME's balance and last ledger entries`;
 
 interface Out {
   write(s: string): unknown;
@@ -65,7 +65,7 @@ export async function creditsCommand(
     const note = stringFlag(args, 'note');
     const r = await ledger.credit({ owner, usd, ...(note ? { note } : {}) });
     if (!r) {
-      err.write(`unknown owner ${owner}: create it first (mediaplane keys create --owner ${owner})\n`);
+      err.write(`unknown owner ${owner}: create it first (./mediaplane keys create --owner ${owner})\n`);
       return 1;
     }
     out.write(`added ${usdText} USD to ${owner}; balance ${trim(r.balanceUsd)} USD\n`);

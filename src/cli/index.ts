@@ -103,22 +103,22 @@ const SETTINGS_NOTE = 'Settings (environment variable or flag):';
 const commands: Record<string, Command> = {
   start: {
     summary: 'run every role in one process: API, worker(s), gateway, a local orchestrator',
-    help: `Usage: mediaplane start [--port 8080] [--data-dir ./data] [settings]\n\nRuns the transcoding API under /api, the worker(s), the LLM gateway and a local orchestrator\non one port, with the embedded database unless DATABASE_URL is set.\n\n${SETTINGS_NOTE}\n${settingsHelp()}`,
+    help: `Usage: ./mediaplane start [--port 8080] [--data-dir ./data] [settings]\n\nRuns the transcoding API under /api, the worker(s), the LLM gateway and a local orchestrator\non one port, with the embedded database unless DATABASE_URL is set.\n\n${SETTINGS_NOTE}\n${settingsHelp()}`,
     run: serve({ api: true, worker: true, gateway: true, orchestrator: true }),
   },
   api: {
     summary: 'run the HTTP API alone (start several against one PostgreSQL)',
-    help: `Usage: mediaplane api [settings]\n\nRuns the HTTP API without workers. Several API processes can share one PostgreSQL\n(DATABASE_URL).\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'tasks'])}`,
+    help: `Usage: ./mediaplane api [settings]\n\nRuns the HTTP API without workers. Several API processes can share one PostgreSQL\n(DATABASE_URL).\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'tasks'])}`,
     run: serve({ api: true, worker: false }),
   },
   worker: {
     summary: 'run a worker alone (start several against one PostgreSQL)',
-    help: `Usage: mediaplane worker [settings]\n\nClaims tasks from the database and runs them. Several workers can share one PostgreSQL\n(DATABASE_URL); a task whose worker dies is taken over when its lease expires.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'tasks', 'transcode', 'storage'])}`,
+    help: `Usage: ./mediaplane worker [settings]\n\nClaims tasks from the database and runs them. Several workers can share one PostgreSQL\n(DATABASE_URL); a task whose worker dies is taken over when its lease expires.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'tasks', 'transcode', 'storage'])}`,
     run: serve({ api: false, worker: true }),
   },
   gateway: {
     summary: 'run the LLM gateway alone (POST /llm, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models)',
-    help: `Usage: mediaplane gateway [settings]\n\nServes POST /llm, POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings,\nGET /v1/models and GET /api/ledger, forwarding to the orchestrators in MEDIAPLANE_GATEWAY_ORCHESTRATORS and those that register themselves.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'llm'])}`,
+    help: `Usage: ./mediaplane gateway [settings]\n\nServes POST /llm, POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings,\nGET /v1/models and GET /api/ledger, forwarding to the orchestrators in MEDIAPLANE_GATEWAY_ORCHESTRATORS and those that register themselves.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'llm'])}`,
     run: serve({ api: false, worker: false, gateway: true }),
   },
   orchestrator: {
@@ -142,13 +142,13 @@ const commands: Record<string, Command> = {
   },
   credits: {
     summary: 'add or show LLM credit of an owner (USD)',
-    help: 'Usage:\n  mediaplane credits add --owner NAME --usd N [--note TEXT]\n  mediaplane credits show --owner NAME\n\nWorks whether or not the server is running.',
+    help: 'Usage:\n  ./mediaplane credits add --owner NAME --usd N [--note TEXT]\n  ./mediaplane credits show --owner NAME\n\nWorks whether or not the server is running.',
     flags: CREDITS_FLAGS,
     run: (args) => withAdminDbFor(args, (db) => creditsCommand(args, { db })),
   },
   agent: {
     summary: "print the service's DID to delegate a Storacha space to",
-    help: 'Usage: mediaplane agent did\n\nPrints the did:key users delegate their Storacha space to (storage type dweb.storage).',
+    help: 'Usage: ./mediaplane agent did\n\nPrints the did:key users delegate their Storacha space to (storage type dweb.storage).',
     run: async (args) => {
       const cfg = config(args);
       // `agent did` keeps the service's identity key in the data dir.
@@ -187,7 +187,7 @@ function withAdminDbFor(args: ParsedArgs, fn: (db: Queryable) => Promise<number>
 function usage(version: string): string {
   const width = Math.max(...Object.keys(commands).map((c) => c.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return `mediaplane ${version}: self-hostable video transcoding and LLM gateway\n\nUsage: mediaplane <command> [--help]\n\nCommands:\n${lines.join('\n')}\n`;
+  return `mediaplane ${version}: self-hostable video transcoding and LLM gateway\n\nUsage: ./mediaplane <command> [--help]\n\nCommands:\n${lines.join('\n')}\n`;
 }
 
 export async function runCli(argv: string[], roles: Roles): Promise<number> {

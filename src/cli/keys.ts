@@ -3,13 +3,13 @@ import type { Queryable } from '../db/index.ts';
 import { UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
 export const KEYS_HELP = `Usage:
-  mediaplane keys create --owner NAME [LIMITS]   create a key; printed once, on a line of its own
-  mediaplane keys update KEY_ID LIMITS           change a key's limits (those not given stay)
-  mediaplane keys owner-limits --owner NAME [LIMITS]
-                                                 set (or, without LIMITS, show) an owner's defaults
-  mediaplane keys show KEY_ID                    a key's settings, its owner's defaults, its limits
-  mediaplane keys list [--owner NAME] [--json]   list keys (id, owner, prefix, created, revoked, limits)
-  mediaplane keys revoke KEY_ID                  revoke a key by its id
+  ./mediaplane keys create --owner NAME [LIMITS]   create a key; printed once, on a line of its own
+  ./mediaplane keys update KEY_ID LIMITS           change a key's limits (those not given stay)
+  ./mediaplane keys owner-limits --owner NAME [LIMITS]
+                                                   set (or, without LIMITS, show) an owner's defaults
+  ./mediaplane keys show KEY_ID                    a key's settings, its owner's defaults, its limits
+  ./mediaplane keys list [--owner NAME] [--json]   list keys (id, owner, prefix, created, revoked, limits)
+  ./mediaplane keys revoke KEY_ID                  revoke a key by its id
 
 LIMITS ("per minute" is per MEDIAPLANE_RATE_WINDOW_MS):
   --rpm N                     requests per minute, every authenticated route of both APIs

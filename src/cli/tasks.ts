@@ -8,7 +8,7 @@ import { parseSse } from '../lib/sse.ts';
 import { UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
 export const TASKS_HELP = `Usage:
-  mediaplane tasks watch TASK_ID [--url URL] [--key KEY]
+  ./mediaplane tasks watch TASK_ID [--url URL] [--key KEY]
 
 Follows a task as it runs and draws its progress: a bar on a terminal, a line per change
 otherwise. Exits 0 when the task completes (printing where its outputs are), 1 when it

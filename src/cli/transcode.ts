@@ -7,7 +7,7 @@ import { createInputSource, FileInput, LocalDirStore, type InputSource } from '.
 import { runPipeline, type OutputFolders } from '../transcode/index.ts';
 import { parseCommandLine, UsageError, type CommandFlags } from './args.ts';
 
-export const TRANSCODE_HELP = `Usage: mediaplane transcode <file-or-url> --out <dir> [--hls] [--mp4] [--fmp4] [--segment 6]
+export const TRANSCODE_HELP = `Usage: ./mediaplane transcode <file-or-url> --out <dir> [--hls] [--mp4] [--fmp4] [--segment 6]
 
 Runs the transcoding pipeline of the server on this machine, without a server or a bucket:
 the same probe, ladder, single ffmpeg run and playlists, written to a local folder.
@@ -21,7 +21,7 @@ the same probe, ladder, single ffmpeg run and playlists, written to a local fold
   -h, --help      this text
 
 Settings (ffmpeg path, preset, gateways, size limit...) are read from MEDIAPLANE_* variables;
-see \`mediaplane --help\`.`;
+see \`./mediaplane --help\`.`;
 
 interface CliArgs {
   input: string;

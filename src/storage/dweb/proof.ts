@@ -54,7 +54,7 @@ export async function validateDwebProof(
   const audience = delegation.audience.did();
   if (audience !== opts.agentDid) {
     problems.push(
-      `${field}: is delegated to ${audience}, not to this service's agent ${opts.agentDid} (see \`mediaplane agent did\`)`,
+      `${field}: is delegated to ${audience}, not to this service's agent ${opts.agentDid} (see \`./mediaplane agent did\`)`,
     );
   }
   // Every link of the chain must be in force: the service refuses an expired proof anywhere in it.
