@@ -106,7 +106,7 @@ export function ChatSettings(props: {
             aria-describedby={describedBy(ids.model, { error: at('model') })}
           >
             {props.models.length === 0 && (
-              <option value="">{props.loading ? 'Loading models…' : 'No models offered'}</option>
+              <option value="">{props.loading ? 'Loading models…' : 'No model yet (see above)'}</option>
             )}
             {props.models.map((m) => (
               <option key={m.id} value={m.id}>

@@ -1,7 +1,10 @@
 // Chat: a model from GET /v1/models, a streamed answer from POST /v1/chat/completions
-// (chat-stream.ts), temperature and max_tokens, an optional JSON-schema output, and what the
-// request cost with the credit left, read from GET /api/ledger (chat-cost.tsx says why).
-// An error sits next to the control it names (the LLM error's `param`), else by Send.
+// (chat-stream.ts), temperature and max_tokens, an optional JSON-schema output, and, for a
+// priced model, what the request cost with the credit left, read from GET /api/ledger
+// (chat-cost.tsx says why). A model that costs nothing (`priced: false`, the local
+// orchestrator's) shows no credit: "$0 left" reads as "buy credit". With no model at all, the
+// page says how to get one (chat-no-model.tsx). An error sits next to the control it names
+// (the LLM error's `param`), else by Send.
 
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
@@ -10,6 +13,7 @@ import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
 import { useLoad } from '../hooks.ts';
 import type { Ledger, LedgerEntry } from '../types.ts';
 import { CostPanel, ledgerAfter, readLedger } from './chat-cost.tsx';
+import { NoModel } from './chat-no-model.tsx';
 import { ChatSettings, jsonSchemaOf, type Settings, settingsError } from './chat-settings.tsx';
 import { type ChatMessage, type StreamProgress, streamChat } from './chat-stream.ts';
 import type { PageProps } from './index.ts';
@@ -17,6 +21,8 @@ import type { PageProps } from './index.ts';
 interface Model {
   id: string;
   warm?: boolean;
+  /** Whether an orchestrator that may answer it charges (so requests need credit). */
+  priced?: boolean;
 }
 
 export type ErrorPlace = 'model' | 'temperature' | 'maxTokens' | 'schema' | 'message' | 'send';
@@ -149,6 +155,8 @@ export function ChatPage(_props: PageProps) {
   const cost = useCost();
   const modelList = models.data?.data ?? [];
   const settings = { ...chosen, model: chosen.model || modelList[0]?.id || '' };
+  const model = modelList.find((m) => m.id === settings.model);
+  const none = models.data !== undefined && modelList.length === 0;
   const chat = useChat(settings, (id) => void cost.settle(id));
   const ids = { message: useId(), send: useId() };
   const place = placeOf(chat.error);
@@ -165,6 +173,7 @@ export function ChatPage(_props: PageProps) {
       <h1>Chat</h1>
       <p class="hint">Text generation through the gateway: POST /v1/chat/completions, streamed.</p>
       <ErrorText error={models.error} />
+      {none && <NoModel />}
       <form onSubmit={submit} class="chat">
         <ChatSettings
           models={modelList}
@@ -199,7 +208,12 @@ export function ChatPage(_props: PageProps) {
         </div>
         <ErrorText error={at('send')} id={`${ids.send}-error`} />
       </form>
-      <CostPanel ledger={cost.ledger} charge={cost.charge} asked={cost.asked} error={cost.error} />
+      {model && model.priced !== false && (
+        <CostPanel ledger={cost.ledger} charge={cost.charge} asked={cost.asked} error={cost.error} />
+      )}
+      {model?.priced === false && (
+        <p class="hint chat-free">{model.id} costs nothing on this server: no credit is needed.</p>
+      )}
     </section>
   );
 }
