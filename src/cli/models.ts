@@ -21,15 +21,15 @@ import { type CommandFlags, type ParsedArgs, UsageError } from './args.ts';
 /** A small instruct model that runs on a laptop CPU (Apache-2.0, about 400 MB at Q4_K_M). */
 export const SUGGESTED_MODEL = 'Qwen/Qwen2.5-0.5B-Instruct-GGUF';
 /** The command that gets it, as the README names commands. */
-export const SUGGESTED_PULL = `npx mediaplane models pull ${SUGGESTED_MODEL}`;
+export const SUGGESTED_PULL = `./mediaplane models pull ${SUGGESTED_MODEL}`;
 
 export const MODELS_HELP = `Usage:
-  mediaplane models pull ORG/NAME [--quantization Q]
-  mediaplane models list [--json]
-  mediaplane models rm ORG/NAME
+  ./mediaplane models pull ORG/NAME [--quantization Q]
+  ./mediaplane models list [--json]
+  ./mediaplane models rm ORG/NAME
 
 Models live in MEDIAPLANE_MODELS_DIR (default ./models) as <org>/<model_name>/*.gguf. That is
-where \`mediaplane start\` and \`mediaplane orchestrator\` look: a pulled model is offered the
+where \`./mediaplane start\` and \`./mediaplane orchestrator\` look: a pulled model is offered the
 next time the service starts, with no other setting.
 
   pull   downloads one GGUF file of a model from the hub (MEDIAPLANE_MODEL_HUB_URL, default
@@ -99,7 +99,7 @@ async function pull(id: string, args: ParsedArgs, deps: ModelsDeps): Promise<num
     return 0;
   }
   out.write(`Installed ${id}: ${pulled.path} (${bytesText(pulled.size)}, sha256 verified)\n`);
-  out.write('It is offered the next time the service starts (npx mediaplane start).\n');
+  out.write('It is offered the next time the service starts (./mediaplane start).\n');
   return 0;
 }
 
@@ -120,7 +120,7 @@ async function list(args: ParsedArgs, deps: ModelsDeps): Promise<number> {
     for (const f of m.files) out.write(`${m.id.padEnd(width)}  ${f.name}  ${bytesText(f.size)}\n`);
     for (const p of m.partial)
       out.write(
-        `${m.id.padEnd(width)}  ${p.name}  unfinished download (${bytesText(p.size)}): npx mediaplane models pull ${m.id} resumes it\n`,
+        `${m.id.padEnd(width)}  ${p.name}  unfinished download (${bytesText(p.size)}): ./mediaplane models pull ${m.id} resumes it\n`,
       );
   }
   out.write(`(in ${dir})\n`);

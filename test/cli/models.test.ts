@@ -131,7 +131,7 @@ describe('mediaplane models pull', () => {
     assert.equal(removed.code, 0, removed.stderr);
     assert.ok(!existsSync(join(root, 'models', 'acme')), 'the model and its empty org folder are gone');
     const empty = await cli(['models', 'list'], env);
-    assert.match(empty.stdout, /No models in .*npx mediaplane models pull Qwen\/Qwen2\.5-0\.5B-Instruct-GGUF/);
+    assert.match(empty.stdout, /No models in .*\.\/mediaplane models pull Qwen\/Qwen2\.5-0\.5B-Instruct-GGUF/);
     assert.equal((await cli(['models', 'rm', MODEL], env)).code, 1);
   });
 
@@ -144,7 +144,7 @@ describe('mediaplane models pull', () => {
     const listed = await cli(['models', 'list'], envFor(root));
     assert.match(
       listed.stdout,
-      /unfinished download \(355\.6 kB\): npx mediaplane models pull acme\/stories-GGUF resumes it/,
+      /unfinished download \(355\.6 kB\): \.\/mediaplane models pull acme\/stories-GGUF resumes it/,
     );
     hub.ranges.length = 0;
     const pulled = await cli(['models', 'pull', MODEL, '--quantization', 'q8_0'], envFor(root));
@@ -211,12 +211,13 @@ describe('the start banner without a model', () => {
         orchestratorEngine: 'llama.cpp',
         vllmUrl: undefined,
       },
-      invocation: { execPath: '/usr/bin/node', script: '/srv/bin/mediaplane.js', cwd: '/srv' },
+      // Run from this checkout, which has ./mediaplane: the command is typed as the key command is.
+      invocation: { execPath: process.execPath, script: BIN, cwd: fileURLToPath(new URL('../../', import.meta.url)) },
       models,
     });
 
   it('says how to get a small model that runs on a laptop CPU, and only when there is none', () => {
-    assert.match(banner([]), /^ +npx mediaplane models pull Qwen\/Qwen2\.5-0\.5B-Instruct-GGUF$/m);
+    assert.match(banner([]), /^ +\.\/mediaplane models pull Qwen\/Qwen2\.5-0\.5B-Instruct-GGUF$/m);
     assert.match(banner([]), /laptop CPU/);
     assert.doesNotMatch(banner([MODEL]), /models pull/);
     assert.doesNotMatch(banner(undefined), /models pull/);

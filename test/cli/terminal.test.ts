@@ -107,6 +107,8 @@ describe('mediaplane start on a terminal (MEDIAPLANE_LOG_FORMAT=pretty)', () => 
     assert.ok(out.includes(`  Data      ${s.dataDir}\n`), out);
     assert.ok(out.includes(`  Store     folder ${join(s.dataDir, 'media')}\n`), out);
     assert.ok(out.includes(`  Models    ${s.modelsDir} `), out);
+    // The model directory is empty: how to get a model (test/cli/models.test.ts has the rest).
+    assert.match(out, /^ +\S*mediaplane models pull Qwen\/Qwen2\.5-0\.5B-Instruct-GGUF$/m);
     assert.match(out, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: HTTP server listening /m);
     assert.match(out, /shutting down: no new jobs/, 'the last line is written before the process exits');
     for (const line of lines(out)) {

@@ -17,7 +17,7 @@ import { findChromium } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const AXE = fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url));
-const PULL = 'npx mediaplane models pull Qwen/Qwen2.5-0.5B-Instruct-GGUF';
+const PULL = './mediaplane models pull Qwen/Qwen2.5-0.5B-Instruct-GGUF';
 
 async function launch(): Promise<Browser | string> {
   const executablePath = findChromium();

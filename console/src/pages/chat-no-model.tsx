@@ -5,7 +5,7 @@
 import { CopyButton } from '../components/index.ts';
 
 /** A small instruct model that runs on a laptop CPU (Apache-2.0, about 400 MB at Q4_K_M). */
-export const SUGGESTED_PULL = 'npx mediaplane models pull Qwen/Qwen2.5-0.5B-Instruct-GGUF';
+export const SUGGESTED_PULL = './mediaplane models pull Qwen/Qwen2.5-0.5B-Instruct-GGUF';
 
 export function NoModel() {
   return (
@@ -22,7 +22,7 @@ export function NoModel() {
       <CopyButton text={SUGGESTED_PULL} label="Copy the command" />
       <p class="hint">
         Any GGUF model of the model hub can be pulled the same way, by its ORG/NAME:{' '}
-        <code>npx mediaplane models --help</code> says how.
+        <code>./mediaplane models --help</code> says how.
       </p>
     </section>
   );
