@@ -11,7 +11,7 @@ export const orchestratorSettings = defineSettings({
     group: 'orchestrator',
     default: './models',
     description:
-      'Model directory laid out like the hub: <dir>/<org>/<model_name>/*.gguf; missing models are downloaded into it when the network allows.',
+      'Model directory laid out like the hub: <dir>/<org>/<model_name>/*.gguf. `mediaplane models pull` puts models there, and `start` and `orchestrator` offer every model they find there; an absent warm model (MEDIAPLANE_ORCHESTRATOR_MODELS) is downloaded into it at start when the network allows.',
   },
   orchestratorModels: {
     env: 'MEDIAPLANE_ORCHESTRATOR_MODELS',
@@ -114,14 +114,16 @@ export const orchestratorSettings = defineSettings({
     group: 'orchestrator',
     default: undefined,
     defaultText: 'the smallest file (Q8_0 when USE_8BIT)',
-    description: 'Which GGUF of a model folder to load when it holds several, matched in the file name (e.g. Q4_K_M).',
+    description:
+      'Which GGUF of a model folder to load when it holds several, matched in the file name (e.g. Q4_K_M); also the file `mediaplane models pull` downloads when --quantization is not given (unset there: Q4_K_M, else the nearest the model has).',
   },
   modelHubUrl: {
     env: 'MEDIAPLANE_MODEL_HUB_URL',
     type: 'string',
     group: 'orchestrator',
     default: 'https://huggingface.co',
-    description: 'Model hub that absent models are downloaded from (GGUF files of <org>/<model_name>).',
+    description:
+      "Model hub (huggingface.co's API) that `mediaplane models pull` and absent warm models download GGUF files of <org>/<model_name> from; each file is checked against the hub's sha256 before it is installed.",
   },
   vllmUrl: {
     env: 'MEDIAPLANE_VLLM_URL',
