@@ -12,6 +12,7 @@ import { runAgentCommand } from './agent.ts';
 import { buildConsoleIfStale } from './console-build.ts';
 import { runTranscodeCommand } from './transcode.ts';
 import { tasksCommand, TASKS_FLAGS, TASKS_HELP } from './tasks.ts';
+import { sampleCommand, SAMPLE_FLAGS, SAMPLE_HELP } from './sample.ts';
 import { modelsCommand, MODELS_FLAGS, MODELS_HELP } from './models.ts';
 import { listLocalModels, orchestratorHelp, TuningError } from '../llm/orchestrator/index.ts';
 
@@ -159,6 +160,12 @@ const commands: Record<string, Command> = {
   transcode: {
     summary: 'transcode one file or URL to a local folder, no server',
     runRaw: runTranscodeCommand,
+  },
+  sample: {
+    summary: 'make a short test video with ffmpeg and upload it as an asset (something to try the service with)',
+    help: SAMPLE_HELP,
+    flags: SAMPLE_FLAGS,
+    run: (args) => sampleCommand(args, { config: config(args) }),
   },
   tasks: {
     summary: 'follow a task as it runs, with a progress bar (tasks watch ID)',

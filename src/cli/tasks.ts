@@ -5,6 +5,7 @@
 import type { WireTask } from '../api/contract/index.ts';
 import type { Config } from '../config/index.ts';
 import { parseSse } from '../lib/sse.ts';
+import { apiBaseUrl, causeOf, errorsOf, messagesOf, stringFlag } from './api-client.ts';
 import { UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
 export const TASKS_HELP = `Usage:
@@ -39,26 +40,7 @@ export async function tasksCommand(args: ParsedArgs, deps: TasksDeps): Promise<n
   if (!id || extra.length > 0) throw new UsageError(`tasks watch needs one task id\n\n${TASKS_HELP}`);
   const key = stringFlag(args, 'key') ?? deps.config.apiKey;
   if (!key) throw new UsageError('tasks watch needs an API key: --key KEY or MEDIAPLANE_API_KEY');
-  return watch({ base: baseUrl(args, deps.config), key, id }, deps);
-}
-
-/** The server's base URL, without a trailing `/api` (the flag may name the API's). */
-function baseUrl(args: ParsedArgs, config: Config): string {
-  const given = stringFlag(args, 'url');
-  if (given === undefined && config.port === 0)
-    throw new UsageError('MEDIAPLANE_PORT is 0 (any free port): give the server with --url');
-  const raw = given ?? `http://127.0.0.1:${config.port}`;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new UsageError(`--url: ${JSON.stringify(raw)} is not a URL (http://HOST:PORT)`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--url: must be an http(s) URL');
-  return url
-    .toString()
-    .replace(/\/+$/, '')
-    .replace(/\/api$/, '');
+  return watch({ base: apiBaseUrl(args, deps.config), key, id }, deps);
 }
 
 async function watch(t: { base: string; key: string; id: string }, deps: TasksDeps): Promise<number> {
@@ -173,28 +155,4 @@ function outputLocations(task: WireTask): Array<[string, string]> {
   if (out.fmp4?.path) found.push(['fmp4', at(out.fmp4.path)]);
   for (const m of out.mp4 ?? []) if (m.path) found.push(['mp4', at(m.path)]);
   return found;
-}
-
-/** The API's error message(s) of a refused request, `{"errors": [...]}`, or its status. */
-async function errorsOf(res: Response): Promise<string> {
-  const text = await res.text().catch(() => '');
-  return `the API answered ${res.status}: ${messagesOf(text) || res.statusText}`;
-}
-
-function messagesOf(json: string): string {
-  try {
-    const body = JSON.parse(json) as { errors?: unknown };
-    if (Array.isArray(body.errors)) return body.errors.map(String).join('\n');
-  } catch {}
-  return '';
-}
-
-function causeOf(e: unknown): string {
-  const cause = e instanceof Error && e.cause instanceof Error ? e.cause : e;
-  return cause instanceof Error ? cause.message : String(cause);
-}
-
-function stringFlag(args: ParsedArgs, name: string): string | undefined {
-  const v = args.flags[name];
-  return typeof v === 'string' ? v : undefined;
 }

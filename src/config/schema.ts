@@ -45,7 +45,7 @@ const coreSettings = defineSettings({
     default: 'info',
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
     description:
-      'Log level of the logs on stdout. At info, the requests of probes and players (/healthz, /readyz, /metrics, /media/) are not logged (their server errors are); debug logs them all.',
+      "Log level of the logs on stdout. At info, every request is one line (a refusal with its reason), except those of probes, players and the console's page and files (/healthz, /readyz, /metrics, /media/, /, /assets/): their server errors alone are logged; debug logs them all.",
   },
   logFormat: {
     env: 'MEDIAPLANE_LOG_FORMAT',
