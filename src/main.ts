@@ -29,7 +29,6 @@ import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { readOrCreate } from './lib/state-file.ts';
 import { ensurePrivateDir } from './lib/private-dir.ts';
-import { assertPortFree } from './lib/http-server.ts';
 import { Queue, TaskStore, Worker } from './tasks/index.ts';
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
@@ -281,9 +280,6 @@ export async function startRoles(
   roles: RoleSet,
   log = createLogger({ level: config.logLevel }),
 ): Promise<StartedRoles> {
-  // A port another program holds stops start-up before anything starts for nothing; the CLI
-  // names the setting (cli/startup.ts).
-  if (roles.api || roles.gateway) await assertPortFree(config.host, config.port);
   const core = await openCore(config, log);
   const closers: Array<() => Promise<void>> = [];
   // One registry for the process: GET /metrics shows every role that runs in it.

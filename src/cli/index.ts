@@ -6,6 +6,7 @@ import { createLogger, resolveLogFormat, type Logger } from '../lib/log.ts';
 import { startBanner } from './banner.ts';
 import { parseCommandLine, type CommandFlags, type ParsedArgs } from './args.ts';
 import { exitCodeOf, startingUp } from './startup.ts';
+import { assertPortFree } from '../lib/http-server.ts';
 import { keysCommand, KEYS_FLAGS, KEYS_HELP } from './keys.ts';
 import { creditsCommand, CREDITS_FLAGS } from './credits.ts';
 import { runAgentCommand } from './agent.ts';
@@ -83,6 +84,8 @@ function serve(roles: RoleFlags): ParsedCommand['run'] {
     const format = resolveLogFormat(cfg.logFormat);
     const log = createLogger({ level: cfg.logLevel, format });
     const running = await startingUp({ config: cfg, log }, async () => {
+      // A port another program holds stops start-up before anything starts for nothing.
+      if (roles.api || roles.gateway) await assertPortFree(cfg.host, cfg.port);
       if (roles.api) buildConsoleIfStale(log);
       return r.startRoles(cfg, roles, log);
     });
