@@ -3,7 +3,8 @@
 // quantization and named, a download cut at 40% resumed with a Range from where the .part
 // ended (in the same run, and in the next one), a resume with wrong bytes refused with its
 // sha256 and nothing installed, and the pulled model offered by the service and answering
-// POST /v1/chat/completions. Also the start banner's words when there is no model.
+// POST /v1/chat/completions; an absent warm model fetched by the service as it starts, the same
+// way. Also the start banner's words when there is no model.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -193,6 +194,38 @@ describe('mediaplane models pull', () => {
     const bad = await cli(['models', 'pull', 'not a model'], envFor(root));
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /is not a model name: ORG\/NAME/);
+  });
+});
+
+describe('an absent warm model', () => {
+  it('is downloaded as the service starts by the same path: resumed when cut, verified, then served', async () => {
+    const root = tempDir();
+    hub.ranges.length = 0;
+    hub.cutFirstAt = 0.4;
+    const server = await startTestServer({
+      roles: { api: false, worker: false, gateway: true, orchestrator: true },
+      settings: {
+        modelsDir: join(root, 'models'),
+        orchestratorModels: [MODEL],
+        modelHubUrl: hub.url,
+        llmGpu: 'cpu',
+        maxNumSeqs: 2,
+        logLevel: 'info',
+      },
+    });
+    try {
+      assert.equal(hub.ranges.length, 2, 'the cut request and the resumed one');
+      assert.match(hub.ranges[1] ?? '', /^bytes=\d+-$/);
+      assert.ok(readFileSync(join(root, 'models', MODEL, Q4)).equals(BYTES));
+      assert.match(server.logs.text, /download cut: resuming/);
+      const res = await server.call('POST', '/v1/chat/completions', {
+        key: await server.key('warm'),
+        body: { model: MODEL, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 4 },
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    } finally {
+      await server.stop();
+    }
   });
 });
 
