@@ -33,6 +33,7 @@ const SERIAL = new Set([
   'test/api/clip.test.ts', // Chromium plays a clip in real time
   'test/assets/clip-crash.test.ts', // SIGKILLs a worker mid-clip; 1.5 s leases
   'test/console/story.test.ts', // Chromium plays an uploaded asset and its clip in real time
+  'test/console/first-hour.test.ts', // Chromium plays an uploaded asset in real time; a worker encodes two videos
   'test/webhooks/limits.test.ts', // a delivery within 2.5 s while another receiver hangs
   'test/transcode/chunked-acceptance.test.ts', // two worker processes, SIGKILLs one mid-chunk; Chromium plays
   'test/api/key-limits.test.ts', // bursts of 200 requests over two API processes within one 10 s rate window

@@ -4,7 +4,7 @@
 import { render } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { api, apiKey, setApiKey } from './api.ts';
-import { Button, Field, describedBy } from './components/index.ts';
+import { Button, describedBy, Field, Icon } from './components/index.ts';
 import { HOME, pages } from './pages/index.ts';
 import { href, useRoute } from './router.ts';
 import './style.css';
@@ -88,7 +88,10 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
         Skip to content
       </button>
       <header class="top">
-        <span class="brand">Mediaplane</span>
+        <span class="brand">
+          <img src="/favicon.svg" alt="" width={22} height={22} />
+          <span class="brand-name">Mediaplane</span>
+        </span>
         <nav aria-label="Main">
           <ul>
             {pages
@@ -103,7 +106,8 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
           </ul>
         </nav>
         <Button class="signout" onClick={onSignOut}>
-          Sign out
+          <Icon name="signOut" />
+          <span class="signout-words">Sign out</span>
         </Button>
       </header>
       <main id="main" ref={mainRef} tabIndex={-1}>

@@ -81,7 +81,7 @@ export function capabilitiesOf(deps: Omit<CapabilitiesDeps, 'auth'>): Capabiliti
       settings: IPFS_SETTINGS,
       about: ipfs
         ? 'Exports go to the Storacha space the server operator delegated.'
-        : "The server operator sets MEDIAPLANE_DWEB_EXPORT_PROOF (a delegation of a Storacha space to the server's agent) and restarts the server; until then an export must bring its own ipfs.credentials.proof.",
+        : "The server operator sets MEDIAPLANE_DWEB_EXPORT_PROOF (a delegation of a Storacha space to the server's agent) and restarts the server.",
     },
     player: { hlsJsUrl: `${deps.publicBase()}${playerScriptPath}` },
   };

@@ -1,4 +1,4 @@
-// The console's Tasks, Webhooks and Chat pages (issue #29), driven in headless system Chromium
+// The console's Tasks, Webhooks and Chat pages, driven in headless system Chromium
 // as a person uses them: the tasks page lists a task, follows it, cancels and retries it; a
 // webhook created in the form is in the API, a bad URL gets the API's words under the URL
 // field, a delivery shows in its log and can be resent; editing a webhook with its secret
@@ -125,7 +125,8 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
     const page = await signedIn();
     const problems = watch(page);
     await open(page, '#/tasks', /^Tasks$/);
-    const row = page.getByRole('link', { name: `Task ${id}` });
+    // Named by its input's file name, with the start of its id to tell it from the others.
+    const row = page.getByRole('link', { name: `video.mp4 ${id.slice(0, 8)}` });
     await row.waitFor();
     assert.match(await page.getByRole('row').filter({ has: row }).innerText(), /transcode-file[\s\S]*waiting/);
 
@@ -136,13 +137,18 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
     await row.waitFor();
 
     await row.click();
+    await page.getByRole('heading', { level: 1, name: /^Transcode: video\.mp4/ }).waitFor();
     await page.getByRole('heading', { level: 2, name: 'Params' }).waitFor();
     const text = await page.locator('main').innerText();
+    assert.match(text, /Input\s+video\.mp4 http:\/\/127\.0\.0\.1:9\/video\.mp4/, 'what it reads, first');
     assert.match(text, /endpoint\s+http:\/\/127\.0\.0\.1:9000/, 'the params as the API shows them');
     assert.match(text, /secretAccessKey\s+\*\*\*/, 'credentials as the API redacts them');
     assert.doesNotMatch(text, /sEcReT/, 'the secret stays redacted');
     assert.doesNotMatch(text, /"secretAccessKey"/, 'no raw JSON unless asked');
-    await page.getByText('following the task (event stream opened)').waitFor();
+    const params = page.getByRole('region', { name: 'Params' });
+    assert.equal(await params.locator('dt', { hasText: /^outputs$/ }).count(), 1, 'the outputs once, not twice');
+    await page.getByText('The stored events, then the task live as this page follows it.').waitFor();
+    await page.locator('.timeline').getByText('task.spawned').waitFor();
 
     await page.getByRole('button', { name: 'Cancel' }).click();
     await page.getByRole('button', { name: 'Retry' }).waitFor();
@@ -160,7 +166,7 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
     for (let i = 0; i < 20; i++) await server.call('POST', '/api/transcode', { key, body: transcodeBody() });
     await page.getByRole('link', { name: 'All tasks' }).click();
     await page.getByRole('button', { name: 'Load more' }).click();
-    await page.getByRole('link', { name: `Task ${id}` }).waitFor();
+    await row.waitFor();
     assert.equal(await page.locator('.task-table tbody tr').count(), 21);
     assert.deepEqual(problems, []);
     await page.close();

@@ -1,4 +1,4 @@
-// Issue #29 acceptance: the console's whole story in one headless Chromium page, as a person
+// The console's whole story in one headless Chromium page, as a person
 // goes through it. Sign in with a key; create a webhook to a local receiver; upload a real
 // sample through the file input; see it ready in Assets; open it, play it, switch rendition,
 // see the storyboard over the seek bar; make a 2 s clip and see it ready; see the webhook's
@@ -186,7 +186,8 @@ describe('the console story', { skip }, () => {
     // Upload a real sample through the file input.
     await go('#/upload', /^Upload/);
     await page.getByLabel('Choose files').setInputFiles(SAMPLE);
-    await page.getByText('Uploaded: processing starts now.').waitFor({ timeout: 60_000 });
+    // The page follows the upload to ready.
+    await page.getByText('Ready to play').waitFor({ timeout: 180_000 });
     axe.push(...(await check(page, '03-upload')));
 
     // Ready in Assets.

@@ -1,36 +1,15 @@
 import { useId, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Button, describedBy, ErrorText, Field, PhaseBadge, Progress } from '../components/index.ts';
+import { useCapabilities } from '../capabilities.ts';
+import { Button, describedBy, ErrorText, FeatureOff, Field } from '../components/index.ts';
 import { duration } from '../format.ts';
-import { useInterval } from '../hooks.ts';
 import { href } from '../router.ts';
-import { type Asset, settling, type TaskRef } from '../types.ts';
+import type { Asset, TaskRef } from '../types.ts';
+import { FollowedAsset } from './asset-follow.tsx';
 
 // The asset page's tools that change something: the clip maker (POST /api/clip) and the
-// export to IPFS (POST /api/asset/{id}/export).
-
-/** A created asset followed until it settles (GET /api/asset/{id} every 2 s). */
-function FollowAsset({ asset: first }: { asset: Asset }) {
-  const [asset, setAsset] = useState(first);
-  useInterval(
-    () => {
-      api<Asset>('GET', `/api/asset/${encodeURIComponent(asset.id)}`)
-        .then(setAsset)
-        .catch(() => undefined);
-    },
-    2000,
-    settling(asset),
-  );
-  return (
-    <div class="row">
-      <a href={href('assets', asset.id)}>{asset.name}</a> <PhaseBadge phase={asset.status.phase} />
-      {asset.status.phase === 'processing' && (
-        <Progress value={asset.status.progress ?? 0} label={`${asset.name}: processing`} />
-      )}
-      {asset.status.errorMessage && <span class="error">{asset.status.errorMessage}</span>}
-    </div>
-  );
-}
+// export to IPFS (POST /api/asset/{id}/export), offered where the server has a Storacha
+// space for exports (GET /api/capabilities) and explained where it has not.
 
 function TimeField(props: {
   label: string;
@@ -104,7 +83,7 @@ export function ClipMaker({ asset, video }: { asset: Asset; video: HTMLVideoElem
       {made.length > 0 && (
         <div role="status" aria-label="Clips">
           {made.map((a) => (
-            <FollowAsset key={a.id} asset={a} />
+            <FollowedAsset key={a.id} id={a.id} first={a} named />
           ))}
         </div>
       )}
@@ -132,10 +111,10 @@ export function ExportIpfs({ asset, onStarted }: { asset: Asset; onStarted(): vo
     }
   };
   const storage = asset.storage;
+  const caps = useCapabilities();
   return (
     <section class="card" aria-labelledby={`export-${asset.id}`}>
       <h2 id={`export-${asset.id}`}>Export to IPFS</h2>
-      <p class="hint">Puts the original file on IPFS with the server's Storacha space.</p>
       {storage?.status?.phase && (
         <p role="status">
           Export: {storage.status.phase}
@@ -155,9 +134,24 @@ export function ExportIpfs({ asset, onStarted }: { asset: Asset; onStarted(): vo
           )}
         </p>
       )}
-      <Button onClick={run} busy={busy}>
-        Export to IPFS
-      </Button>
+      {caps?.ipfsExport.enabled && (
+        <>
+          <p class="hint">Puts the original file on IPFS, in the server's Storacha space.</p>
+          <Button onClick={run} busy={busy}>
+            Export to IPFS
+          </Button>
+        </>
+      )}
+      {caps && !caps.ipfsExport.enabled && (
+        <FeatureOff title="Exporting to the server's IPFS space" feature={caps.ipfsExport}>
+          {caps.ipfsExport.ownProof && (
+            <p class="hint">
+              An export to your own Storacha space works already: <code>POST /api/asset/{'{id}'}/export</code> with{' '}
+              <code>ipfs.credentials.proof</code>, a delegation of your space to this server's agent.
+            </p>
+          )}
+        </FeatureOff>
+      )}
       <ErrorText error={error} />
       {task && (
         <p role="status">

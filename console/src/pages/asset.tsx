@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import { useCapabilities } from '../capabilities.ts';
 import { CopyButton, ErrorText, Json, PhaseBadge, Progress } from '../components/index.ts';
 import { bytes, dateTime, duration } from '../format.ts';
 import { useInterval, useLoad } from '../hooks.ts';
@@ -16,7 +17,14 @@ const absolute = (url: string) => new URL(url, location.href).href;
 function trackLine(t: Track): string {
   if (t.type === 'video')
     return `video ${t.codec ?? ''} ${t.width ?? '?'}×${t.height ?? '?'} ${t.fps ? `${t.fps} fps` : ''}`;
-  return `audio ${t.codec ?? ''} ${t.channels ? `${t.channels} ch` : ''} ${t.sampleRate ? `${t.sampleRate} Hz` : ''}`;
+  return `audio ${t.codec ?? ''} ${t.channels ? `${t.channels} ch` : ''} ${t.sampleRate ? `${t.sampleRate / 1000} kHz` : ''}`;
+}
+
+function sourceWords(a: Asset): string {
+  if (a.source.url) return a.source.url;
+  if (a.source.type === 'directUpload') return 'a file uploaded here or to its upload URL';
+  if (a.source.type === 'clip') return 'a clip of another asset';
+  return a.source.type;
 }
 
 function Info({ asset }: { asset: Asset }) {
@@ -51,7 +59,7 @@ function Info({ asset }: { asset: Asset }) {
       <dt>Created</dt>
       <dd>{dateTime(asset.createdAt)}</dd>
       <dt>Source</dt>
-      <dd>{asset.source.url ?? asset.source.type}</dd>
+      <dd>{sourceWords(asset)}</dd>
     </dl>
   );
 }
@@ -90,11 +98,12 @@ function Downloads({ asset, sources }: { asset: Asset; sources: PlaybackSource[]
   );
 }
 
-function embedSnippet(playbackUrl: string, poster: string | undefined): string {
-  const url = absolute(playbackUrl);
+/** The HTML to embed a player: hls.js from this service (GET /player/hls.min.js), never a CDN. */
+function embedSnippet(o: { playbackUrl: string; poster: string | undefined; hlsJs: string }): string {
+  const url = absolute(o.playbackUrl);
   return [
-    `<video id="mediaplane-video" controls playsinline${poster ? ` poster="${absolute(poster)}"` : ''}></video>`,
-    '<script src="https://cdn.jsdelivr.net/npm/hls.js@1"></script>',
+    `<video id="mediaplane-video" controls playsinline${o.poster ? ` poster="${absolute(o.poster)}"` : ''}></video>`,
+    `<script src="${absolute(o.hlsJs)}"></script>`,
     '<script>',
     `  const v = document.getElementById('mediaplane-video'), src = '${url}';`,
     "  if (v.canPlayType('application/vnd.apple.mpegurl')) v.src = src;",
@@ -119,6 +128,7 @@ function Ready({ asset, info }: { asset: Asset; info: PlaybackInfo }) {
   const hls = src.find((s) => s.hrn === 'HLS (TS)')?.url;
   const poster = src.find((s) => s.hrn === 'Thumbnail (JPEG)')?.url;
   const storyboard = src.find((s) => s.hrn === 'Thumbnails')?.url;
+  const hlsJs = useCapabilities()?.player.hlsJsUrl ?? '/player/hls.min.js';
   return (
     <>
       {hls ? (
@@ -135,7 +145,7 @@ function Ready({ asset, info }: { asset: Asset; info: PlaybackInfo }) {
       </div>
       <section class="card" aria-labelledby="embed-h">
         <h2 id="embed-h">Embed</h2>
-        {hls && <Embed snippet={embedSnippet(hls, poster)} />}
+        {hls && <Embed snippet={embedSnippet({ playbackUrl: hls, poster, hlsJs })} />}
         <Json value={info} label="playback info JSON" />
       </section>
     </>

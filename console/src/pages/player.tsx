@@ -1,12 +1,14 @@
 import type Hls from 'hls.js';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
-import { ErrorText } from '../components/index.ts';
+import { ErrorText, Icon } from '../components/index.ts';
 import { duration } from '../format.ts';
 import { cueAt, parseStoryboard, type StoryboardCue } from '../storyboard.ts';
 
 // The asset page's player: hls.js (imported when the page opens, so the console's first load
-// stays small) on a <video>, a rendition switch over hls.js's levels, and a seek bar that
-// shows the storyboard frame of the time under the pointer (or the keyboard's value).
+// stays small) on a <video> and one set of controls, the console's own: play, a seek bar that
+// shows the storyboard frame of the time under the pointer (or the keyboard's value), the
+// time, mute, full screen and a rendition switch over hls.js's levels. The browser's native
+// controls stay off: with them there were two seek bars and two time displays.
 
 interface Level {
   height: number;
@@ -72,23 +74,25 @@ function useStoryboard(url: string | undefined): StoryboardCue[] {
   return cues;
 }
 
-function useMediaTime(video: HTMLVideoElement | null) {
-  const [time, setTime] = useState(0);
-  const [total, setTotal] = useState(0);
+function useMediaState(video: HTMLVideoElement | null) {
+  const [state, setState] = useState({ time: 0, total: 0, paused: true, muted: false });
   useEffect(() => {
     if (!video) return;
-    const t = () => setTime(video.currentTime);
-    const d = () => setTotal(Number.isFinite(video.duration) ? video.duration : 0);
-    video.addEventListener('timeupdate', t);
-    video.addEventListener('seeked', t);
-    video.addEventListener('durationchange', d);
+    const read = () =>
+      setState({
+        time: video.currentTime,
+        total: Number.isFinite(video.duration) ? video.duration : 0,
+        paused: video.paused,
+        muted: video.muted,
+      });
+    const events = ['timeupdate', 'seeked', 'durationchange', 'play', 'pause', 'ended', 'volumechange'];
+    for (const e of events) video.addEventListener(e, read);
+    read();
     return () => {
-      video.removeEventListener('timeupdate', t);
-      video.removeEventListener('seeked', t);
-      video.removeEventListener('durationchange', d);
+      for (const e of events) video.removeEventListener(e, read);
     };
   }, [video]);
-  return { time, total };
+  return state;
 }
 
 function Preview({ cue, left, at }: { cue: StoryboardCue; left: number; at: number }) {
@@ -110,9 +114,15 @@ function Preview({ cue, left, at }: { cue: StoryboardCue; left: number; at: numb
   );
 }
 
-function SeekBar({ video, cues }: { video: HTMLVideoElement | null; cues: StoryboardCue[] }) {
+/** The preview's centre, kept so the whole frame shows over a bar `bar` px wide. */
+function within(left: number, w: number, bar: number | undefined): number {
+  if (!bar || bar < w) return left;
+  return Math.min(Math.max(left, w / 2), bar - w / 2);
+}
+
+function SeekBar(props: { video: HTMLVideoElement | null; cues: StoryboardCue[]; time: number; total: number }) {
+  const { video, cues, time, total } = props;
   const id = useId();
-  const { time, total } = useMediaTime(video);
   const wrap = useRef<HTMLDivElement>(null);
   const [hover, setHover] = useState<{ left: number; at: number } | undefined>(undefined);
   const showAt = (at: number) => {
@@ -128,7 +138,7 @@ function SeekBar({ video, cues }: { video: HTMLVideoElement | null; cues: Storyb
   const cue = hover && cueAt(cues, hover.at);
   return (
     <div class="seek" ref={wrap} onPointerMove={onMove} onPointerLeave={() => setHover(undefined)}>
-      {hover && cue && <Preview cue={cue} left={hover.left} at={hover.at} />}
+      {hover && cue && <Preview cue={cue} left={within(hover.left, cue.w, wrap.current?.clientWidth)} at={hover.at} />}
       <label for={id} class="visually-hidden">
         Seek
       </label>
@@ -147,9 +157,46 @@ function SeekBar({ video, cues }: { video: HTMLVideoElement | null; cues: Storyb
         }}
         onBlur={() => setHover(undefined)}
       />
-      <div class="hint">
+    </div>
+  );
+}
+
+/** Play, seek, time, mute and full screen: the player's one set of controls. */
+function Controls(props: { video: HTMLVideoElement | null; box: HTMLElement | null; cues: StoryboardCue[] }) {
+  const { video } = props;
+  const { time, total, paused, muted } = useMediaState(video);
+  const toggle = () => {
+    if (!video) return;
+    if (video.paused) void video.play().catch(() => undefined);
+    else video.pause();
+  };
+  const fullScreen = () => {
+    if (document.fullscreenElement) void document.exitFullscreen();
+    else void props.box?.requestFullscreen?.().catch(() => undefined);
+  };
+  return (
+    <div class="player-bar">
+      <button type="button" class="btn player-btn" onClick={toggle} aria-label={paused ? 'Play' : 'Pause'}>
+        <Icon name={paused ? 'play' : 'pause'} />
+      </button>
+      <SeekBar video={video} cues={props.cues} time={time} total={total} />
+      <span class="player-time" aria-hidden="true">
         {duration(time)} / {duration(total)}
-      </div>
+      </span>
+      <button
+        type="button"
+        class="btn player-btn"
+        onClick={() => {
+          if (video) video.muted = !video.muted;
+        }}
+        aria-pressed={muted}
+        aria-label="Mute"
+      >
+        <Icon name={muted ? 'muted' : 'volume'} />
+      </button>
+      <button type="button" class="btn player-btn" onClick={fullScreen} aria-label="Full screen">
+        <Icon name="fullscreen" />
+      </button>
     </div>
   );
 }
@@ -172,13 +219,24 @@ export function Player(props: {
   const { levels, playing, error, choose } = useHls(video, props.src);
   const cues = useStoryboard(props.storyboard);
   const select = useId();
+  const [box, setBox] = useState<HTMLDivElement | null>(null);
   return (
     <div>
-      <div class="player">
+      <div class="player" ref={setBox}>
         {/* biome-ignore lint/a11y/useMediaCaption: assets carry no caption track to offer here */}
-        <video ref={setRef} controls playsInline poster={props.poster} aria-label="Video player" />
+        <video
+          ref={setRef}
+          playsInline
+          poster={props.poster}
+          aria-label="Video player"
+          onClick={(e) => {
+            const v = e.currentTarget;
+            if (v.paused) void v.play().catch(() => undefined);
+            else v.pause();
+          }}
+        />
+        <Controls video={video} box={box} cues={cues} />
       </div>
-      <SeekBar video={video} cues={cues} />
       <div class="controls">
         <label for={select}>Rendition</label>
         <select id={select} onChange={(e) => choose(Number(e.currentTarget.value))}>

@@ -1,7 +1,10 @@
-// One task: its state, params (as the API shows them: secrets already redacted), error words,
-// retries, output, and an event timeline drawn from GET /api/task/{id}/events while that
-// stream is open (the stream ends when the task does; a retry opens it again). Cancel and
-// retry answer with the task, or with the API's words next to the button.
+// One task as a person reads it: what it worked on (the input, the asset by name), its state,
+// error words and retries, its outputs as links with human sizes (task-view.tsx), its event
+// timeline, and its params (as the API shows them: secrets already redacted). The timeline is
+// the task's stored events (GET /api/task/{id}/history: what its webhooks got, kept after it
+// ended), followed by what GET /api/task/{id}/events says while the task is active (the
+// stream ends when the task does; a retry opens it again). Cancel and retry answer with the
+// task, or with the API's words next to the button.
 
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorWords, type SseEvent, sse } from '../api.ts';
@@ -10,13 +13,55 @@ import { ValueList } from '../components/ValueList.tsx';
 import { dateTime } from '../format.ts';
 import { useInterval, useLoad } from '../hooks.ts';
 import { href } from '../router.ts';
+import { useAssetNames } from './asset-names.ts';
 import { canCancel, canRetry, isActive, PhaseBadge, type Task, TaskState } from './task-parts.tsx';
+import { type AssetNames, InputText, paramsShown, TaskOutputs, taskTitle } from './task-view.tsx';
 
 interface TimelineEntry {
   at: number;
   text: string;
+  /** The stored event's name (task.updated...); none for what this page saw itself. */
+  event?: string;
   error?: boolean;
 }
+
+interface StoredEvent {
+  id: string;
+  event: string;
+  createdAt: number;
+  task: Task;
+}
+
+interface Stored {
+  entries: TimelineEntry[];
+  /** When this page asked for them (its own clock, as the live entries' times are). */
+  since: number;
+}
+
+/** The stored events, read again whenever `phase` changes (a task that ends has written its last one). */
+function useStoredEvents(id: string, phase: string | undefined) {
+  return useLoad(async (): Promise<Stored | undefined> => {
+    if (phase === undefined) return undefined;
+    const since = Date.now();
+    const events = await api<StoredEvent[]>('GET', `/api/task/${encodeURIComponent(id)}/history`);
+    const entries = events.map((e) => ({
+      at: e.createdAt,
+      event: e.event,
+      text: describe(e.task),
+      error: e.event === 'task.failed',
+    }));
+    return { entries, since };
+  }, [id, phase]);
+}
+
+/** The task's type as a title says it. */
+const TYPE_WORDS: Record<string, string> = {
+  'transcode-file': 'Transcode',
+  upload: 'Upload',
+  clip: 'Clip',
+  export: 'Export',
+  'export-data': 'Export of data',
+};
 
 function describe(t: Task): string {
   const s = t.status;
@@ -48,7 +93,6 @@ function useTaskEvents(id: string, o: { active: boolean; onTask: (t: Task) => vo
     if (!o.active) return;
     const stop = new AbortController();
     setStreaming(true);
-    add({ at: Date.now(), text: 'following the task (event stream opened)' });
     const onEvent = (e: SseEvent) => {
       if (e.event === 'task') {
         const t = JSON.parse(e.data) as Task;
@@ -100,14 +144,22 @@ function ActionButton(props: { label: string; variant?: 'primary' | 'danger'; ru
   );
 }
 
-function Summary({ task }: { task: Task }) {
+function Summary({ task, names }: { task: Task; names: AssetNames }) {
   const s = task.status;
   return (
     <dl class="props">
-      <dt>ID</dt>
+      <dt>Input</dt>
       <dd>
-        <code>{task.id}</code>
+        <InputText task={task} names={names} />
       </dd>
+      {task.outputAssetId && (
+        <>
+          <dt>Asset</dt>
+          <dd>
+            <a href={href('assets', task.outputAssetId)}>{names.get(task.outputAssetId) ?? task.outputAssetId}</a>
+          </dd>
+        </>
+      )}
       <dt>Type</dt>
       <dd>{task.type}</dd>
       <dt>Phase</dt>
@@ -116,52 +168,50 @@ function Summary({ task }: { task: Task }) {
       </dd>
       <dt>Created</dt>
       <dd>{dateTime(task.createdAt)}</dd>
-      {task.scheduledAt !== undefined && (
-        <>
-          <dt>Queued</dt>
-          <dd>{dateTime(task.scheduledAt)}</dd>
-        </>
-      )}
       <dt>Updated</dt>
       <dd>{dateTime(s.updatedAt)}</dd>
-      <dt>Retries</dt>
-      <dd>{s.retries ?? 0}</dd>
-      {task.inputAssetId && (
+      {(s.retries ?? 0) > 0 && (
         <>
-          <dt>Input asset</dt>
-          <dd>
-            <a href={href('assets', task.inputAssetId)}>{task.inputAssetId}</a>
-          </dd>
+          <dt>Retries</dt>
+          <dd>{s.retries}</dd>
         </>
       )}
-      {task.outputAssetId && (
-        <>
-          <dt>Output asset</dt>
-          <dd>
-            <a href={href('assets', task.outputAssetId)}>{task.outputAssetId}</a>
-          </dd>
-        </>
-      )}
+      <dt>ID</dt>
+      <dd>
+        <code>{task.id}</code>
+      </dd>
     </dl>
   );
 }
 
-function Timeline({ entries, streaming }: { entries: TimelineEntry[]; streaming: boolean }) {
+function Timeline(props: { stored: Stored | undefined; live: TimelineEntry[]; streaming: boolean; error: unknown }) {
+  // What the stream said since the stored events were read; what came before is in them.
+  const since = props.stored?.since ?? 0;
+  const entries: TimelineEntry[] = [];
+  // The stream starts with the task as it is: no second line when nothing changed.
+  for (const e of [...(props.stored?.entries ?? []), ...props.live.filter((l) => l.at >= since)])
+    if (e.event !== undefined || e.text !== entries.at(-1)?.text) entries.push(e);
   return (
     <section aria-labelledby="task-timeline">
       <h2 id="task-timeline">Event timeline</h2>
       <p class="hint">
-        {streaming
-          ? 'Following the task live (GET /api/task/{id}/events).'
-          : 'What the event stream said while this page had it open; it closes when the task ends.'}
+        {props.streaming
+          ? 'The stored events, then the task live as this page follows it.'
+          : 'The events the task wrote (what its webhooks got).'}
       </p>
-      {entries.length === 0 ? (
-        <p class="hint">No events: the task had ended before this page opened.</p>
+      <ErrorText error={props.error} />
+      {props.stored === undefined && !props.error ? (
+        <p role="status" class="hint">
+          Loading the events…
+        </p>
+      ) : entries.length === 0 ? (
+        <p class="hint">No stored events: they are kept for a week by default.</p>
       ) : (
         <ol class="timeline">
           {entries.map((e, i) => (
             <li key={i} class={e.error ? 'error' : undefined}>
-              <time dateTime={new Date(e.at).toISOString()}>{new Date(e.at).toLocaleTimeString()}</time> {e.text}
+              <time dateTime={new Date(e.at).toISOString()}>{new Date(e.at).toLocaleTimeString()}</time>{' '}
+              {e.event && <code>{e.event}</code>} {e.text}
             </li>
           ))}
         </ol>
@@ -183,6 +233,9 @@ export function TaskDetail({ id }: { id: string }) {
     } catch {}
   };
   useInterval(() => void poll(), 2000, active && !events.streaming);
+  const stored = useStoredEvents(id, task?.status.phase);
+  const names = useAssetNames([task?.outputAssetId, task?.inputAssetId], true);
+  const title = task ? taskTitle(task, names) : undefined;
   const act = (what: 'cancel' | 'retry') => async () => {
     const t = await api<Task>('POST', `/api/task/${encodeURIComponent(id)}/${what}`);
     setTask(t);
@@ -193,39 +246,44 @@ export function TaskDetail({ id }: { id: string }) {
   };
   return (
     <section>
-      <h1>Task {task ? <PhaseBadge phase={task.status.phase} /> : null}</h1>
+      <h1>
+        {task ? `${TYPE_WORDS[task.type] ?? task.type}${title ? `: ${title}` : ''}` : 'Task'}{' '}
+        {task ? <PhaseBadge phase={task.status.phase} /> : null}
+      </h1>
       <p>
-        <a href={href('tasks')}>All tasks</a>
+        <a href={href('tasks')}>← All tasks</a>
       </p>
       <ErrorText error={loaded.error} />
       {!task && loaded.loading && <p role="status">Loading…</p>}
       {task && (
         <>
           <div class="card">
-            <Summary task={task} />
+            <Summary task={task} names={names} />
             {task.status.errorMessage && (
               <div class="task-failure">
                 <h2>Error</h2>
                 <p class="error">{task.status.errorMessage}</p>
               </div>
             )}
-            <div class="row task-actions">
-              {canCancel(task) && <ActionButton label="Cancel" variant="danger" run={act('cancel')} />}
-              {canRetry(task) && <ActionButton label="Retry" variant="primary" run={act('retry')} />}
-            </div>
+            {(canCancel(task) || canRetry(task)) && (
+              <div class="row task-actions">
+                {canCancel(task) && <ActionButton label="Cancel" variant="danger" run={act('cancel')} />}
+                {canRetry(task) && <ActionButton label="Retry" variant="primary" run={act('retry')} />}
+              </div>
+            )}
           </div>
+          {task.output && (
+            <section aria-labelledby="task-output">
+              <h2 id="task-output">Outputs</h2>
+              <TaskOutputs task={task} names={names} />
+            </section>
+          )}
+          <Timeline stored={stored.data} live={events.timeline} streaming={events.streaming} error={stored.error} />
           <section aria-labelledby="task-params">
             <h2 id="task-params">Params</h2>
             <p class="hint">As the API shows them: credentials never come back (S3 keys as ***).</p>
-            <ValueList value={task.params} />
+            <ValueList value={paramsShown(task)} />
           </section>
-          {task.output && (
-            <section aria-labelledby="task-output">
-              <h2 id="task-output">Output</h2>
-              <ValueList value={task.output} />
-            </section>
-          )}
-          <Timeline entries={events.timeline} streaming={events.streaming} />
           <Json value={task} label="the task as JSON" />
         </>
       )}

@@ -1,4 +1,5 @@
-// Tasks: every type (transcode-file, upload, clip, export, export-data), newest first.
+// Tasks: every type (transcode-file, upload, clip, export, export-data), newest first, each
+// named by its asset (one GET /api/asset for the names) or its input's file name.
 // Live progress on the list by polling GET /api/task every 2 s while a loaded task is waiting
 // or running and the tab is visible: one request however many tasks run, where an SSE stream
 // per task would use up the owner's 32 streams (docs/webhooks.md). One task's page follows it
@@ -13,7 +14,9 @@ import { useInterval } from '../hooks.ts';
 import { href } from '../router.ts';
 import type { PageProps } from './index.ts';
 import { TaskDetail } from './task-detail.tsx';
+import { useAssetNames } from './asset-names.ts';
 import { isActive, PHASES, shortId, TASK_TYPES, type Task, TaskState } from './task-parts.tsx';
+import { taskTitle } from './task-view.tsx';
 
 const PAGE = 20;
 const POLL_MS = 2000;
@@ -115,6 +118,7 @@ function Filters(props: { phase: string; type: string; onPhase: (v: string) => v
 }
 
 function TaskRows({ tasks }: { tasks: Task[] }) {
+  const names = useAssetNames(tasks.flatMap((t) => [t.outputAssetId, t.inputAssetId]));
   return (
     <table class="task-table">
       <thead>
@@ -123,16 +127,15 @@ function TaskRows({ tasks }: { tasks: Task[] }) {
           <th scope="col">Type</th>
           <th scope="col">Phase</th>
           <th scope="col">Created</th>
-          <th scope="col">Retries</th>
           <th scope="col">Error</th>
         </tr>
       </thead>
       <tbody>
         {tasks.map((t) => (
           <tr key={t.id}>
-            <td data-label="Task">
-              <a href={href('tasks', t.id)} aria-label={`Task ${t.id}`}>
-                <code>{shortId(t.id)}</code>
+            <td data-label="Task" class="task-name">
+              <a href={href('tasks', t.id)}>
+                <span>{taskTitle(t, names) ?? t.type}</span> <code class="hint">{shortId(t.id)}</code>
               </a>
             </td>
             <td data-label="Type">{t.type}</td>
@@ -140,7 +143,6 @@ function TaskRows({ tasks }: { tasks: Task[] }) {
               <TaskState task={t} />
             </td>
             <td data-label="Created">{dateTime(t.createdAt)}</td>
-            <td data-label="Retries">{t.status.retries ?? 0}</td>
             <td data-label="Error" class="task-error">
               {t.status.errorMessage ?? ''}
             </td>

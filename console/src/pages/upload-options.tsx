@@ -1,9 +1,11 @@
 import { useId } from 'preact/hooks';
-import { Field } from '../components/index.ts';
+import { useCapabilities } from '../capabilities.ts';
+import { FeatureOff, Field } from '../components/index.ts';
 
 // What a new asset is made with: a renditions preset (mapped to `profiles`; the default
 // ladder is the server's own), MP4 renditions (`staticMp4`) and C2PA signing (`c2pa`, which
-// signs the MP4s and so needs them).
+// signs the MP4s and so needs them), offered only where the server is set up for it
+// (GET /api/capabilities); elsewhere the page says what enabling it takes.
 
 interface Profile {
   name: string;
@@ -49,6 +51,7 @@ export function OptionsFields({ value, onChange }: { value: AssetOptions; onChan
   const preset = useId();
   const mp4 = useId();
   const c2pa = useId();
+  const caps = useCapabilities();
   return (
     <fieldset class="card">
       <legend>Options for new assets</legend>
@@ -74,20 +77,19 @@ export function OptionsFields({ value, onChange }: { value: AssetOptions; onChan
           onChange={(e) => onChange({ ...value, staticMp4: e.currentTarget.checked })}
         />
       </Field>
-      <Field
-        id={c2pa}
-        label="Sign the MP4s with C2PA"
-        inline
-        hint="Needs the MP4s, and a server with C2PA signing set up."
-      >
-        <input
-          id={c2pa}
-          type="checkbox"
-          checked={value.c2pa}
-          aria-describedby={`${c2pa}-hint`}
-          onChange={(e) => onChange({ ...value, c2pa: e.currentTarget.checked })}
-        />
-      </Field>
+      {caps?.c2pa.enabled ? (
+        <Field id={c2pa} label="Sign the MP4s with C2PA" inline hint="Signing needs the MP4s: they are made too.">
+          <input
+            id={c2pa}
+            type="checkbox"
+            checked={value.c2pa}
+            aria-describedby={`${c2pa}-hint`}
+            onChange={(e) => onChange({ ...value, c2pa: e.currentTarget.checked })}
+          />
+        </Field>
+      ) : (
+        caps && <FeatureOff title="C2PA signing of the MP4s" feature={caps.c2pa} />
+      )}
     </fieldset>
   );
 }

@@ -3,15 +3,17 @@ import { Upload } from 'tus-js-client';
 import { api, errorWords } from '../api.ts';
 import { Button, describedBy, ErrorText, Field, Progress } from '../components/index.ts';
 import { bytes } from '../format.ts';
-import { href } from '../router.ts';
+import type { Asset } from '../types.ts';
+import { FollowedAsset } from './asset-follow.tsx';
 import { type AssetOptions, DEFAULT_OPTIONS, OptionsFields, optionsBody } from './upload-options.tsx';
 
 // Upload page: files by drag and drop or the file input, each through POST
 // /api/asset/request-upload and then tus (resumable, a progress bar each); or a URL through
-// POST /api/asset/upload/url.
+// POST /api/asset/upload/url. Each new asset is then followed to ready (asset-follow.tsx):
+// waiting, processing with the server's progress, ready with a link to play it.
 
 interface Created {
-  asset: { id: string; name: string };
+  asset: Asset;
   tusEndpoint?: string;
 }
 
@@ -92,23 +94,32 @@ function UploadRow({ item, onPause, onResume }: { item: Item; onPause(): void; o
       <div class="row">
         <span class="upload-name">{item.file.name}</span>
         <span class="hint">{bytes(item.file.size)}</span>
-        {item.assetId && <a href={href('assets', item.assetId)}>Open asset</a>}
       </div>
-      <Progress value={item.state === 'starting' ? undefined : item.progress} label={label} />
-      <div class="row" role="status">
-        {item.state === 'done' && <span class="ok">Uploaded: processing starts now.</span>}
-        {item.state === 'paused' && <span>Paused.</span>}
-        {item.state === 'uploading' && (
-          <Button onClick={onPause} aria-label={`Pause ${item.file.name}`}>
-            Pause
-          </Button>
-        )}
-        {(item.state === 'paused' || item.state === 'failed') && (
-          <Button onClick={onResume} aria-label={`Resume ${item.file.name}`}>
-            Resume
-          </Button>
-        )}
-      </div>
+      {item.state === 'done' && item.assetId ? (
+        <>
+          <p class="hint">Uploaded {bytes(item.file.size)}.</p>
+          <FollowedAsset id={item.assetId} />
+        </>
+      ) : (
+        <>
+          <Progress value={item.state === 'starting' ? undefined : item.progress} label={label} />
+          <div class="row" role="status">
+            {item.state === 'starting' && <span>Starting the upload…</span>}
+            {item.state === 'uploading' && <span>Uploading: {bytes(item.file.size * item.progress)} sent</span>}
+            {item.state === 'paused' && <span>Paused.</span>}
+            {item.state === 'uploading' && (
+              <Button onClick={onPause} aria-label={`Pause ${item.file.name}`}>
+                Pause
+              </Button>
+            )}
+            {(item.state === 'paused' || item.state === 'failed') && (
+              <Button onClick={onResume} aria-label={`Resume ${item.file.name}`}>
+                Resume
+              </Button>
+            )}
+          </div>
+        </>
+      )}
       <ErrorText error={item.error} />
     </li>
   );
@@ -213,17 +224,15 @@ function FromUrl({ options }: { options: AssetOptions }) {
       <Button type="submit" variant="primary" busy={busy}>
         Import
       </Button>
-      <div role="status">
-        {created.length > 0 && (
-          <ul aria-label="Imported">
-            {created.map((a) => (
-              <li key={a.id}>
-                Importing <a href={href('assets', a.id)}>{a.name}</a>
-              </li>
-            ))}
-          </ul>
-        )}
-      </div>
+      {created.length > 0 && (
+        <ul class="uploads" aria-label="Imported">
+          {created.map((a) => (
+            <li key={a.id}>
+              <FollowedAsset id={a.id} first={a} named />
+            </li>
+          ))}
+        </ul>
+      )}
     </form>
   );
 }
