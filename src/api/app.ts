@@ -111,7 +111,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const inFlight = new WeakMap<Socket, string>();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: deps.log,
-    ...oneLineRequestLogging,
+    ...oneLineRequestLogging(),
     bodyLimit: deps.bodyLimitBytes,
     trustProxy: false,
     ...serverTimeoutOptions(deps.timeouts),

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { answeredReason } from './wire-errors.ts';
 
 // One log line a request, written when its answer is done (method, URL with its secrets
@@ -9,8 +9,10 @@ import { answeredReason } from './wire-errors.ts';
 // requests are routine (probes, the console's files, /media) sets its logLevel to
 // routineRouteLevel (lib/log.ts), and its line is then written at debug only.
 
-/** The server option that turns Fastify's two lines off; requestLog writes the one line instead. */
-export const oneLineRequestLogging = { disableRequestLogging: true } as const;
+/** The server options that turn Fastify's two lines off; requestLog writes the one line instead. */
+export function oneLineRequestLogging() {
+  return { logController: new LogController({ disableRequestLogging: true }) };
+}
 
 /** The reasons given by 4xx answers above this size are not read (no error body is this big). */
 const MAX_REASON_BODY = 64 * 1024;

@@ -144,7 +144,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
     } else {
       const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
         loggerInstance: log,
-        ...oneLineRequestLogging,
+        ...oneLineRequestLogging(),
         bodyLimit: options.bodyLimitBytes,
         ...serverTimeoutOptions(options.timeouts),
         clientErrorHandler: clientErrorHandler({
