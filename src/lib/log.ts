@@ -174,7 +174,8 @@ function prettyDestination(to: DestinationStream | undefined): DestinationStream
   const pretty = prettyFactory({
     colorize: to === undefined && process.stdout.isTTY === true && isColorSupported,
     translateTime: 'SYS:HH:MM:ss.l',
-    ignore: 'pid,hostname,name,role',
+    // `request`: a request line's fields, which its message says (lib/request-log.ts).
+    ignore: 'pid,hostname,name,role,request',
     messageFormat: '{if role}{role}: {end}{msg}',
     singleLine: true,
   });

@@ -7,7 +7,8 @@ import { answeredReason } from './wire-errors.ts';
 // completed") and neither says why a request was refused: a person reading the log of a 422
 // saw the status and had to repeat the request to learn what was wrong. A route whose
 // requests are routine (probes, the console's files, /media) sets its logLevel to
-// routineRouteLevel (lib/log.ts), and its line is then written at debug only.
+// routineRouteLevel (lib/log.ts), and its line is then written at debug only. The fields are
+// under `request`, which the pretty format leaves out: its message already says them.
 
 /** The server options that turn Fastify's two lines off; requestLog writes the one line instead. */
 export function oneLineRequestLogging() {
@@ -46,7 +47,7 @@ export function requestLog(app: FastifyInstance): void {
     const status = reply.statusCode;
     const ms = Math.round(reply.elapsedTime);
     const reason = reasons.get(reply);
-    const line = { method: req.method, url: req.url, statusCode: status, ms, ...(reason ? { reason } : {}) };
-    req.log.info(line, `${req.method} ${req.url} ${status} ${ms} ms${reason ? `: ${reason}` : ''}`);
+    const request = { method: req.method, url: req.url, statusCode: status, ms, ...(reason ? { reason } : {}) };
+    req.log.info({ request }, `${req.method} ${req.url} ${status} ${ms} ms${reason ? `: ${reason}` : ''}`);
   });
 }

@@ -13,9 +13,7 @@ interface Line {
   level: number;
   msg: string;
   reqId?: string;
-  url?: string;
-  statusCode?: number;
-  reason?: string;
+  request?: { method: string; url: string; statusCode: number; ms: number; reason?: string };
   taskId?: string;
   err?: unknown;
   stack?: unknown;
@@ -28,7 +26,7 @@ let key = '';
 
 const lines = (): Line[] => server.logs.lines.map((l) => JSON.parse(l) as Line);
 const since = (n: number): Line[] => lines().slice(n);
-const requestLines = (from: Line[], path: string) => from.filter((l) => l.url?.split('?')[0] === path);
+const requestLines = (from: Line[], path: string) => from.filter((l) => l.request?.url.split('?')[0] === path);
 
 before(async () => {
   web = await startHttp({ '/gone.mp4': status(404) });
@@ -64,11 +62,11 @@ describe('request log at info', () => {
     const mine = requestLines(written, '/api/task');
     assert.equal(mine.length, 1, JSON.stringify(written));
     assert.equal(written.length, 1, `nothing else for one request: ${JSON.stringify(written)}`);
-    const line = mine[0] as Line & { method?: string; ms?: number };
+    const line = mine[0] as Line;
     assert.equal(line.level, INFO);
-    assert.equal(line.method, 'GET');
-    assert.equal(line.statusCode, 200);
-    assert.equal(typeof line.ms, 'number');
+    assert.equal(line.request?.method, 'GET');
+    assert.equal(line.request?.statusCode, 200);
+    assert.equal(typeof line.request?.ms, 'number');
     assert.match(line.msg, /^GET \/api\/task\?limit=1 200 \d+ ms$/);
   });
 
@@ -83,8 +81,8 @@ describe('request log at info', () => {
     assert.equal(written.length, 1, JSON.stringify(since(start)));
     const line = written[0] as Line;
     assert.equal(line.level, INFO);
-    assert.equal(line.statusCode, 422);
-    assert.equal(line.reason, res.body.errors.join('; '));
+    assert.equal(line.request?.statusCode, 422);
+    assert.equal(line.request?.reason, res.body.errors.join('; '));
     assert.match(line.msg, /422 \d+ ms: url: must start with https:\/\//);
   });
 
