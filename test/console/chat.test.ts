@@ -11,23 +11,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { launchChromium } from '../helpers/console-page.ts';
+import type { Page } from 'playwright-core';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
-import { findChromium } from '../helpers/browser.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const AXE = fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url));
 const PULL = './mediaplane models pull Qwen/Qwen2.5-0.5B-Instruct-GGUF';
-
-async function launch(): Promise<Browser | string> {
-  const executablePath = findChromium();
-  if (!executablePath) return 'no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)';
-  try {
-    return await chromium.launch({ executablePath, headless: true, timeout: 30_000, args: ['--no-sandbox'] });
-  } catch (e) {
-    return `Chromium cannot start: ${(e as Error).message.split('\n')[0]}`;
-  }
-}
 
 /** An orchestrator that only advertises, at a price, the models in `models` (empty at first). */
 async function advertiser(): Promise<{ url: string; models: string[]; server: Server }> {
@@ -55,7 +45,7 @@ async function axe(page: Page): Promise<string[]> {
   return found.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}`);
 }
 
-const browser = await launch();
+const browser = await launchChromium();
 const skip = typeof browser === 'string' ? browser : false;
 
 describe('the Chat page without a model', { skip }, () => {

@@ -11,42 +11,14 @@ import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { launchChromium, problemsOf } from '../helpers/console-page.ts';
+import type { Page } from 'playwright-core';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
-import { findChromium } from '../helpers/browser.ts';
 import { MODELS_DIR, TINY } from '../helpers/llm.ts';
 import { startTestServer, type TestServer, transcodeBody, waitFor } from '../helpers/server.ts';
 
-async function launch(): Promise<Browser | string> {
-  const executablePath = findChromium();
-  if (!executablePath) return 'no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)';
-  try {
-    return await chromium.launch({ executablePath, headless: true, timeout: 30_000, args: ['--no-sandbox'] });
-  } catch (e) {
-    return `Chromium cannot start: ${(e as Error).message.split('\n')[0]}`;
-  }
-}
-
-/** Script errors, console errors, failed requests and 4xx/5xx answers, less those `expected` allows. */
-function watch(page: Page, expected: RegExp[] = []): string[] {
-  const problems: string[] = [];
-  const add = (p: string) => {
-    if (!expected.some((r) => r.test(p))) problems.push(p);
-  };
-  page.on('pageerror', (e) => add(`page error: ${e.message}`));
-  page.on('console', (m) => {
-    // Chromium logs every 4xx answer as a console error too; the response handler judges those.
-    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) add(`console: ${m.text()}`);
-  });
-  page.on('requestfailed', (r) => {
-    // A page left while its event stream is open cancels it: not a failure.
-    if (r.failure()?.errorText !== 'net::ERR_ABORTED') add(`request failed: ${r.url()} ${r.failure()?.errorText}`);
-  });
-  page.on('response', (r) => {
-    if (r.status() >= 400) add(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
-  });
-  return problems;
-}
+// A page left while its event stream is open cancels it: not a failure.
+const LEFT_STREAM = /^request failed: .* net::ERR_ABORTED$/;
 
 interface Delivery {
   path: string;
@@ -74,7 +46,7 @@ async function startReceiver(): Promise<{ url: string; got: Delivery[]; close():
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, got, close: () => server.close() };
 }
 
-const browser = await launch();
+const browser = await launchChromium();
 const skip = typeof browser === 'string' ? browser : false;
 
 describe('the console pages: tasks, webhooks, chat', { skip }, () => {
@@ -123,7 +95,7 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
     assert.equal(created.status, 200);
     const id: string = created.body.id;
     const page = await signedIn();
-    const problems = watch(page);
+    const problems = problemsOf(page, [LEFT_STREAM]);
     await open(page, '#/tasks', /^Tasks$/);
     // Named by its input's file name, with the start of its id to tell it from the others.
     const row = page.getByRole('link', { name: `video.mp4 ${id.slice(0, 8)}` });
@@ -174,7 +146,7 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
 
   it('a webhook created in the form is in the API; a refused URL shows the API words under it', async () => {
     const page = await signedIn();
-    const problems = watch(page, [/HTTP 422: POST .*\/api\/webhook$/, /HTTP 429: POST .*\/resend$/]);
+    const problems = problemsOf(page, [/HTTP 422: POST .*\/api\/webhook$/, /HTTP 429: POST .*\/resend$/, LEFT_STREAM]);
     await open(page, '#/webhooks', /^Webhooks$/);
     await page.getByLabel('Name').fill('console hook');
     await page.getByLabel('URL', { exact: true }).fill('ftp://example.com/hook');
@@ -233,7 +205,7 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
       assert.equal(made.status, 200);
       const id: string = made.body.id;
       const page = await signedIn();
-      const problems = watch(page);
+      const problems = problemsOf(page, [LEFT_STREAM]);
       await open(page, `#/webhooks/${id}`, /^Webhook: signed hook$/);
       const summary = page.locator('.props');
       assert.match(await summary.innerText(), /Signed\s+yes/);
@@ -278,7 +250,7 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
 
   it('a chat answer streams from the test model, which is free: no credit is shown', async () => {
     const page = await signedIn();
-    const problems = watch(page, [/HTTP 400: POST .*\/v1\/chat\/completions$/]);
+    const problems = problemsOf(page, [/HTTP 400: POST .*\/v1\/chat\/completions$/, LEFT_STREAM]);
     await open(page, '#/chat', /^Chat$/);
     await page.locator('option', { hasText: TINY }).waitFor({ state: 'attached' });
     await page.getByLabel('Model').selectOption(TINY);
@@ -321,7 +293,7 @@ describe('the console pages: tasks, webhooks, chat', { skip }, () => {
 
   it('each page reads at 360 px without sideways scrolling', async () => {
     const page = await signedIn({ width: 360 });
-    const problems = watch(page);
+    const problems = problemsOf(page, [LEFT_STREAM]);
     for (const [hash, heading] of [
       ['#/tasks', /^Tasks$/],
       ['#/webhooks', /^Webhooks$/],

@@ -9,23 +9,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
-import { findChromium } from '../helpers/browser.ts';
-import { requestsOf } from '../helpers/console-page.ts';
+import { launchChromium, requestsOf } from '../helpers/console-page.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../console/dist');
-
-async function launch(): Promise<Browser | string> {
-  const executablePath = findChromium();
-  if (!executablePath) return 'no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)';
-  try {
-    return await chromium.launch({ executablePath, headless: true, timeout: 30_000, args: ['--no-sandbox'] });
-  } catch (e) {
-    return `Chromium cannot start: ${(e as Error).message.split('\n')[0]}`;
-  }
-}
 
 /** Pages being navigated away from (a reload, a goto): the requests they abort are expected. */
 const leaving = new WeakSet<Page>();
@@ -49,7 +38,7 @@ function watch(page: Page): string[] {
   return problems;
 }
 
-const browser = await launch();
+const browser = await launchChromium();
 const skip = typeof browser === 'string' ? browser : false;
 
 describe('the console', { skip }, () => {

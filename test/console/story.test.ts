@@ -15,9 +15,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { launchChromium, problemsOf } from '../helpers/console-page.ts';
+import type { Page } from 'playwright-core';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
-import { findChromium } from '../helpers/browser.ts';
 import { MODELS_DIR, TINY } from '../helpers/llm.ts';
 import { startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
 
@@ -32,38 +32,6 @@ const EXPECTED: RegExp[] = [
   // rendition it leaves: Chromium reports both as aborted requests.
   /^request failed: .* net::ERR_ABORTED$/,
 ];
-
-async function launch(): Promise<Browser | string> {
-  const executablePath = findChromium();
-  if (!executablePath) return 'no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)';
-  try {
-    return await chromium.launch({
-      executablePath,
-      headless: true,
-      timeout: 30_000,
-      args: ['--no-sandbox', '--autoplay-policy=no-user-gesture-required'],
-    });
-  } catch (e) {
-    return `Chromium cannot start: ${(e as Error).message.split('\n')[0]}`;
-  }
-}
-
-function watch(page: Page): string[] {
-  const problems: string[] = [];
-  const add = (p: string) => {
-    if (!EXPECTED.some((r) => r.test(p))) problems.push(p);
-  };
-  page.on('pageerror', (e) => add(`page error: ${e.message}`));
-  page.on('console', (m) => {
-    // Chromium logs every 4xx answer as a console error too; the response handler judges those.
-    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) add(`console: ${m.text()}`);
-  });
-  page.on('requestfailed', (r) => add(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => {
-    if (r.status() >= 400) add(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
-  });
-  return problems;
-}
 
 /** The bits of an HTMLVideoElement the story uses (the root tsconfig has no DOM types). */
 interface Media {
@@ -123,7 +91,7 @@ async function receiver(): Promise<{ url: string; bodies: unknown[]; close(): Pr
   };
 }
 
-const browser = await launch();
+const browser = await launchChromium(['--autoplay-policy=no-user-gesture-required']);
 const skip = typeof browser === 'string' ? browser : false;
 
 describe('the console story', { skip }, () => {
@@ -159,7 +127,7 @@ describe('the console story', { skip }, () => {
   it('signs in, uploads, plays, clips, delivers a webhook and chats', { timeout: 300_000 }, async () => {
     if (typeof browser === 'string') return;
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    const problems = watch(page);
+    const problems = problemsOf(page, EXPECTED);
     const axe: string[] = [];
     const go = async (hash: string, heading: RegExp) => {
       await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
