@@ -7,9 +7,10 @@
 // One PostgreSQL server, started here, serves every file (MEDIAPLANE_TEST_DATABASE_URL), so
 // no file waits for an initdb of its own. `node scripts/test.ts [files...]` runs a subset.
 import { spawn } from 'node:child_process';
-import { globSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
-import { relative, resolve } from 'node:path';
+import { globSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import path, { relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
 
@@ -45,10 +46,52 @@ const CONCURRENCY = Math.max(2, availableParallelism() * 2);
 
 let interrupted: NodeJS.Signals | undefined;
 
+const TIMES_REPORTER = fileURLToPath(new URL('./test-times.ts', import.meta.url));
+const timesDir = mkdtempSync(path.join(tmpdir(), 'mediaplane-test-times-'));
+let turns = 0;
+
+interface TurnLine {
+  file?: string;
+  ms?: number;
+  counts?: { passed: number; failed: number; skipped: number; cancelled: number; todo: number };
+}
+
+/**
+ * The slowest files of the run (test-times.ts wrote each turn's), to see where the minutes go,
+ * then one closing line for both turns: `N passed, N failed, N skipped`.
+ */
+function printSummary(n = 20): void {
+  const lines = readdirSync(timesDir).flatMap((f) =>
+    readFileSync(path.join(timesDir, f), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as TurnLine),
+  );
+  const times = lines.flatMap((l) => (l.file && l.ms !== undefined ? [{ file: l.file, ms: l.ms }] : []));
+  times.sort((a, b) => b.ms - a.ms);
+  if (times.length > 0)
+    console.log(`# the ${Math.min(n, times.length)} slowest of ${times.length} test files (seconds, wall time)`);
+  for (const t of times.slice(0, n))
+    console.log(`#   ${(t.ms / 1000).toFixed(1).padStart(6)}  ${relative(process.cwd(), t.file)}`);
+  const sum = { passed: 0, failed: 0, skipped: 0 };
+  for (const { counts: c } of lines) {
+    if (!c) continue;
+    sum.passed += c.passed;
+    sum.failed += c.failed + c.cancelled;
+    sum.skipped += c.skipped + c.todo;
+  }
+  if (lines.some((l) => l.counts)) console.log(`${sum.passed} passed, ${sum.failed} failed, ${sum.skipped} skipped`);
+}
+
 /** One `node --test` over `files`; resolves with its exit code. A signal stops it and what follows. */
 function nodeTest(files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<number> {
   if (files.length === 0 || interrupted) return Promise.resolve(0);
-  const args = ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', '--test-reporter=spec'];
+  const timesFile = path.join(timesDir, `turn-${++turns}.jsonl`);
+  const args = [
+    ...['--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000'],
+    ...['--test-reporter=spec', '--test-reporter-destination=stdout'],
+    ...[`--test-reporter=${TIMES_REPORTER}`, `--test-reporter-destination=${timesFile}`],
+  ];
   const child = spawn(process.execPath, [...args, ...files], { stdio: 'inherit', env });
   const stop = (signal: NodeJS.Signals) => {
     interrupted = signal;
@@ -83,5 +126,7 @@ try {
   codes.push(await nodeTest(serial, 1, env));
 } finally {
   await stopTestPostgres();
+  printSummary();
+  rmSync(timesDir, { recursive: true, force: true });
 }
 process.exitCode = interrupted || codes.some((c) => c !== 0) ? 1 : 0;
