@@ -8,14 +8,14 @@
 // EXPECTED. MEDIAPLANE_WRITE_SCREENSHOT=1 also writes docs/console.png (the Assets page, 1280x800).
 
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { launchChromium, problemsOf } from '../helpers/console-page.ts';
+import { axeProblems, launchChromium, problemsOf } from '../helpers/console-page.ts';
 import type { Page } from 'playwright-core';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
 import { MODELS_DIR, TINY } from '../helpers/llm.ts';
@@ -24,7 +24,6 @@ import { startTestServer, type TestServer, waitFor } from '../helpers/server.ts'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SAMPLE = path.resolve(root, '../shared/samples/13_butterfly_camera_h264_aac_720p30_7s.mp4');
 const ARTIFACTS = path.join(root, 'test-artifacts/console');
-const AXE = path.join(root, 'node_modules/axe-core/axe.min.js');
 
 // What the story causes on purpose and is no failure:
 const EXPECTED: RegExp[] = [
@@ -44,25 +43,10 @@ interface Media {
   pause(): void;
 }
 
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: unknown[] }[];
-}
-
 /** Screenshots the page as `name` and runs axe-core on it: serious and critical violations. */
 async function check(page: Page, name: string): Promise<string[]> {
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-  // Evaluated through the DevTools protocol: the console's CSP blocks an inline <script> tag.
-  if ((await page.evaluate('typeof window.axe')) === 'undefined')
-    await page.evaluate(`${readFileSync(AXE, 'utf8')}\n;undefined`);
-  const violations = await page.evaluate<AxeViolation[]>(
-    'window.axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations)',
-  );
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${name}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  return axeProblems(page, name);
 }
 
 /** A webhook receiver on port 0: every POST body it got. */
