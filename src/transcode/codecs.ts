@@ -1,5 +1,4 @@
-import { open } from 'node:fs/promises';
-import { inputArgs } from './media-input.ts';
+import { inputArgs, readHead } from './media-input.ts';
 import { runProcess } from './run.ts';
 
 interface Stream {
@@ -32,7 +31,7 @@ async function codecsOf(file: string, opts: { ffprobePath: string; signal: Abort
   ];
   const [res, head] = await Promise.all([
     runProcess(opts.ffprobePath, args, { signal: opts.signal, timeoutMs: 60_000, collectStdout: true }),
-    readHead(file),
+    readHead(file, HEAD_BYTES),
   ]);
   let streams: Stream[] = [];
   try {
@@ -42,18 +41,6 @@ async function codecsOf(file: string, opts: { ffprobePath: string; signal: Abort
   }
   const codecs = streams.map((s) => codecString(s, head)).filter((c): c is string => c !== undefined);
   return codecs.length > 0 ? codecs.join(',') : 'avc1.640028,mp4a.40.2';
-}
-
-async function readHead(file: string): Promise<Uint8Array> {
-  const fh = await open(file, 'r').catch(() => undefined);
-  if (!fh) return new Uint8Array();
-  try {
-    const buf = Buffer.alloc(HEAD_BYTES);
-    const { bytesRead } = await fh.read(buf, 0, HEAD_BYTES, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
 }
 
 /**

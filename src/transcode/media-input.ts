@@ -120,16 +120,21 @@ export function refusedInput(stderr: string, head = ''): UnsupportedMediaError |
   return new UnsupportedMediaError(`the input's format (${name}) is not accepted: give a video or audio file`);
 }
 
-/** The first bytes of a local input as text (for refusedInput); empty for a range proxy URL or an unreadable file. */
-export async function headText(source: string): Promise<string> {
-  if (RANGE_PROXY.test(source)) return '';
-  const fh = await open(source, 'r').catch(() => undefined);
-  if (!fh) return '';
+/** A file's first `bytes` bytes (fewer for a shorter file), or none when it cannot be read. */
+export async function readHead(file: string, bytes: number): Promise<Uint8Array> {
+  const fh = await open(file, 'r').catch(() => undefined);
+  if (!fh) return new Uint8Array();
   try {
-    const buf = Buffer.alloc(1024);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return buf.subarray(0, bytesRead).toString('utf8');
+    const buf = Buffer.alloc(bytes);
+    const { bytesRead } = await fh.read(buf, 0, bytes, 0);
+    return buf.subarray(0, bytesRead);
   } finally {
     await fh.close();
   }
+}
+
+/** The first bytes of a local input as text (for refusedInput); empty for a range proxy URL or an unreadable file. */
+export async function headText(source: string): Promise<string> {
+  if (RANGE_PROXY.test(source)) return '';
+  return Buffer.from(await readHead(source, 1024)).toString('utf8');
 }
