@@ -7,8 +7,17 @@ import type { Config } from '../config/index.ts';
 export const builtinOutputPrefix = (taskId: string): string => `task/${taskId}/`;
 
 /**
- * The store a job's outputs go to: its `storage`, or the built-in store under the task
- * (for a chunked task's pieces, under their parent: issue #30).
+ * Where a job's outputs go: a storage the request named, or a folder of the built-in store
+ * (`builtinPrefix`: an asset's `asset/<playbackId>/`); neither: the built-in store under the task.
+ */
+export interface OutputPlace {
+  storage?: StorageTarget | undefined;
+  builtinPrefix?: string | undefined;
+}
+
+/**
+ * The store a job's outputs go to, at its place; `taskId` is the task the outputs belong to
+ * (for a chunked task's pieces, their parent).
  */
 export function openDestination(
   deps: {
@@ -16,10 +25,10 @@ export function openDestination(
     objectStores?: Partial<Record<string, ObjectStoreFactory>> | undefined;
     builtinStore?: BuiltinStore | undefined;
   },
-  storage: StorageTarget | undefined,
+  place: OutputPlace,
   taskId: string,
 ): ObjectStore {
-  if (storage) return createObjectStore(storage, deps.config, deps.objectStores);
+  if (place.storage) return createObjectStore(place.storage, deps.config, deps.objectStores);
   if (!deps.builtinStore) throw new ValidationError('storage: this server has no built-in store; name a storage');
-  return deps.builtinStore.writer(builtinOutputPrefix(taskId));
+  return deps.builtinStore.writer(place.builtinPrefix ?? builtinOutputPrefix(taskId));
 }

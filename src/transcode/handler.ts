@@ -95,7 +95,7 @@ export function createTranscodeHandler(
       throw new ValidationError('c2pa: C2PA signing is not configured on this server');
     const unsigned = params.c2pa ? signingProblem(params.outputs) : undefined;
     if (unsigned) throw new ValidationError(`c2pa: ${unsigned}`);
-    const store = openDestination(deps, params.storage, ctx.taskId);
+    const store = openDestination(deps, { storage: params.storage }, ctx.taskId);
     const job: PipelineJob = {
       source: createInputSource(params.input, deps.config),
       store,

@@ -14,6 +14,8 @@ const PieceFields = {
   input: Type.Optional(Type.Object({})),
   stored: Type.Optional(Type.String()),
   storage: Type.Optional(Type.Object({ type: Type.String() })),
+  builtinPrefix: Type.Optional(Type.String({ minLength: 1 })),
+  finish: Type.Optional(Type.Object({ kind: Type.String(), params: Type.Object({}) })),
   outputs: Type.Object({}),
   media: Type.Object({ duration: Type.Number(), audioTracks: Type.Array(Type.Object({ index: Type.Integer() })) }),
   renditions: Type.Array(Type.Object({ name: Type.String(), width: Type.Integer(), height: Type.Integer() }), {

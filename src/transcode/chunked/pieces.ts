@@ -47,7 +47,7 @@ export function lowestRendition(renditions: readonly Rendition[]): Rendition | u
  */
 export async function runAudioPiece(deps: ChunkedDeps, job: PieceJob, ctx: JobContext): Promise<PieceManifest> {
   const parentId = parentOf(ctx);
-  const store = openDestination(deps, job.storage, parentId);
+  const store = openDestination(deps, job, parentId);
   const kinds = kindsOf(job.outputs);
   const plan = { ...basePlan(deps, job), probe: { ...job.media, subtitles: [] }, renditions: [], kinds };
   return withStore(store, ctx.signal, async () => {
@@ -83,7 +83,7 @@ function wantsStoryboard(job: PieceJob): boolean {
 export async function runChunkPiece(deps: ChunkedDeps, job: ChunkJob, ctx: JobContext): Promise<PieceManifest> {
   const parentId = parentOf(ctx);
   const { index, window } = job.chunk;
-  const store = openDestination(deps, job.storage, parentId);
+  const store = openDestination(deps, job, parentId);
   const storyboard = wantsStoryboard(job);
   const kinds = { ...kindsOf(job.outputs), mp4: job.outputs.mp4 !== undefined || storyboard };
   const probe = { ...job.media, audio: undefined, audioTracks: [], subtitles: [] };

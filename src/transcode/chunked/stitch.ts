@@ -2,6 +2,7 @@ import path from 'node:path';
 import { InternalError, ValidationError } from '../../lib/errors.ts';
 import type { JobContext } from '../../tasks/index.ts';
 import { openDestination } from '../destination.ts';
+import { finishJob } from '../finish.ts';
 import { treeFolder } from '../outputs/index.ts';
 import type { TranscodeFileOutput } from '../types.ts';
 import { pieceQueue } from './encode.ts';
@@ -32,12 +33,16 @@ async function manifests(
  * and master (final, VOD), the DASH manifest, the MP4s, the storyboard and poster. Its
  * output becomes the parent task's. The pieces' files in the built-in store go at the end.
  */
-export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobContext): Promise<TranscodeFileOutput> {
+export async function runStitch(
+  deps: ChunkedDeps,
+  job: StitchJob,
+  ctx: JobContext,
+): Promise<Record<string, unknown>> {
   const parentId = ctx.parentId;
   if (!parentId) throw new InternalError('chunked: a piece ran without its parent task');
   if (!deps.builtinStore) throw new ValidationError('storage: this server has no built-in store for the pieces');
   const { audio, chunks } = await manifests(ctx, job);
-  const store = openDestination(deps, job.storage, parentId);
+  const store = openDestination(deps, job, parentId);
   const queue = pieceQueue(deps, store, ctx.signal);
   const localRoot = path.join(ctx.scratchDir, 'stitch');
   const s: StitchInput = { deps, ctx, job, store: deps.builtinStore, queue, localRoot, audio, chunks };
@@ -56,13 +61,16 @@ export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobConte
   }
   await queue.drain();
   const { baseUrl, files } = await store.close(ctx.signal);
-  await deps.builtinStore.removePrefix(piecesPrefix(parentId));
-  ctx.progress(1);
-  return {
+  const output: TranscodeFileOutput = {
     ...(baseUrl ? { baseUrl } : {}),
     ...out,
     input_video: { duration: job.duration, size: job.inputSize },
     ...(files ? { files } : {}),
     pieces: { chunks: job.chunks, chunkSecs: job.chunkSecs, audio: audio !== undefined },
   };
+  // The job's finish step (an asset's), once, as the single run's would run it (job.ts).
+  const finished = await finishJob(deps.finishSteps, job.finish, { output, signal: ctx.signal });
+  await deps.builtinStore.removePrefix(piecesPrefix(parentId));
+  ctx.progress(1);
+  return finished;
 }

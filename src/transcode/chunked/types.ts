@@ -3,6 +3,7 @@ import type { Config } from '../../config/index.ts';
 import type { BuiltinStore } from '../../storage/builtin/index.ts';
 import type { InputSpec, ObjectStoreFactory, StorageTarget } from '../../storage/index.ts';
 import type { C2paSigner } from '../c2pa.ts';
+import type { FinishSteps, JobFinish } from '../finish.ts';
 import type { ChunkWindow, OutputFolders } from '../outputs/index.ts';
 import type { MediaInfo } from '../probe.ts';
 import type { Rendition } from '../renditions.ts';
@@ -25,6 +26,8 @@ export interface ChunkedDeps {
   objectStores?: Partial<Record<string, ObjectStoreFactory>> | undefined;
   c2paSigner?: C2paSigner | undefined;
   builtinStore?: BuiltinStore | undefined;
+  /** The finish steps by kind (an asset's, from assets/): what a job's outputs become once all are written. */
+  finishSteps?: FinishSteps | undefined;
 }
 
 /**
@@ -36,8 +39,9 @@ export type SourceRef = { input: InputSpec; stored?: undefined } | { stored: str
 
 /** What every piece of one parent is told: the split step's findings. */
 export type PieceJob = SourceRef & {
-  /** Absent: the built-in store under the parent's `task/<parentId>/`. */
+  /** Neither: the built-in store under the parent's `task/<parentId>/` (destination.ts OutputPlace). */
   storage?: StorageTarget;
+  builtinPrefix?: string;
   outputs: OutputFolders;
   /** The split step's probe of the input. */
   media: MediaInfo;
@@ -46,6 +50,8 @@ export type PieceJob = SourceRef & {
   segmentSecs: number;
   duration: number;
   c2pa?: boolean;
+  /** The job's finish step, run by the stitch on the stitched outputs (job.ts). */
+  finish?: JobFinish;
 };
 
 export type ChunkJob = PieceJob & { chunk: { index: number; count: number; window: ChunkWindow } };
