@@ -33,11 +33,7 @@ async function manifests(
  * and master (final, VOD), the DASH manifest, the MP4s, the storyboard and poster. Its
  * output becomes the parent task's. The pieces' files in the built-in store go at the end.
  */
-export async function runStitch(
-  deps: ChunkedDeps,
-  job: StitchJob,
-  ctx: JobContext,
-): Promise<Record<string, unknown>> {
+export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobContext): Promise<Record<string, unknown>> {
   const parentId = ctx.parentId;
   if (!parentId) throw new InternalError('chunked: a piece ran without its parent task');
   if (!deps.builtinStore) throw new ValidationError('storage: this server has no built-in store for the pieces');
