@@ -77,6 +77,14 @@ module.exports = {
       to: { path: [folder('llm'), folder('accounts')] },
     },
     {
+      name: 'chunked-through-the-format-registry',
+      comment:
+        'The chunked run (transcode/chunked/) loops over the output formats as the single run does, each format saying how its pieces are encoded and stitched: it reaches them only through outputs/index.ts, so a new format needs no edit there and is never silently left out of a long input.',
+      severity: 'error',
+      from: { path: '^src/transcode/chunked/' },
+      to: { path: '^src/transcode/outputs/', pathNot: '^src/transcode/outputs/index\\.ts$' },
+    },
+    {
       name: 'webhooks-know-events-not-task-types',
       comment:
         'webhooks/ delivers the outbox of tasks/ (its events, read from the database); the payload is rendered by main.ts from the API contract, so it knows no task type, no wire shape and no other domain.',

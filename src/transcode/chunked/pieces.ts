@@ -2,21 +2,17 @@ import path from 'node:path';
 import { InternalError, ValidationError } from '../../lib/errors.ts';
 import type { BuiltinStore } from '../../storage/builtin/index.ts';
 import type { JobContext } from '../../tasks/index.ts';
+import { CodecsProbes } from '../codecs.ts';
 import { openDestination } from '../destination.ts';
-import { segmentTiming } from '../encoders.ts';
-import { treeLayout } from '../outputs/hls-publish.ts';
-import { layout as mp4Layout } from '../outputs/mp4.ts';
-import { kindsOf, treeFolder, type CommandPlan } from '../outputs/index.ts';
-import type { Rendition } from '../renditions.ts';
-import { collectTrees, encodePiece, pieceQueue, withStore } from './encode.ts';
-import { chunkPoster } from './poster.ts';
+import { chunkedOutputs, chunkKinds, kindsOf, type CommandPlan, type PieceRun } from '../outputs/index.ts';
+import { encodePiece, pieceQueue, runOwnFfmpeg, withStore } from './encode.ts';
 import { publishEarly } from './publish.ts';
 import { piecesPrefix, type ChunkedDeps, type ChunkJob, type PieceJob, type PieceManifest } from './types.ts';
 
-// Issue #30: the `transcode-audio` and `transcode-chunk` pieces. Each encodes its part with
-// the single run's command (command.ts) on a plan of its own, uploads its HLS segments to
-// their final keys under their final names, keeps its MP4 part in the built-in store for the
-// stitch, and returns its manifest.
+// The `transcode-audio` and `transcode-chunk` pieces. Each encodes its part with the single
+// run's command (command.ts) on a plan of its own; then every output format of the job says
+// what it uploads to its final keys and what it keeps in the built-in store for the stitch
+// (outputs/chunked-format.ts), and the piece returns its manifest.
 
 /** The encode's share of a piece's progress; uploads take the rest. */
 const ENCODE_SHARE = 0.9;
@@ -36,100 +32,76 @@ function basePlan(deps: ChunkedDeps, job: PieceJob): Pick<CommandPlan, 'segmentS
   return { segmentSecs: job.segmentSecs, preset: deps.config.x264Preset, threads: deps.config.ffmpegThreads };
 }
 
-/** The rendition whose pieces make the storyboard: the smallest picture. */
-export function lowestRendition(renditions: readonly Rendition[]): Rendition | undefined {
-  return [...renditions].sort((a, b) => a.width * a.height - b.width * b.height)[0];
-}
-
 /**
- * Every audio track of the whole input, encoded once: each HLS tree's audio renditions (the
- * single run's audio-group targets: outputs/hls-tree.ts) and, for the MP4s, one `.m4a`.
+ * Every audio track of the whole input, encoded once with the single run's audio targets:
+ * each format keeps what it lists of it (the HLS trees' audio renditions, the MP4s' `.m4a`).
  */
 export async function runAudioPiece(deps: ChunkedDeps, job: PieceJob, ctx: JobContext): Promise<PieceManifest> {
-  const parentId = parentOf(ctx);
-  const store = openDestination(deps, job, parentId);
   const kinds = kindsOf(job.outputs);
   const plan = { ...basePlan(deps, job), probe: { ...job.media, subtitles: [] }, renditions: [], kinds };
-  return withStore(store, ctx.signal, async () => {
-    const outDir = await encodePiece(deps, { ctx, job, plan, seconds: job.duration, share: ENCODE_SHARE });
-    const queue = pieceQueue(deps, store, ctx.signal);
-    const rels = job.media.audioTracks.map((a) => treeLayout.audioDir(a.index));
-    const trees = await collectTrees(deps, { job, outDir, rels, queue, first: true, signal: ctx.signal }, undefined);
-    await queue.drain();
-    const mp4: Record<string, string> = {};
-    if (job.outputs.mp4) {
-      mp4.audio = `${piecesPrefix(parentId)}audio.m4a`;
-      const file = path.join(outDir, mp4Layout.audioMp4);
-      await builtin(deps).putFile(mp4.audio, file, { contentType: 'audio/mp4', signal: ctx.signal, move: true });
-    }
-    const own: PieceManifest = { kind: 'audio', index: -1, trees, mp4 };
-    await publishEarly(deps, { ctx, job, own, store });
-    ctx.progress(1);
-    return own;
-  });
-}
-
-/** Whether the stitch makes a storyboard: it goes beside the renditions of an HLS tree. */
-function wantsStoryboard(job: PieceJob): boolean {
-  return treeFolder(job.outputs) !== undefined && job.media.video !== undefined;
+  return runPiece(deps, { job, ctx, plan, seconds: job.duration });
 }
 
 /**
- * One chunk of the video: every rendition of [start, start + L), its segments numbered and
- * timed as the single run's (command.ts chunkInput/chunkFrames, hls-tree.ts chunkOptions,
- * fmp4-patch.ts), its MP4 parts (every rendition's for the MP4 output, the lowest one's for
- * the storyboard) kept in the built-in store.
+ * One chunk of the video: every rendition of [start, start + L), numbered and timed as the
+ * single run's (command.ts chunkInput/chunkFrames, hls-tree.ts chunkOptions); each format
+ * uploads or keeps its part of it (outputs/chunked-format.ts).
  */
 export async function runChunkPiece(deps: ChunkedDeps, job: ChunkJob, ctx: JobContext): Promise<PieceManifest> {
-  const parentId = parentOf(ctx);
   const { index, window } = job.chunk;
-  const store = openDestination(deps, job, parentId);
-  const storyboard = wantsStoryboard(job);
-  const kinds = { ...kindsOf(job.outputs), mp4: job.outputs.mp4 !== undefined || storyboard };
   const probe = { ...job.media, audio: undefined, audioTracks: [], subtitles: [] };
+  const kinds = chunkKinds(job.outputs);
   const plan = { ...basePlan(deps, job), probe, renditions: job.renditions, kinds, chunk: window };
   const seconds = window.keepSecs ?? Math.max(0, job.duration - window.startSecs);
+  return runPiece(deps, { job, ctx, plan, seconds, chunk: { index, window } });
+}
+
+/**
+ * A piece: its encode, then each format's part of it in the registry's order (their uploads
+ * drained), then the files they keep for the stitch moved into the built-in store, and the
+ * early outputs. Its manifest holds each format's share under the format's key.
+ */
+async function runPiece(
+  deps: ChunkedDeps,
+  o: { job: PieceJob; ctx: JobContext; plan: Omit<CommandPlan, 'input'>; seconds: number; chunk?: PieceRun['chunk'] },
+): Promise<PieceManifest> {
+  const { job, ctx, chunk } = o;
+  const parentId = parentOf(ctx);
+  const store = openDestination(deps, job, parentId);
   return withStore(store, ctx.signal, async () => {
-    const outDir = await encodePiece(deps, { ctx, job, plan, seconds, share: ENCODE_SHARE });
+    const outDir = await encodePiece(deps, { ctx, job, plan: o.plan, seconds: o.seconds, share: ENCODE_SHARE });
     const queue = pieceQueue(deps, store, ctx.signal);
-    const rels = job.renditions.map((r) => r.name);
-    const place = { startSecs: window.startSecs };
-    const first = index === 0;
-    const trees = await collectTrees(deps, { job, outDir, rels, queue, first, signal: ctx.signal }, place);
-    checkSegments(job, trees);
-    await queue.drain();
-    const poster = storyboard
-      ? await chunkPoster(deps, { job, ctx, outDir, parentId, store: builtin(deps) })
-      : undefined;
-    const keep = job.outputs.mp4 ? job.renditions : storyboard ? [lowestRendition(job.renditions)] : [];
-    const mp4: Record<string, string> = {};
-    for (const r of keep) {
-      if (!r) continue;
-      const key = `${piecesPrefix(parentId)}chunk-${index}/${r.name}.mp4`;
-      const file = path.join(outDir, mp4Layout.mp4File(r.name));
-      await builtin(deps).putFile(key, file, { contentType: 'video/mp4', signal: ctx.signal, move: true });
-      mp4[r.name] = key;
+    const keptUnder = `${piecesPrefix(parentId)}${chunk ? `chunk-${chunk.index}` : 'audio'}/`;
+    const kept = new Map<string, { key: string; contentType: string }>();
+    const piece: Omit<PieceRun, 'prefix'> = {
+      job,
+      chunk,
+      outDir,
+      queue,
+      signal: ctx.signal,
+      codecs: new CodecsProbes({ ffprobePath: deps.config.ffprobePath, signal: ctx.signal }),
+      ffmpeg: (args, f) => runOwnFfmpeg(deps, ctx.signal, { args, ...f }),
+      keep: (rel, contentType) => {
+        const k = kept.get(rel) ?? { key: `${keptUnder}${rel}`, contentType };
+        kept.set(rel, k);
+        return k.key;
+      },
+    };
+    const formats: Record<string, unknown> = {};
+    for (const f of chunkedOutputs(job.outputs)) {
+      const share = await f.chunked.collect({ ...piece, prefix: f.prefix });
+      if (share !== undefined) formats[f.key] = share;
     }
-    const own: PieceManifest = { kind: 'chunk', index, trees, mp4, ...(poster ? { poster } : {}) };
+    await queue.drain();
+    for (const [rel, k] of kept)
+      await builtin(deps).putFile(k.key, path.join(outDir, rel), {
+        contentType: k.contentType,
+        signal: ctx.signal,
+        move: true,
+      });
+    const own: PieceManifest = { kind: chunk ? 'chunk' : 'audio', index: chunk?.index ?? -1, formats };
     await publishEarly(deps, { ctx, job, own, store });
     ctx.progress(1);
     return own;
   });
-}
-
-/**
- * A chunk before the last holds exactly its whole segments: one more or fewer would shift
- * every later segment's number, so it fails here rather than publish a broken seam.
- */
-function checkSegments(job: ChunkJob, trees: Record<string, { rel: string; segments: unknown[] }[]>): void {
-  const { keepSecs } = job.chunk.window;
-  const first = job.renditions[0];
-  if (keepSecs === undefined || !first) return;
-  const expected = Math.round(keepSecs / segmentTiming(job.segmentSecs, first).segment);
-  for (const [key, parts] of Object.entries(trees))
-    for (const p of parts)
-      if (p.segments.length !== expected)
-        throw new InternalError(
-          `chunk ${job.chunk.index + 1}: ${key}/${p.rel} has ${p.segments.length} segments, not ${expected}`,
-        );
 }

@@ -3,12 +3,11 @@ import { InternalError, ValidationError } from '../../lib/errors.ts';
 import type { JobContext } from '../../tasks/index.ts';
 import { openDestination } from '../destination.ts';
 import { finishJob } from '../finish.ts';
-import { treeFolder } from '../outputs/index.ts';
+import { chunkedOutputs } from '../outputs/index.ts';
 import type { TranscodeFileOutput } from '../types.ts';
 import { pieceQueue } from './encode.ts';
-import { lowestRendition } from './pieces.ts';
-import { manifestOf, publishTrees } from './publish.ts';
-import { stitchDash, stitchMp4s, stitchThumbnails, type StitchInput } from './stitch-media.ts';
+import { manifestOf } from './publish.ts';
+import { stitchRunOf } from './stitch-media.ts';
 import { piecesPrefix, type ChunkedDeps, type PieceManifest, type StitchJob } from './types.ts';
 
 /** The manifests of the audio and of every chunk, in order; the queue runs the stitch only once all are done. */
@@ -28,10 +27,12 @@ async function manifests(
 }
 
 /**
- * The `transcode-stitch` piece (issue #30): from the pieces' manifests, without encoding the
- * video again, the outputs a single run writes, in its layout: each tree's media playlists
- * and master (final, VOD), the DASH manifest, the MP4s, the storyboard and poster. Its
- * output becomes the parent task's. The pieces' files in the built-in store go at the end.
+ * The `transcode-stitch` piece: from the pieces' manifests, without encoding the video again,
+ * the outputs a single run writes, in its layout: each output format of the job, in the
+ * registry's order, makes its files over the whole from its shares of the pieces (the HLS
+ * trees' final playlists and masters, the DASH manifest, the MP4s, the storyboard and
+ * poster) and gives its result under its key. Its output becomes the parent task's. The
+ * pieces' files in the built-in store go at the end.
  */
 export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobContext): Promise<Record<string, unknown>> {
   const parentId = ctx.parentId;
@@ -41,19 +42,14 @@ export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobConte
   const store = openDestination(deps, job, parentId);
   const queue = pieceQueue(deps, store, ctx.signal);
   const localRoot = path.join(ctx.scratchDir, 'stitch');
-  const s: StitchInput = { deps, ctx, job, store: deps.builtinStore, queue, localRoot, audio, chunks };
+  const runOf = stitchRunOf({ deps, signal: ctx.signal, job, queue, localRoot, audio, chunks, signs: true });
   ctx.progress(0);
-  const trees = await publishTrees(deps, { job, store, signal: ctx.signal, localRoot, audio, chunks, ended: true });
+  const formats = chunkedOutputs(job.outputs);
   const out: Record<string, unknown> = {};
-  if (trees.hls) out.hls = trees.hls.output;
-  if (job.outputs.mp4) out.mp4 = await stitchMp4s(s, job.outputs.mp4.path);
-  if (trees.fmp4) out.fmp4 = { ...trees.fmp4.output, dash: await stitchDash(s, trees.fmp4) };
-  ctx.progress(0.7);
-  const under = treeFolder(job.outputs);
-  const lowest = lowestRendition(job.renditions);
-  if (under && lowest) {
-    const thumbnails = await stitchThumbnails(s, { prefix: under.path, lowest: lowest.name });
-    if (thumbnails) out.thumbnails = thumbnails;
+  for (const [i, f] of formats.entries()) {
+    const result = await f.chunked.stitch(runOf(f));
+    if (result !== undefined) out[f.key] = result;
+    ctx.progress((0.9 * (i + 1)) / formats.length);
   }
   await queue.drain();
   const { baseUrl, files } = await store.close(ctx.signal);

@@ -58,37 +58,16 @@ export type ChunkJob = PieceJob & { chunk: { index: number; count: number; windo
 
 export type StitchJob = PieceJob & { chunks: number; chunkSecs: number; inputSize: number };
 
-/** A segment as a piece's manifest lists it. */
-export interface SegmentEntry {
-  uri: string;
-  duration: number;
-  bytes: number;
-}
-
-/** One media playlist's share of a piece: a rendition (`360p0`) or an audio track (`audio/0`). */
-export interface MediaPart {
-  rel: string;
-  segments: SegmentEntry[];
-  /** The init segment of an fMP4 playlist. */
-  map?: string;
-  /** RFC 6381, from the piece that uploaded the first segments. */
-  codecs?: string;
-  /** fMP4: each segment's [earliest presentation time, duration] in `timescale` ticks (DASH). */
-  spans?: [number, number][];
-  timescale?: number;
-}
-
-/** A piece's output: what it put where. The stitch and the early playlists read it. */
+/**
+ * A piece's output: what it put where, by output format. The stitch and the early outputs
+ * read it; each format's share is its own (outputs/chunked-format.ts).
+ */
 export interface PieceManifest {
   kind: 'audio' | 'chunk';
   /** The chunk's index; -1 for the audio piece. */
   index: number;
-  /** By HLS tree (`hls`, `fmp4`): its media playlists' share. */
-  trees: Record<string, MediaPart[]>;
-  /** Built-in store keys of its MP4 pieces, by rendition name (`audio` for the audio). */
-  mp4: Record<string, string>;
-  /** Built-in store key of the poster, from the chunk that holds the poster's time. */
-  poster?: string;
+  /** Each format's share of the piece (plain JSON), by the format's key. */
+  formats: Record<string, unknown>;
 }
 
 /** Where a parent's pieces keep their files in the built-in store; removed by the stitch. */

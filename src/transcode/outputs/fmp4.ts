@@ -1,10 +1,12 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InternalError } from '../../lib/errors.ts';
-import { dashManifest, timelineOf, type DashInput, type SegmentTimeline } from '../dash.ts';
+import { buildTimeline, dashManifest, timelineOf, type DashInput, type SegmentTimeline } from '../dash.ts';
 import type { HlsOutput } from '../renditions.ts';
 import { storageKey, type UploadQueue } from '../uploads.ts';
+import type { StitchRun } from './chunked-format.ts';
 import type { EncodedMedia, OutputRun } from './format.ts';
+import { partOf, type MediaPart, type PublishedTree, type TreeShare } from './hls-chunked.ts';
 import { publishHls, type HlsTree, type Published, type TreeMedia } from './hls-publish.ts';
 import { hlsTreeFormat } from './hls-tree.ts';
 
@@ -24,6 +26,7 @@ export const fmp4 = hlsTreeFormat<'fmp4', CmafOutput>(
     muxesSingleTrack: false,
   },
   publishCmaf,
+  async (run, published) => ({ ...published.output, dash: await stitchDash(run, published) }),
 );
 
 /** The fMP4 tree: its HLS master, then DASH over the same segments. */
@@ -59,11 +62,40 @@ async function publishDash(
   return `/${storageKey(tree.prefix, 'index.mpd')}`;
 }
 
+/** A media playlist's DASH timeline from the pieces' fragments, in order. */
+function chunkedTimeline(parts: readonly MediaPart[]): SegmentTimeline {
+  const timescale = parts[0]?.timescale;
+  if (!timescale) throw new InternalError('chunked: an fMP4 part without its timescale');
+  const spans = parts.flatMap((p) => (p.spans ?? []).map(([start, duration]) => ({ start, duration })));
+  return buildTimeline(spans, timescale);
+}
+
+/** A chunked run's MPD over the same segments as its HLS master: timelines from the chunks' fragments. */
+async function stitchDash(run: StitchRun<TreeShare>, published: PublishedTree): Promise<string> {
+  const { job } = run;
+  const input = dashInput({
+    renditions: job.renditions,
+    media: { audioTracks: job.media.audioTracks, subtitles: [] },
+    video: published.video,
+    audio: published.audio,
+    timelines: {
+      video: job.renditions.map((r) => chunkedTimeline(run.chunks.map((c) => partOf(c, r.name)))),
+      audio: published.audio.map((a) => chunkedTimeline([partOf(run.audio, a.rel)])),
+    },
+  });
+  const file = path.join(run.localDir, 'index.mpd');
+  await writeFile(file, dashManifest(input));
+  const key = storageKey(published.tree.prefix, 'index.mpd');
+  run.queue.add(key, file);
+  await run.queue.drain();
+  return `/${key}`;
+}
+
 /**
  * What the MPD lists: each rendition and audio track with its HLS entry's bandwidth and
- * codecs and its timeline. Shared by the single run and the chunked stitch (issue #30).
+ * codecs and its timeline. Shared by the single run and the chunked stitch.
  */
-export function dashInput(
+function dashInput(
   o: TreeMedia & {
     video: readonly Published[];
     audio: readonly Published[];

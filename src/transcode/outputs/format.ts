@@ -6,11 +6,15 @@ import type { AudioTrack, MediaInfo } from '../probe.ts';
 import type { ProfileSpec, Rendition } from '../renditions.ts';
 import type { StoryboardPlan } from '../storyboard.ts';
 import type { UploadQueue } from '../uploads.ts';
+import type { ChunkedFormat, ChunkWindow } from './chunked-format.ts';
 
-// What an output format says about itself (issue #26): its folders, its ffmpeg outputs per
-// rendition, the playlists it watches, how it publishes, which encoders it takes and its
-// other rules. One module per format (hls.ts, fmp4.ts, mp4.ts, thumbnails.ts); index.ts lists
-// them, and the command, the pipeline and the API's checks loop over that list.
+export type { ChunkWindow } from './chunked-format.ts';
+
+// What an output format says about itself: its folders, its ffmpeg outputs per rendition,
+// the playlists it watches, how it publishes, which encoders it takes, how a long input's
+// pieces make its part (or that they cannot) and its other rules. One module per format
+// (hls.ts, fmp4.ts, mp4.ts, thumbnails.ts); index.ts lists them, and the command, the
+// pipeline, the chunked run and the API's checks loop over that list.
 
 export type Encoder = NonNullable<ProfileSpec['encoder']>;
 
@@ -33,22 +37,8 @@ export interface CommandPlan {
   threads: number;
   /** The storyboard and poster, one more branch of the split (none for audio-only inputs). */
   thumbnails?: StoryboardPlan | undefined;
-  /** Issue #30: one chunk of a long input (transcode/chunked/): what it reads, keeps and numbers. */
+  /** One chunk of a long input (transcode/chunked/): what it reads, keeps and numbers. */
   chunk?: ChunkWindow | undefined;
-}
-
-/** Issue #30: the part of the whole one chunk encodes (see chunked/plan.ts). */
-export interface ChunkWindow {
-  /** Where ffmpeg starts reading (input `-ss`), seconds: `skipSecs` before the chunk starts. */
-  seekSecs: number;
-  /** Decoded before the chunk and dropped: a whole number of frames of every rendition. */
-  skipSecs: number;
-  /** The chunk's length, seconds; undefined for the last chunk, which runs to the end. */
-  keepSecs: number | undefined;
-  /** Where the chunk starts in the whole, seconds: its TS timestamps are shifted there. */
-  startSecs: number;
-  /** The number of its first segment (segments are numbered across the whole). */
-  firstSegment: number;
 }
 
 /** What publishing needs to know of the encode. */
@@ -125,4 +115,9 @@ export interface OutputFormat<Key extends string = string, Result = unknown, Req
   outputArgs?(plan: CommandPlan): string[];
   /** Starts its part of a job, whose files go under `prefix` in storage. */
   open(run: OutputRun, prefix: string): OutputPart<Result>;
+  /**
+   * How the pieces of a chunked run (transcode/chunked/) make its part of a long input; false:
+   * they cannot, and a job that asks for it is encoded in one run, whatever its length.
+   */
+  chunked: ChunkedFormat<Result> | false;
 }

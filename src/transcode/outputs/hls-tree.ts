@@ -3,12 +3,15 @@ import path from 'node:path';
 import { withTimestampMap } from '../playlist.ts';
 import type { SubtitleTrack } from '../probe.ts';
 import { storageKey } from '../uploads.ts';
+import { chunkedBehaviour, type StitchRun } from './chunked-format.ts';
 import type { CommandPlan, Encoder, OutputFormat, OutputRun } from './format.ts';
+import { collectTree, publishTree, type PublishedTree, type TreeShare } from './hls-chunked.ts';
 import { treeLayout, type HlsTree } from './hls-publish.ts';
 
 // An HLS tree (outputs/hls.ts with TS segments, outputs/fmp4.ts with fMP4 ones): one media
 // playlist per rendition and per audio group track under `<key>/`, uploaded segment by
-// segment while ffmpeg writes them, then a master playlist.
+// segment while ffmpeg writes them, then a master playlist. Chunked, each piece uploads its
+// segments and the stitch writes the playlists (hls-chunked.ts).
 
 export interface TreeOptions<Key extends string> {
   key: Key;
@@ -22,10 +25,14 @@ export interface TreeOptions<Key extends string> {
   muxesSingleTrack: boolean;
 }
 
-/** An HLS tree's format; `publish` says what it uploads after the encode. */
+/**
+ * An HLS tree's format; `publish` says what it uploads after the encode, `stitch` what a
+ * chunked run adds once the tree's playlists are written from the pieces.
+ */
 export function hlsTreeFormat<Key extends string, Result>(
   o: TreeOptions<Key>,
   publish: (run: OutputRun, tree: HlsTree) => Promise<Result>,
+  stitch: (run: StitchRun<TreeShare>, published: PublishedTree) => Promise<Result>,
 ): OutputFormat<Key, Result, true> {
   const dir = o.key;
   const fmp4 = o.segments === 'fmp4';
@@ -66,6 +73,13 @@ export function hlsTreeFormat<Key extends string, Result>(
         await subtitlesReady(run);
         return publish(run, { prefix, dir, audioGroup: audioGroup(run.plan) });
       },
+    }),
+    chunked: chunkedBehaviour<TreeShare, Result>({
+      collect: (piece) => collectTree(piece, dir),
+      early: async (run) => {
+        await publishTree(run, { dir, ended: false });
+      },
+      stitch: async (run) => stitch(run, await publishTree(run, { dir, ended: true })),
     }),
   };
 }

@@ -9,4 +9,5 @@ import { hlsTreeFormat } from './hls-tree.ts';
 export const hls = hlsTreeFormat<'hls', HlsOutput>(
   { key: 'hls', label: 'HLS with TS segments', segments: 'ts', encoders: ['H.264', 'HEVC'], muxesSingleTrack: true },
   async (run, tree) => (await publishHls(run, run.queue, tree)).output,
+  async (_run, published) => published.output,
 );

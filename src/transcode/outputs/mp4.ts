@@ -1,11 +1,15 @@
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { InternalError } from '../../lib/errors.ts';
 import { settledAll } from '../../lib/settled.ts';
 import { signMp4 } from '../c2pa.ts';
 import { AAC_ARGS, AUDIO_BITRATE, trackLabels } from '../encoders.ts';
+import { inputArgs } from '../media-input.ts';
 import type { AudioTrack } from '../probe.ts';
 import { renditionOutput, type AudioOutput, type RenditionOutput } from '../renditions.ts';
 import { StreamedMp4 } from '../streamed-mp4.ts';
 import { storageKey } from '../uploads.ts';
+import { chunkedBehaviour, type StitchRun } from './chunked-format.ts';
 import type { CommandPlan, OutputFormat, OutputRun } from './format.ts';
 
 /** Where ffmpeg writes the MP4s, relative to the job's output folder. */
@@ -46,7 +50,53 @@ export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
       publish: () => uploadMp4s(run, streams, prefix),
     };
   },
+  // Chunked: each chunk keeps its part of every rendition and the audio piece its `.m4a`;
+  // the stitch joins them without encoding again.
+  chunked: chunkedBehaviour<Mp4Share, Mp4Output>({
+    collect: async (piece) => {
+      if (piece.chunk)
+        return Object.fromEntries(
+          piece.job.renditions.map((r) => [r.name, piece.keep(layout.mp4File(r.name), 'video/mp4')]),
+        );
+      return piece.job.media.audioTracks.length > 0 ? { audio: piece.keep(layout.audioMp4, 'audio/mp4') } : undefined;
+    },
+    stitch: stitchMp4s,
+  }),
 };
+
+/** The built-in store's keys of a piece's MP4 parts, by rendition name (`audio`: the audio piece's `.m4a`). */
+type Mp4Share = Record<string, string>;
+
+/**
+ * One faststart MP4 per rendition from a chunked run: its chunks' parts and the audio joined
+ * by ffmpeg's concat demuxer (`-c copy`), then signed when the job asks.
+ */
+async function stitchMp4s(run: StitchRun<Mp4Share>): Promise<Mp4Output> {
+  const { job, localDir: dir } = run;
+  await mkdir(dir, { recursive: true });
+  const tracks = job.media.audioTracks;
+  const audioKey = run.audio?.audio;
+  const audio = audioKey && tracks.length > 0 ? await run.fetchKept(audioKey, path.join(dir, 'audio.m4a')) : undefined;
+  // The single run's manifests name the input as their parent, by its hash: so do these.
+  const c2pa = run.c2pa ? { signer: run.c2pa.signer, parent: { path: await run.c2pa.parent() } } : undefined;
+  const out: Mp4Output = [];
+  for (const r of job.renditions) {
+    const keys = run.chunks.map((c) => c[r.name] ?? '');
+    if (keys.some((k) => k === '')) throw new InternalError(`chunked: a chunk has no MP4 part of ${r.name}`);
+    const list = await run.concatList(keys, r.name);
+    const file = path.join(dir, `${r.name}.mp4`);
+    const args = [...inputArgs(list, 'our-concat'), ...(audio ? inputArgs(audio, 'ours') : [])];
+    args.push('-map', '0:v:0', ...(audio ? ['-map', '1:a'] : []), '-c', 'copy', '-map_metadata', '-1');
+    args.push(...(audio ? trackLabels(tracks) : []), '-movflags', '+faststart', file);
+    await run.ffmpeg(args, { cwd: dir, failure: 'stitching failed' });
+    if (c2pa) await signMp4({ input: file, output: file, title: r.name, ...c2pa, signal: run.signal });
+    const key = storageKey(run.prefix, `${r.name}.mp4`);
+    run.queue.add(key, file);
+    out.push({ ...renditionOutput(r, `/${key}`, 0), ...(c2pa ? { signed: true } : {}) });
+  }
+  await run.queue.drain();
+  return out.map((o) => ({ ...o, size: run.queue.sizes.get(o.path.slice(1)) ?? 0 }));
+}
 
 function oneTrackAudioOnly(plan: CommandPlan): boolean {
   return plan.renditions.length === 0 && plan.probe.audioTracks.length === 1;

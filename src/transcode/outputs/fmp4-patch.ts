@@ -2,7 +2,7 @@ import { open } from 'node:fs/promises';
 import { InternalError } from '../../lib/errors.ts';
 import { topLevelBoxes } from '../streamed-mp4.ts';
 
-// Issue #30: a chunk's fMP4 segments are written by ffmpeg as if they began the video (so
+// A chunk's fMP4 segments are written by ffmpeg as if they began the video (so
 // their init segment is the single run's, edit list included); their place in the whole is
 // set here: each fragment's decode time (tfdt, ISO/IEC 14496-12 8.8.12) moves by the chunk's
 // start and its sequence number (mfhd, 8.8.5) becomes the segment's number + 1, as the single
