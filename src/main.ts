@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -14,30 +13,23 @@ import {
   uploadSweepJobs,
 } from './assets/index.ts';
 import { type BuiltinStore, createBuiltinStore } from './storage/builtin/index.ts';
-import {
-  buildApp,
-  configuredBase,
-  publicBase,
-  TRANSCODE_TASK_TYPE,
-  webhookPayload,
-  type PublicBase,
-} from './api/index.ts';
+import { configuredBase, publicBase, TRANSCODE_TASK_TYPE, webhookPayload, type PublicBase } from './api/index.ts';
 import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
-import { readOrCreate } from './lib/state-file.ts';
 import { ensurePrivateDir } from './lib/private-dir.ts';
 import { Queue, TaskStore, Worker } from './tasks/index.ts';
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
 import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
-import { dwebStoreFactory, loadAgent, validateDwebProof, type AgentSigner } from './storage/dweb/index.ts';
+import { dwebStoreFactory, loadAgent, type AgentSigner } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 import { startOrchestrator } from './llm/orchestrator/index.ts';
 import { localOrchestratorSecret, orchestratorOptions, startGateway } from './main-llm.ts';
 import { createRetentionSweep } from './main-retention.ts';
+import { createApp } from './main-api.ts';
 
 export { orchestratorOptions, startGateway, tuningFromConfig } from './main-llm.ts';
 export { createRetentionSweep } from './main-retention.ts';
@@ -111,49 +103,6 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
     }),
     webhooks: new WebhookStore(db, { maxPerOwner: config.maxWebhooksPerOwner }),
   };
-}
-
-/** A salt for requesterId hashes that survives restarts: the setting, else a file in the data dir. */
-async function requesterSalt(config: Config): Promise<string> {
-  return (
-    config.requesterSalt ?? readOrCreate(join(config.dataDir, 'requester-salt'), () => randomBytes(16).toString('hex'))
-  );
-}
-
-/** The HTTP server: the transcoding API under /api when `transcodeApi`, and the operational routes. */
-async function createApp(
-  core: Core,
-  o: {
-    transcodeApi: boolean;
-    webhookDispatcher: WebhookDispatcher;
-    metrics: MetricsRegistry;
-    uploadStaging: UploadStaging;
-  },
-): Promise<FastifyInstance> {
-  const { config } = core;
-  return buildApp({
-    ...core,
-    ...o,
-    rules: {
-      allowPrivateUrls: config.allowPrivateUrls,
-      c2paConfigured: core.c2paSigner !== undefined,
-      validateDwebProof: async (proof, field) =>
-        void (await validateDwebProof(proof, { agentDid: core.agent.did(), ...(field ? { field } : {}) })),
-    },
-    bodyLimitBytes: config.bodyLimitBytes,
-    bodyMaxDepth: config.bodyMaxDepth,
-    timeouts: config,
-    publicUrl: config.publicUrl,
-    storeServe: config.storeServe,
-    storePresignSeconds: config.storePresignSeconds,
-    jwtMaxLifetimeSecs: config.jwtMaxLifetimeSecs,
-    maxQueuedPerOwner: config.maxQueuedPerOwner,
-    idempotencyMaxWaiters: config.idempotencyMaxWaiters,
-    requesterSalt: await requesterSalt(config),
-    version: VERSION,
-    exportProofConfigured: config.dwebExportProof !== undefined,
-    metricsPerKey: config.metricsPerKey,
-  });
 }
 
 export function createWorker(core: Core): Worker {
@@ -292,7 +241,7 @@ export async function startRoles(
   try {
     if (roles.api || roles.gateway) {
       const uploadStaging = createUploadStaging(core);
-      const app = await createApp(core, { transcodeApi: roles.api, webhookDispatcher, metrics, uploadStaging });
+      const app = await createApp(core, { api: roles.api, webhookDispatcher, metrics, uploadStaging }, VERSION);
       if (roles.api) {
         const sweep = startUploadSweep(core, uploadStaging);
         running.uploadSweep = sweep;

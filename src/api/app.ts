@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry as MetricsRegistry } from 'prom-client';
-import { SigningKeyStore } from '../access/index.ts';
+import type { SigningKeyStore } from '../access/index.ts';
 import type { Accounts } from '../accounts/index.ts';
 import type { AssetStore, UploadStaging } from '../assets/index.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
@@ -38,7 +38,7 @@ import { serveMetrics } from '../lib/metrics.ts';
 import { createMetrics } from './metrics.ts';
 import { collectOpenApi } from './openapi.ts';
 import { plainTextKeyword, withPlainText } from './plain-text.ts';
-import { IdempotencyKeys } from './idempotency.ts';
+import type { IdempotencyKeys } from './idempotency.ts';
 import { taskRoutes } from './routes.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
 import { accessControlRoutes } from './access-control-routes.ts';
@@ -54,7 +54,7 @@ import { playerRoutes } from './player-routes.ts';
 import { publicBase } from './public-base.ts';
 import { uploadRoutes } from './upload-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
-import { registerKeyMetrics, UsageStore } from '../usage/index.ts';
+import type { UsageStore } from '../usage/index.ts';
 import { webhookRoutes, type WebhookResender, type WebhookStoreLike } from './webhook-routes.ts';
 
 export interface ApiDeps {
@@ -77,8 +77,12 @@ export interface ApiDeps {
   /** The base URL clients reach the API at (MEDIAPLANE_PUBLIC_URL); links are relative without it. */
   publicUrl?: string | undefined;
   maxQueuedPerOwner: number;
-  /** Twins that may wait for one Idempotency-Key's answer (MEDIAPLANE_IDEMPOTENCY_MAX_WAITERS). */
-  idempotencyMaxWaiters?: number | undefined;
+  /** Idempotency-Keys of the routes that create (api/idempotency.ts). */
+  idempotency: IdempotencyKeys;
+  /** The owners' playback signing keys (/api/access-control, and /media's JWT check). */
+  signingKeys: SigningKeyStore;
+  /** What the keys used, for /api/usage. */
+  usage: UsageStore;
   requesterSalt: string;
   version: string;
   /** The built-in store (issue #27): /media serves it. */
@@ -97,8 +101,6 @@ export interface ApiDeps {
   exportProofConfigured?: boolean;
   /** Where the built browser console is (issue #29); console/dist beside src/ when absent. */
   consoleDir?: string;
-  /** MEDIAPLANE_METRICS_PER_KEY: GET /metrics shows counters per API key (issue #32). */
-  metricsPerKey?: boolean;
 }
 
 /**
@@ -154,7 +156,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const openapi = collectOpenApi(app, { title: 'Mediaplane API', version: deps.version });
   const metrics = createMetrics({ tasks: deps.tasks, queue: deps.queue, registry: deps.metrics });
   metrics.instrument(app);
-  if (deps.metricsPerKey) registerKeyMetrics(deps.db, metrics.registry);
 
   // Probes come every few seconds: their lines only at debug (lib/log.ts routineRouteLevel).
   const probeLevel = { logLevel: routineRouteLevel(app.log.level) };
@@ -185,8 +186,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 /** /media and everything under /api: tasks, webhooks, uploads, assets, clips, exports, signing keys. */
 async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const base = publicBase(app, deps.publicUrl);
-  // Signing keys need the database only; no cache, so a disabled or deleted key holds at once (issue #28).
-  const signingKeys = new SigningKeyStore(deps.db);
+  const { signingKeys } = deps;
   await mediaRoutes(app, {
     store: deps.builtinStore,
     serve: deps.storeServe,
@@ -215,8 +215,7 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
         await auth.hook(req);
         return transcodeApiNotFound(req, reply);
       });
-      const idempotency = new IdempotencyKeys(deps.db, { maxWaiters: deps.idempotencyMaxWaiters });
-      const routeDeps = { ...deps, auth, idempotency, publicBase: base };
+      const routeDeps = { ...deps, auth, publicBase: base };
       await taskRoutes(api, routeDeps);
       await webhookRoutes(api, routeDeps);
       await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
@@ -225,7 +224,7 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
       await exportRoutes(api, routeDeps);
       await accessControlRoutes(api, { auth, signingKeys, publicUrl: deps.publicUrl });
       await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
-      await usageRoutes(api, { auth, usage: new UsageStore(deps.db) });
+      await usageRoutes(api, { auth, usage: deps.usage });
       await capabilitiesRoutes(api, routeDeps);
     },
     { prefix: '/api' },

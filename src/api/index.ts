@@ -1,5 +1,5 @@
 export { buildApp, type ApiDeps } from './app.ts';
-export { purgeExpiredIdempotencyKeys } from './idempotency.ts';
+export { IdempotencyKeys, purgeExpiredIdempotencyKeys } from './idempotency.ts';
 export { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
 export { configuredBase, publicBase, type PublicBase } from './public-base.ts';
 export { TRANSCODE_TASK_TYPE, toWireTask, type WireTask } from './contract/index.ts';

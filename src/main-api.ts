@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Registry as MetricsRegistry } from 'prom-client';
+import { SigningKeyStore } from './access/index.ts';
+import type { Accounts } from './accounts/index.ts';
+import { buildApp, IdempotencyKeys } from './api/index.ts';
+import type { AssetStore, UploadStaging } from './assets/index.ts';
+import type { Config } from './config/index.ts';
+import type { Db } from './db/index.ts';
+import type { Logger } from './lib/log.ts';
+import { readOrCreate } from './lib/state-file.ts';
+import type { BuiltinStore } from './storage/builtin/index.ts';
+import { type AgentSigner, validateDwebProof } from './storage/dweb/index.ts';
+import type { Queue, TaskStore } from './tasks/index.ts';
+import type { C2paSigner } from './transcode/index.ts';
+import { registerKeyMetrics, UsageStore } from './usage/index.ts';
+import type { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
+
+// The API side of the composition root (main.ts): the stores only the API reads are built
+// here and handed in with the core's, so nothing under src/api/ builds one
+// (test/api/composition.test.ts).
+
+/** What the API reads of the service's core (main.ts Core). */
+export interface ApiCore {
+  config: Config;
+  log: Logger;
+  db: Db;
+  accounts: Accounts;
+  tasks: TaskStore;
+  queue: Queue;
+  webhooks: WebhookStore;
+  builtinStore: BuiltinStore;
+  assets: AssetStore;
+  agent: AgentSigner;
+  c2paSigner: C2paSigner | undefined;
+}
+
+/** What the process gives the API beside the core. */
+export interface ApiRole {
+  /** The process has the api role: the transcoding API under /api (false for a gateway-only server). */
+  api: boolean;
+  webhookDispatcher: WebhookDispatcher;
+  metrics: MetricsRegistry;
+  uploadStaging: UploadStaging;
+}
+
+/** A salt for requesterId hashes that survives restarts: the setting, else a file in the data dir. */
+async function requesterSalt(config: Config): Promise<string> {
+  return (
+    config.requesterSalt ?? readOrCreate(join(config.dataDir, 'requester-salt'), () => randomBytes(16).toString('hex'))
+  );
+}
+
+/** The HTTP server of this `version`: the transcoding API under /api with the api role, and the operational routes. */
+export async function createApp(core: ApiCore, { api, ...role }: ApiRole, version: string): Promise<FastifyInstance> {
+  const { config, db } = core;
+  if (config.metricsPerKey) registerKeyMetrics(db, role.metrics);
+  return buildApp({
+    ...core,
+    ...role,
+    transcodeApi: api,
+    version,
+    // Signing keys have no cache, so a disabled or deleted key holds at once.
+    signingKeys: new SigningKeyStore(db),
+    usage: new UsageStore(db),
+    idempotency: new IdempotencyKeys(db, { maxWaiters: config.idempotencyMaxWaiters }),
+    rules: {
+      allowPrivateUrls: config.allowPrivateUrls,
+      c2paConfigured: core.c2paSigner !== undefined,
+      validateDwebProof: async (proof, field) =>
+        void (await validateDwebProof(proof, { agentDid: core.agent.did(), ...(field ? { field } : {}) })),
+    },
+    bodyLimitBytes: config.bodyLimitBytes,
+    bodyMaxDepth: config.bodyMaxDepth,
+    timeouts: config,
+    publicUrl: config.publicUrl,
+    storeServe: config.storeServe,
+    storePresignSeconds: config.storePresignSeconds,
+    jwtMaxLifetimeSecs: config.jwtMaxLifetimeSecs,
+    maxQueuedPerOwner: config.maxQueuedPerOwner,
+    requesterSalt: await requesterSalt(config),
+    exportProofConfigured: config.dwebExportProof !== undefined,
+  });
+}
