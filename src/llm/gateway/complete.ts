@@ -14,7 +14,6 @@ import {
   BadRequestError,
   ContextLengthExceededError,
   MediaplaneError,
-  ModelNotFoundError,
   PayloadTooLargeError,
 } from '../../lib/errors.ts';
 import { type ChatRequest, type Feature, maxTokensProblem, requiredFeatures } from '../protocol/index.ts';
@@ -22,6 +21,7 @@ import { type AnswerMeta, chatCompletion, textCompletion, textCompletionRewriter
 import { beforeCharge } from './before-charge.ts';
 import type { Billing, Charge, ChargeFor } from './billing.ts';
 import { type Answer, askChat, deliverMeasured, type Whole } from './chat-attempt.ts';
+import { selectCandidates } from './candidates.ts';
 import { failover } from './failover.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { type Ended, recordOutcome } from './outcome.ts';
@@ -184,23 +184,19 @@ function lookupOf(deps: CompleteDeps, key: Principal | undefined, model: string)
 }
 
 /**
- * The orchestrators that may answer, best first: those serving the model that can honour the
- * request (its features), under the price ceiling, with the context for max_tokens. Refused
- * before anything is reserved when none: 404 for a model nobody offers, 400 naming the field
- * nobody serving it can honour.
+ * The orchestrators that may answer, best first (candidates.ts): those serving the model that
+ * can honour the request (its features), under the price ceiling, with the context for
+ * max_tokens; 400 naming the field nobody serving it can honour.
  */
 async function candidatesFor(deps: CompleteDeps, body: ChatRequest): Promise<Candidate[]> {
-  const { pool } = deps;
-  if (!pool.offers(body.model)) await pool.refresh();
-  const serving = pool.candidates(body.model, 0);
-  if (serving.length === 0) throw new ModelNotFoundError(`no orchestrator offers the model ${body.model}`);
   const needs = requiredFeatures(body);
-  const able = (c: Candidate) => needs.every((n) => c.features.includes(n.feature));
-  if (!serving.some(able)) throw unsupported(body.model, needs, serving);
-  const ceiling = ceilingOf(deps.maxPricePerToken, body.max_price_per_token);
-  const affordable = pool.candidates(body.model, ceiling).filter(able);
-  if (affordable.length === 0)
-    throw new ModelNotFoundError(`no orchestrator offers the model ${body.model} at or under ${ceiling} USD per token`);
+  const affordable = await selectCandidates(deps.pool, {
+    model: body.model,
+    able: (c) => needs.every((n) => c.features.includes(n.feature)),
+    unable: (serving) => unsupported(body.model, needs, serving),
+    ceiling: ceilingOf(deps.maxPricePerToken, body.max_price_per_token),
+    doing: `offers the model ${body.model}`,
+  });
   // Refused here when no orchestrator's context can hold max_tokens.
   const candidates = affordable.filter((c) => maxTokensProblem(body.max_tokens, c.contextLength) === undefined);
   if (candidates.length > 0) return candidates;

@@ -10,7 +10,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   BadRequestError,
   MediaplaneError,
-  ModelNotFoundError,
   PaymentRequiredError,
   TimeoutError,
   UpstreamFailedError,
@@ -20,6 +19,7 @@ import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { OpenAiErrorBody } from '../../lib/wire-errors.ts';
 import type { Principal } from '../../accounts/index.ts';
 import { beforeCharge } from './before-charge.ts';
+import { selectCandidates } from './candidates.ts';
 import type { Billing } from './billing.ts';
 import { sharedFields, unknownFields } from '../protocol/index.ts';
 import type { CompleteDeps } from './complete.ts';
@@ -152,26 +152,21 @@ export function base64(vector: readonly number[]): string {
 }
 
 /**
- * The orchestrators that can answer, best first: those offering the model whose engine
- * computes embeddings, under the operator's price ceiling. None offers the model: 404; some
- * do, but none computes embeddings: 400 naming `model`.
+ * The orchestrators that can answer, best first (candidates.ts): those offering the model whose
+ * engine computes embeddings, under the operator's price ceiling; some offer the model, but
+ * none computes embeddings: 400 naming `model`.
  */
-async function candidatesFor(deps: CompleteDeps, model: string): Promise<Candidate[]> {
-  const { pool } = deps;
-  if (!pool.offers(model)) await pool.refresh();
-  const embeds = (c: Candidate) => c.features.includes('embeddings');
-  const serving = pool.candidates(model, 0);
-  if (serving.length === 0) throw new ModelNotFoundError(`no orchestrator offers the model ${model}`);
-  if (!serving.some(embeds)) {
-    const why = `model: no orchestrator computes embeddings with ${model} (its engines generate text only)`;
-    throw new BadRequestError(why, { param: 'model' });
-  }
-  const affordable = pool.candidates(model, deps.maxPricePerToken).filter(embeds);
-  if (affordable.length === 0)
-    throw new ModelNotFoundError(
-      `no orchestrator computes embeddings with ${model} at or under ${deps.maxPricePerToken} USD per token`,
-    );
-  return affordable;
+function candidatesFor(deps: CompleteDeps, model: string): Promise<Candidate[]> {
+  return selectCandidates(deps.pool, {
+    model,
+    able: (c) => c.features.includes('embeddings'),
+    unable: () =>
+      new BadRequestError(`model: no orchestrator computes embeddings with ${model} (its engines generate text only)`, {
+        param: 'model',
+      }),
+    ceiling: deps.maxPricePerToken,
+    doing: `computes embeddings with ${model}`,
+  });
 }
 
 /**
