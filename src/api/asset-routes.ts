@@ -1,7 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../accounts/index.ts';
-import { type AssetSource, type AssetSpec, type AssetStore, UPLOAD_TASK_TYPE } from '../assets/index.ts';
+import {
+  type AssetSource,
+  type AssetStore,
+  assetOutputs,
+  processingProblems,
+  processingSpecOf,
+  UPLOAD_TASK_TYPE,
+} from '../assets/index.ts';
 import { InternalError, NotFoundError, ValidationError } from '../lib/errors.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
@@ -47,27 +54,11 @@ type AssetOptions = RequestUploadBody & { url?: string };
 async function checkAssetBody(b: AssetOptions, rules: TranscodeRules): Promise<void> {
   const problems: string[] = [];
   if (b.url !== undefined) await checkInputUrl('url', b.url, rules, problems);
-  // An asset is always HLS (TS), with MP4 renditions when asked: the formats its ladder must suit.
-  checkProfiles(
-    b.profiles ?? undefined,
-    { outputs: { hls: {}, mp4: b.staticMp4 ? {} : undefined }, words: 'failure' },
-    problems,
-  );
-  if (b.c2pa === true) {
-    if (!rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
-    if (b.staticMp4 !== true) problems.push('c2pa: signing applies to the MP4 renditions; set staticMp4 to true');
-  }
+  const spec = processingSpecOf(b);
+  // The ladder must suit the formats the asset is written in (assets/processing.ts assetOutputs).
+  checkProfiles(b.profiles ?? undefined, { outputs: assetOutputs(spec), words: 'failure' }, problems);
+  problems.push(...processingProblems(spec, { signing: rules.c2paConfigured }));
   if (problems.length > 0) throw new ValidationError(problems);
-}
-
-/** What the asset asks of its processing, as the asset keeps it and its upload task gets it. */
-function specOf(b: AssetOptions): AssetSpec & { targetSegmentSizeSecs?: number } {
-  const spec: AssetSpec & { targetSegmentSizeSecs?: number } = {};
-  if (b.staticMp4 !== undefined) spec.staticMp4 = b.staticMp4;
-  if (b.profiles) spec.profiles = b.profiles;
-  if (b.c2pa !== undefined) spec.c2pa = b.c2pa;
-  if (b.targetSegmentSizeSecs !== undefined) spec.targetSegmentSizeSecs = b.targetSegmentSizeSecs;
-  return spec;
 }
 
 /** The asset routes of spec/API.md section C, and GET /api/playback/{playbackId}. */
@@ -78,7 +69,8 @@ export async function assetRoutes(api: FastifyInstance, deps: AssetRoutesDeps): 
   const create = async (req: FastifyRequest<{ Body: AssetOptions }>, who: Principal, source: AssetSource) => {
     const b = req.body;
     await checkAssetBody(b, deps.rules);
-    const spec = specOf(b);
+    // The asset keeps its processing spec, and its task carries it (assets/processing.ts).
+    const spec = processingSpecOf(b);
     const made = await deps.assets.create({
       owner: who.owner,
       projectId: who.projectId,

@@ -2,7 +2,7 @@ import { hostProblem, withAllowHint } from '../lib/net-guard.ts';
 import { pathStyleHint } from '../storage/index.ts';
 import { ValidationError } from '../lib/errors.ts';
 import { objectPathProblem } from '../lib/object-path.ts';
-import { OUTPUT_KINDS, type OutputKind, profileProblems, signingProblem, writtenBy } from '../transcode/index.ts';
+import { c2paProblems, OUTPUT_KINDS, type OutputKind, profileProblems, writtenBy } from '../transcode/index.ts';
 import type { TranscodeParams } from './contract/index.ts';
 
 // The rules of POST /api/transcode that JSON Schema cannot say well. Each message names the
@@ -191,9 +191,7 @@ export async function checkTranscodeRequest(p: TranscodeParams, rules: Transcode
   await checkStorage(p, rules, problems);
   checkPaths(p, problems);
   checkProfiles(p.profiles, { outputs: p.outputs }, problems);
-  if (p.c2pa === true && !rules.c2paConfigured) problems.push('c2pa: C2PA signing is not configured on this server');
-  const unsigned = p.c2pa === true ? signingProblem(p.outputs) : undefined;
-  if (unsigned) problems.push(`c2pa: ${unsigned}`);
+  problems.push(...c2paProblems({ c2pa: p.c2pa, signing: rules.c2paConfigured, outputs: p.outputs }));
   if (problems.length > 0) throw new ValidationError(problems);
   const outputs: TranscodeParams['outputs'] = {};
   for (const kind of OUTPUT_KINDS) {

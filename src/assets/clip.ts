@@ -1,11 +1,13 @@
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { InputUnreadableError, ValidationError } from '../lib/errors.ts';
-import { checkedHandler, type JobContext, type JobHandler } from '../tasks/index.ts';
-import { probe } from '../transcode/index.ts';
+import { FileInput } from '../storage/index.ts';
+import { checkedHandler, type JobContext, type JobHandler, type SPLIT } from '../tasks/index.ts';
+import { forwardOnly, probe, progressWithin } from '../transcode/index.ts';
 import { cutClip } from './clip-cut.ts';
 import { assetSourceKey } from './keys.ts';
-import { type AssetProcessingDeps, makeAsset, processingOf, storedProcessing } from './process.ts';
+import { type AssetProcessingDeps, makeAsset } from './process.ts';
+import { ProcessingSpec, processingSpecOf } from './processing.ts';
 import type { AssetOutput } from './types.ts';
 
 /** The task type that cuts a range of an asset into a new asset (spec/API.md section C, issue #28). */
@@ -23,7 +25,7 @@ const StoredClipJob = Type.Object({
   startTime: Type.Number({ minimum: 0 }),
   endTime: Type.Number({ minimum: 0 }),
   sessionId: Type.Optional(Type.String()),
-  ...storedProcessing,
+  ...ProcessingSpec.properties,
 });
 
 export type ClipHandlerDeps = AssetProcessingDeps;
@@ -34,22 +36,27 @@ const CUT_SHARE = 0.3;
 /**
  * The `clip` job: the source asset's file (read, never written), the range cut from it
  * frame-accurately (clip-cut.ts: a smart cut for H.264, the range encoded whole otherwise),
- * then that clip made into the new asset as an upload is (process.ts), stored as its source.
+ * then that clip made into the new asset as an upload is (process.ts: the job entry every
+ * video takes), stored as its source.
  * Everything it writes is under the new asset's prefix: a retry starts over safely.
  */
-export function createClipHandler(d: ClipHandlerDeps): JobHandler<unknown, AssetOutput> {
+export function createClipHandler(d: ClipHandlerDeps): JobHandler<unknown, AssetOutput>;
+/** With `split` (the worker's, main.ts): a long clip is split into pieces, as a transcode's input is. */
+export function createClipHandler(
+  d: ClipHandlerDeps,
+  o: { split: true },
+): JobHandler<unknown, AssetOutput | typeof SPLIT>;
+export function createClipHandler(
+  d: ClipHandlerDeps,
+  o?: { split: true },
+): JobHandler<unknown, AssetOutput | typeof SPLIT> {
   return checkedHandler(StoredClipJob, async (p, ctx) => {
     const key = assetSourceKey(p.source.playbackId);
     if (p.source.key !== key) throw new ValidationError(`source.key: a clip reads its source asset's file (${key})`);
     if (p.endTime <= p.startTime) throw new ValidationError('endTime: must be greater than startTime');
-    const processing = processingOf(d, p);
+    const spec = processingSpecOf(p);
     // Never backwards: a smart cut that fails its checks starts the cut over.
-    let shown = 0;
-    const progress = (f: number) => {
-      if (f <= shown) return;
-      shown = f;
-      ctx.progress(f);
-    };
+    const progress = forwardOnly(ctx.progress);
     const input = await readSource(d, key, { ...ctx, progress });
     const media = await probe(input, { ffprobePath: d.config.ffprobePath, signal: ctx.signal });
     const output = path.join(ctx.scratchDir, 'clip.mp4');
@@ -64,14 +71,15 @@ export function createClipHandler(d: ClipHandlerDeps): JobHandler<unknown, Asset
       log: ctx.log,
     });
     ctx.log.info({ asset: p.assetId, from: p.source.assetId, ...cut }, 'clip cut');
+    // The clip is the new asset's source: made into it as an upload is, and kept at its key.
     return makeAsset(d, {
       assetId: p.assetId,
       playbackId: p.playbackId,
-      file: output,
+      source: new FileInput(output),
       keepSource: true,
-      processing,
-      ctx,
-      progress: (f) => progress(CUT_SHARE + (1 - CUT_SHARE) * f),
+      spec,
+      ctx: { ...ctx, progress: progressWithin(progress, CUT_SHARE, 1) },
+      canSplit: o?.split === true,
     });
   });
 }

@@ -23,6 +23,8 @@ export {
 export { UploadOffsetError, UploadStaging, type StagedUpload } from './staging.ts';
 export { uploadSweepJobs } from './upload-sweep.ts';
 export { createUploadHandler, UPLOAD_TASK_TYPE, type UploadHandlerDeps } from './handler.ts';
+export { assetFinishSteps } from './process.ts';
+export { assetOutputs, ProcessingSpec, processingProblems, processingSpecOf } from './processing.ts';
 export { CLIP_TASK_TYPE, createClipHandler, type ClipHandlerDeps } from './clip.ts';
 export {
   createExportDataHandler,

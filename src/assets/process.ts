@@ -1,39 +1,34 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { type Static, Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
-import { ValidationError } from '../lib/errors.ts';
+import { InternalError } from '../lib/errors.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
-import { FileInput } from '../storage/index.ts';
-import type { JobContext } from '../tasks/index.ts';
+import type { InputSource } from '../storage/index.ts';
+import type { JobContext, SPLIT } from '../tasks/index.ts';
 import {
   type C2paSigner,
+  type FinishStep,
+  type FinishSteps,
+  type JobSpec,
   type MediaInfo,
-  type OutputFolders,
-  probe,
-  runPipeline,
-  StoredProfile,
-  signingProblem,
+  type ReadInput,
+  runJob,
   type TranscodeFileOutput,
 } from '../transcode/index.ts';
 import { assetPrefix, assetSourceKey } from './keys.ts';
+import { assetOutputs, type ProcessingSpec } from './processing.ts';
 import type { AssetOutput, AssetTrack } from './types.ts';
 
-// What makes an asset of a source file, for every task type that makes assets (issue #27's
-// `upload`, issue #28's `clip`): its size and hashes, its probe, the HLS ladder (plus MP4s with
-// `staticMp4`) and thumbnails into the store under `asset/<playbackId>/`, and the AssetOutput
-// that the trigger of migration 010 copies onto the asset. A task writes only under its own
-// asset's prefix, so running it again (a retry, a lost lease) is safe.
-
-/** The processing options a stored task of an asset type may carry (what the asset's owner asked). */
-export const storedProcessing = {
-  staticMp4: Type.Optional(Type.Boolean()),
-  profiles: Type.Optional(Type.Array(StoredProfile)),
-  c2pa: Type.Optional(Type.Boolean()),
-  targetSegmentSizeSecs: Type.Optional(Type.Number()),
-};
+// An asset is made by a transcode whose outputs go to the asset's place, `asset/<playbackId>/`
+// in the built-in store, through the job entry every video takes (transcode/job.ts): one
+// probe, one plan, chunking and per-title as for any transcode. What is the asset's own is
+// its finish step: the source's size and hashes and its videoSpec (read once, as the input
+// is read), the source kept at its key (the downloadUrl), and the AssetOutput that the
+// trigger of migration 010 copies onto the asset, made once whether the run was single or
+// chunked (then by the stitch). A task writes only under its own asset's prefix, so running
+// it again (a retry, a lost lease) is safe.
 
 export interface AssetProcessingDeps {
   config: Config;
@@ -43,80 +38,87 @@ export interface AssetProcessingDeps {
   c2paSigner?: C2paSigner | undefined;
 }
 
-/** What the pipeline is asked, checked before any byte is fetched or cut. */
-export interface AssetProcessing {
-  outputs: OutputFolders;
-  c2pa: C2paSigner | undefined;
-  profiles: Static<typeof StoredProfile>[] | undefined;
-  segmentSecs: number | undefined;
+/** The asset's finish step's kind among a worker's finish steps. */
+export const ASSET_FINISH = 'asset';
+
+/** What the finish step is told: the asset's playbackId, and its source as the job entry read it. */
+interface AssetFinishParams {
+  playbackId: string;
+  media: MediaInfo;
+  digest: Digest;
 }
 
-/** The processing a task asks for; c2pa without a signer or without MP4s is refused as the transcode handler refuses it. */
-export function processingOf(
-  d: AssetProcessingDeps,
-  p: { staticMp4?: boolean; profiles?: Static<typeof StoredProfile>[]; c2pa?: boolean; targetSegmentSizeSecs?: number },
-): AssetProcessing {
-  const outputs: OutputFolders = { hls: { path: '/hls' }, ...(p.staticMp4 ? { mp4: { path: '/mp4' } } : {}) };
-  return { outputs, c2pa: signer(d, p.c2pa, outputs), profiles: p.profiles, segmentSecs: p.targetSegmentSizeSecs };
+interface Digest {
+  size: number;
+  md5: string;
+  sha256: string;
 }
 
-function signer(d: AssetProcessingDeps, c2pa: boolean | undefined, outputs: OutputFolders): C2paSigner | undefined {
-  if (!c2pa) return undefined;
-  if (!d.c2paSigner) throw new ValidationError('c2pa: C2PA signing is not configured on this server');
-  // The asset's only signed files are its MP4s.
-  if (signingProblem(outputs))
-    throw new ValidationError('c2pa: signing applies to MP4 renditions; ask for staticMp4 too');
-  return d.c2paSigner;
+/** The finish steps assets add to a worker's (main.ts): a chunked asset is finished by its stitch. */
+export function assetFinishSteps(): FinishSteps {
+  return { [ASSET_FINISH]: finishAsset };
 }
 
 /**
- * The asset `playbackId` made of the local file `file`. With `keepSource` the file is then
- * stored (moved) at the asset's source key, its downloadUrl; without, it is there already (a
- * direct upload). `progress` gets the pipeline's own 0..1.
+ * The asset `playbackId` made of `source`. With `keepSource` the source is then stored
+ * (moved) at the asset's source key, its downloadUrl; without, it is there already (a
+ * direct upload). SPLIT when the job was split into pieces (a long source on a worker).
  */
 export async function makeAsset(
   d: AssetProcessingDeps,
   o: {
     assetId: string;
     playbackId: string;
-    file: string;
+    source: InputSource;
     keepSource: boolean;
-    processing: AssetProcessing;
+    spec: ProcessingSpec;
     ctx: JobContext;
-    progress(fraction: number): void;
+    /** The worker's handlers: a long source may be split into pieces. */
+    canSplit: boolean;
   },
-): Promise<AssetOutput> {
-  const { ctx, processing: p } = o;
-  const log = ctx.log ?? d.log;
-  const [digest, media] = await Promise.all([
-    digestOf(o.file, ctx.signal),
-    probe(o.file, { ffprobePath: d.config.ffprobePath, signal: ctx.signal }),
-  ]);
-  log?.info({ asset: o.assetId, size: digest.size, format: media.formatName }, 'asset source read');
-  const result = await runPipeline(d.config, {
-    source: new FileInput(o.file),
-    store: d.store.writer(assetPrefix(o.playbackId)),
-    outputs: p.outputs,
-    profiles: p.profiles,
-    segmentSecs: p.segmentSecs,
-    scratchDir: ctx.scratchDir,
-    signal: ctx.signal,
-    progress: o.progress,
-    log,
-    thumbnails: true,
-    ...(p.c2pa ? { c2pa: { signer: p.c2pa } } : {}),
-  });
-  if (o.keepSource)
-    await d.store.putFile(assetSourceKey(o.playbackId), o.file, {
-      contentType: contentTypeOf(media),
-      signal: ctx.signal,
-      move: true,
-    });
-  return assetOutput({ playbackId: o.playbackId, media, result, digest });
+): Promise<AssetOutput | typeof SPLIT> {
+  const log = o.ctx.log ?? d.log;
+  const job: JobSpec = {
+    input: { source: o.source, ...(o.keepSource ? {} : { storedAt: assetSourceKey(o.playbackId) }) },
+    place: { builtinPrefix: assetPrefix(o.playbackId) },
+    outputs: assetOutputs(o.spec),
+    profiles: o.spec.profiles,
+    segmentSecs: o.spec.targetSegmentSizeSecs,
+    c2pa: o.spec.c2pa,
+    finish: {
+      kind: ASSET_FINISH,
+      prepare: async (input: ReadInput, signal: AbortSignal) => {
+        const digest = await digestOf(input.path, signal);
+        log?.info({ asset: o.assetId, size: digest.size, format: input.media.formatName }, 'asset source read');
+        const params: AssetFinishParams = { playbackId: o.playbackId, media: input.media, digest };
+        const keep = o.keepSource
+          ? { key: assetSourceKey(o.playbackId), contentType: contentTypeOf(input.media) }
+          : undefined;
+        return { params: { ...params }, keep };
+      },
+    },
+  };
+  const deps = { ...d, builtinStore: d.store, finishSteps: assetFinishSteps() };
+  const output = await runJob(deps, job, o.ctx, { canSplit: o.canSplit });
+  // The finish step above made it (finishAsset).
+  return output as AssetOutput | typeof SPLIT;
+}
+
+/** The asset's finish step: the outputs as the asset keeps them. */
+const finishAsset: FinishStep = async ({ output, params }) => assetOutput({ ...finishParams(params), result: output });
+
+/** The params as the job entry wrote them (a piece's row holds them as JSON). */
+function finishParams(p: Record<string, unknown>): AssetFinishParams {
+  const { playbackId, media, digest } = p;
+  const has = (o: unknown, field: string) => typeof o === 'object' && o !== null && field in o;
+  if (typeof playbackId !== 'string' || !has(digest, 'sha256') || !has(media, 'formatName'))
+    throw new InternalError('asset: the finish step got no playbackId, digest or probe');
+  // Written by makeAsset's prepare step above, from its own probe and digest.
+  return { playbackId, media: media as MediaInfo, digest: digest as Digest };
 }
 
 /** Size, md5 and sha256 of a file, in one streamed read. */
-async function digestOf(file: string, signal: AbortSignal): Promise<{ size: number; md5: string; sha256: string }> {
+async function digestOf(file: string, signal: AbortSignal): Promise<Digest> {
   const md5 = createHash('md5');
   const sha256 = createHash('sha256');
   let size = 0;
@@ -181,13 +183,8 @@ function tracksOf(media: MediaInfo): AssetTrack[] {
   return [...video, ...audio];
 }
 
-/** The pipeline's result as the asset keeps it: full store keys, the source's spec, size and hashes. */
-function assetOutput(o: {
-  playbackId: string;
-  media: MediaInfo;
-  result: TranscodeFileOutput;
-  digest: { size: number; md5: string; sha256: string };
-}): AssetOutput {
+/** The job's outputs as the asset keeps them: full store keys, the source's spec, size and hashes. */
+function assetOutput(o: AssetFinishParams & { result: TranscodeFileOutput }): AssetOutput {
   const key = (p: string) => assetPrefix(o.playbackId) + p.replace(/^\/+/, '');
   const { hls, mp4, thumbnails } = o.result;
   const duration = o.result.input_video.duration;

@@ -5,6 +5,7 @@
 // its asset in the same transaction, with the asset's webhook event in the outbox.
 
 import type { TaskKey } from '../tasks/index.ts';
+import type { ProcessingSpec } from './processing.ts';
 
 export const ASSET_PHASES = ['uploading', 'waiting', 'processing', 'ready', 'failed', 'deleting', 'deleted'] as const;
 export type AssetPhase = (typeof ASSET_PHASES)[number];
@@ -29,12 +30,8 @@ export type AssetSource =
   | { type: 'directUpload' }
   | { type: 'clip'; sourceId: string; playbackId: string; assetId?: string };
 
-/** What the owner asked of the asset's processing. */
-export interface AssetSpec {
-  staticMp4?: boolean;
-  profiles?: unknown[];
-  c2pa?: boolean;
-}
+/** What the owner asked of the asset's processing, as the asset keeps it (processing.ts, the one schema). */
+export type AssetSpec = ProcessingSpec;
 
 /**
  * The access an upload URL grants (spec/API.md section C): one asset, until `expiresAt`.

@@ -1,15 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
-import { ValidationError } from '../lib/errors.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import { createInputSource, type ObjectStoreFactory } from '../storage/index.ts';
 import { checkedHandler, type JobHandler, type SPLIT } from '../tasks/index.ts';
 import type { C2paSigner } from './c2pa.ts';
-import { transcodeOrSplit } from './chunked/index.ts';
-import { builtinOutputPrefix, openDestination } from './destination.ts';
-import type { PipelineJob } from './pipeline.ts';
-import { signingProblem } from './profile-rules.ts';
+import type { FinishSteps } from './finish.ts';
+import { builtinOutputPrefix } from './destination.ts';
+import { runJob, type JobSpec } from './job.ts';
 import type { TranscodeFileOutput, TranscodeJob } from './types.ts';
 
 export interface TranscodeHandlerDeps {
@@ -21,6 +19,8 @@ export interface TranscodeHandlerDeps {
   c2paSigner?: C2paSigner | undefined;
   /** The service's own store (issue #27): where a job that names no `storage` writes. */
   builtinStore?: BuiltinStore | undefined;
+  /** The finish steps of the jobs whose pieces this worker may stitch (an asset's). */
+  finishSteps?: FinishSteps | undefined;
 }
 
 export { builtinOutputPrefix };
@@ -89,27 +89,17 @@ export function createTranscodeHandler(
 ): JobHandler<unknown, TranscodeFileOutput | typeof SPLIT> {
   return checkedHandler(StoredTranscodeJob, async (stored, ctx) => {
     const params: TranscodeJob = stored;
-    const log = ctx.log ?? deps.log;
-    // Issue 5: the API refuses this before queueing; checked again for tasks queued elsewhere.
-    if (params.c2pa && !deps.c2paSigner)
-      throw new ValidationError('c2pa: C2PA signing is not configured on this server');
-    const unsigned = params.c2pa ? signingProblem(params.outputs) : undefined;
-    if (unsigned) throw new ValidationError(`c2pa: ${unsigned}`);
-    const store = openDestination(deps, { storage: params.storage }, ctx.taskId);
-    const job: PipelineJob = {
-      source: createInputSource(params.input, deps.config),
-      store,
-      ...(params.c2pa && deps.c2paSigner ? { c2pa: { signer: deps.c2paSigner } } : {}),
+    const spec: JobSpec = {
+      input: { source: createInputSource(params.input, deps.config), ranged: params.input },
+      place: { storage: params.storage },
       outputs: params.outputs,
       profiles: params.profiles,
       segmentSecs: params.targetSegmentSizeSecs,
       perTitle: params.perTitle,
-      scratchDir: ctx.scratchDir,
-      signal: ctx.signal,
-      progress: ctx.progress,
-      log,
+      c2pa: params.c2pa,
     };
-    // Issue #30: a long input is split into pieces (chunked/split.ts); a short one runs as it always did.
-    return transcodeOrSplit(deps, { params, ctx, job, canSplit: o?.split === true });
+    // A transcode has no finish step: its output is the outputs (TranscodeFileOutput).
+    const output = await runJob(deps, spec, ctx, { canSplit: o?.split === true });
+    return output as TranscodeFileOutput | typeof SPLIT;
   });
 }

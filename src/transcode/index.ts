@@ -5,6 +5,18 @@ export { profileProblems, signingProblem, writtenBy, type ProfileProblem } from 
 export { loadC2paSigner, type C2paSigner } from './c2pa.ts';
 export { builtinOutputPrefix, createTranscodeHandler, StoredProfile, type TranscodeHandlerDeps } from './handler.ts';
 export { runPipeline, type PipelineJob, type PipelineSettings } from './pipeline.ts';
+export {
+  c2paProblems,
+  forwardOnly,
+  progressWithin,
+  runJob,
+  type FinishSpec,
+  type JobInput,
+  type JobSpec,
+  type ReadInput,
+} from './job.ts';
+export type { FinishStep, FinishSteps, JobFinish } from './finish.ts';
+export type { OutputPlace } from './destination.ts';
 export { probe, requireVideo, type MediaInfo, type ProbeResult } from './probe.ts';
 export { planLadder, type Rendition } from './ladder.ts';
 export { buildFfmpegArgs } from './command.ts';

@@ -59,11 +59,13 @@ export interface PipelineJob {
   perTitle?: boolean | undefined;
   /** Issue 5 hook: sign every MP4 with C2PA before it is uploaded (`params.c2pa`). */
   c2pa?: { signer: C2paSigner; inputTitle?: string } | undefined;
+  /** The input's probe when the job entry made it (job.ts): not probed again; `checked`: it passed the decode check too. */
+  probed?: { media: MediaInfo; checked: boolean } | undefined;
 }
 
 // Progress shares: the download (when its size is known), the per-title analysis, the
 // encode, the final uploads.
-const DOWNLOAD_SHARE = 0.1;
+export const DOWNLOAD_SHARE = 0.1;
 const ANALYSIS_END = 0.15;
 const ENCODE_END = 0.95;
 
@@ -110,7 +112,7 @@ async function transcode(
   });
   job.log?.info({ input: job.source.description, size: input.size }, 'input fetched');
   const tools = { ffmpegPath: settings.ffmpegPath, signal: job.signal };
-  const media = await probeAndCheck(settings, input.path, tools);
+  const media = await probeInput(settings, input.path, { ...tools, probed: job.probed });
   const duration =
     media.duration > 0 ? media.duration : await measureDuration(input.path, { ...tools, video: hasVideo(media) });
   const planned = hasVideo(media)
@@ -203,13 +205,25 @@ function outputRun(
   };
 }
 
+/** The input's probe, checked to decode: made here, or the job entry's (checked here when it was not). */
+export async function probeInput(
+  settings: Pick<PipelineSettings, 'ffprobePath'>,
+  file: string,
+  tools: { ffmpegPath: string; signal: AbortSignal; probed?: PipelineJob['probed'] },
+): Promise<MediaInfo> {
+  const { probed, ...rest } = tools;
+  if (!probed) return probeAndCheck(settings, file, rest);
+  if (!probed.checked) await checkDecodes(file, { ...rest, video: hasVideo(probed.media) });
+  return probed.media;
+}
+
 /**
  * ffprobe and the decode check side by side (two short processes, ~0.1 s each, that would
  * otherwise run one after the other before the encode). The probe's verdict comes first: a
  * file that is not a video at all says so, not merely that it does not decode.
  */
 async function probeAndCheck(
-  settings: PipelineSettings,
+  settings: Pick<PipelineSettings, 'ffprobePath'>,
   file: string,
   tools: { ffmpegPath: string; signal: AbortSignal },
 ): Promise<MediaInfo> {

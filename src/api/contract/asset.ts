@@ -1,5 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ASSET_PHASES, assetSourceKey, type AssetOutput, type AssetRow, type AssetSource } from '../../assets/index.ts';
+import {
+  ASSET_PHASES,
+  assetSourceKey,
+  ProcessingSpec,
+  type AssetOutput,
+  type AssetRow,
+  type AssetSource,
+} from '../../assets/index.ts';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { mediaUrl, type PublicBase } from '../public-base.ts';
 import { CreatorId, Profile } from './transcode.ts';
@@ -38,11 +45,13 @@ const AssetName = Type.String({
   description: 'A title for the asset; not necessarily the file name.',
 });
 
-/** What the two create routes take besides the name (and the URL). */
+/**
+ * What the two create routes take besides the name (and the URL): the asset's processing spec
+ * (assets/processing.ts, the one schema its task and handler use too) with the request's own
+ * ladder (a Profile's bounds, null for the default ladder), and the asset's own fields.
+ */
 const assetOptions = {
-  staticMp4: Type.Optional(
-    Type.Boolean({ description: 'Also write MP4 renditions; the playback info lists them with their sizes.' }),
-  ),
+  ...ProcessingSpec.properties,
   playbackPolicy: Type.Optional(Type.Union([PlaybackPolicy, Type.Null()])),
   profiles: Type.Optional(
     Type.Union([Type.Array(Profile, { minItems: 1, maxItems: 10 }), Type.Null()], {
@@ -50,15 +59,7 @@ const assetOptions = {
         'The ladder, as in POST /api/transcode; absent or null: the default ladder. HLS (TS) is always written, so AV1 and VP9 are refused.',
     }),
   ),
-  c2pa: Type.Optional(
-    Type.Boolean({
-      description: 'Sign the MP4 renditions with a C2PA manifest: needs staticMp4 and a server with signing set up.',
-    }),
-  ),
   creatorId: Type.Optional(CreatorId),
-  targetSegmentSizeSecs: Type.Optional(
-    Type.Number({ minimum: 1, maximum: 60, description: 'Segment duration in seconds, from 1 to 60 (default 6).' }),
-  ),
 };
 
 export const RequestUploadBody = Type.Object({ name: AssetName, ...assetOptions }, { additionalProperties: false });
