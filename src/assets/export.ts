@@ -234,7 +234,7 @@ export function createExportHandler(
     const counted = countBytes(file, (n) => ctx.progress((0.95 * n) / Math.max(1, size)));
     let video: { cid: string; url: string };
     try {
-      video = await publishFile(() => Readable.toWeb(counted) as ReadableStream<Uint8Array>, dweb);
+      video = await publishFile(() => Readable.toWeb(counted) as ReadableStream<Uint8Array<ArrayBuffer>>, dweb);
     } finally {
       counted.destroy();
     }
@@ -310,8 +310,8 @@ export function stableJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-const jsonStream = (value: unknown): ReadableStream<Uint8Array> =>
-  Readable.toWeb(Readable.from([Buffer.from(stableJson(value))])) as ReadableStream<Uint8Array>;
+const jsonStream = (value: unknown): ReadableStream<Uint8Array<ArrayBuffer>> =>
+  Readable.toWeb(Readable.from([Buffer.from(stableJson(value))])) as ReadableStream<Uint8Array<ArrayBuffer>>;
 
 /**
  * Livepeer's NFT metadata of the `file` template (ERC-721 style: the video as `animation_url`),

@@ -83,10 +83,12 @@ export async function publishDirectory(dir: string, opts: PublishOptions): Promi
   const files = await listFiles(dir);
   const cids = new Map<string, string>();
   // `size` is left out on purpose: the client then streams the directory through its
-  // sharding encoder instead of encoding the whole tree in memory first.
+  // sharding encoder instead of encoding the whole tree in memory first. File streams yield
+  // ArrayBuffer-backed chunks (never shared memory), as the DOM's ReadableStream type asks
+  // where the console's type check reads these files through the API contract.
   const fileLikes = files.map((f) => ({
     name: f.path,
-    stream: () => Readable.toWeb(createReadStream(f.abs)) as ReadableStream<Uint8Array>,
+    stream: () => Readable.toWeb(createReadStream(f.abs)) as ReadableStream<Uint8Array<ArrayBuffer>>,
   }));
   let root: { toString(): string };
   try {
@@ -119,7 +121,7 @@ export async function publishDirectory(dir: string, opts: PublishOptions): Promi
  * once, streamed through the client's sharding encoder (no `size` given, as above).
  */
 export async function publishFile(
-  stream: () => ReadableStream<Uint8Array>,
+  stream: () => ReadableStream<Uint8Array<ArrayBuffer>>,
   opts: PublishOptions,
 ): Promise<{ cid: string; url: string }> {
   const { client, checked } = await connect(opts);
