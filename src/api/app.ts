@@ -93,7 +93,7 @@ export interface ApiDeps {
   /** MEDIAPLANE_JWT_MAX_LIFETIME_SECS: the longest a playback JWT may be valid for; absent: no bound. */
   jwtMaxLifetimeSecs?: number;
   assets: AssetStore;
-  /** Where upload bytes wait until they are whole (this process's data dir). */
+  /** Where upload bytes wait until they are whole, and their completion (assets/staging.ts, built in main.ts). */
   uploadStaging: UploadStaging;
   /** The registry GET /metrics serves, shared with the other roles of the process (lib/metrics processMetrics). */
   metrics?: MetricsRegistry;

@@ -9,8 +9,9 @@ import { byteCount, grantFor, PREFLIGHT_MAX_AGE, TokenQuery, type UploadRoutesDe
 // tus 1.0 resumable uploads (https://tus.io/protocols/resumable-upload) at the `tusEndpoint`
 // of POST /api/asset/request-upload: the core protocol (HEAD, PATCH, OPTIONS) and the
 // creation, termination and expiration extensions. One upload resource per asset, at
-// `/api/asset/upload/tus/<assetId>?token=T`; its bytes stage in the data dir (assets/staging.ts),
-// so an upload resumes after a dropped connection or a restart of the service.
+// `/api/asset/upload/tus/<assetId>?token=T`; its bytes stage where assets/staging.ts says (the
+// data dir, or the built-in store's bucket, where any API process takes the next request), so
+// an upload resumes after a dropped connection or a restart of the service.
 
 export const TUS_VERSION = '1.0.0';
 const TUS_EXTENSIONS = 'creation,termination,expiration';
@@ -128,7 +129,7 @@ function creationRoute(scope: FastifyInstance, deps: UploadRoutesDeps): void {
 
 /** The upload is whole: into the store, its task queued; a 404 when it can no longer finish (expired, deleted). */
 async function complete(deps: UploadRoutesDeps, grant: UploadGrant): Promise<void> {
-  if (!(await deps.staging.complete(grant, deps.sessions))) throw new NotFoundError();
+  if (!(await deps.staging.complete(grant))) throw new NotFoundError();
 }
 
 const RESOURCE = '/asset/upload/tus/:id';

@@ -6,7 +6,9 @@ import type { PublicBase } from './public-base.ts';
 // What the direct and the tus upload routes share (upload-routes.ts, tus-routes.ts).
 
 export interface UploadRoutesDeps {
+  /** Who may upload what (the grants of upload tokens). */
   sessions: UploadSessions;
+  /** Staging and completion of uploads, built in main.ts. */
   staging: UploadStaging;
   publicBase: PublicBase;
 }

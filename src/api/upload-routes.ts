@@ -81,7 +81,7 @@ function directUploadRoutes(scope: FastifyInstance, deps: UploadRoutesDeps): voi
       if (length !== undefined && length > deps.staging.maxBytes)
         throw new PayloadTooLargeError(`the file is larger than the ${deps.staging.maxBytes} bytes allowed`);
       await deps.staging.put(grant, req.raw, { length });
-      if (!(await deps.staging.complete(grant, deps.sessions))) throw new NotFoundError();
+      if (!(await deps.staging.complete(grant))) throw new NotFoundError();
       req.log.info({ assetId: grant.assetId }, 'direct upload stored');
       return reply.status(200).send();
     },

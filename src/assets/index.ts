@@ -20,7 +20,15 @@ export {
   type AssetTrack,
   type CreateAsset,
 } from './store.ts';
-export { UploadOffsetError, UploadStaging, type StagedUpload } from './staging.ts';
+export {
+  BucketStagingArea,
+  FolderStagingArea,
+  stagingAreaFor,
+  UploadOffsetError,
+  UploadStaging,
+  type StagedUpload,
+  type StagingArea,
+} from './staging.ts';
 export { uploadSweepJobs } from './upload-sweep.ts';
 export { createUploadHandler, UPLOAD_TASK_TYPE, type UploadHandlerDeps } from './handler.ts';
 export { assetFinishSteps } from './process.ts';

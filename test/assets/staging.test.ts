@@ -1,4 +1,4 @@
-// UploadStaging (assets/staging.ts) on its own: the offset is the file's size, the declared
+// UploadStaging (assets/staging.ts) on its own, with the folder kind: the offset is the file's size, the declared
 // length outlives the instance (a restart), a newer request takes an upload over from a stale
 // one (as tus servers lock), bytes past a limit are taken back, a whole upload moves into the
 // store, and the sweep frees what no live upload owns. The HTTP side is test/api/uploads.test.ts.
@@ -10,7 +10,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { StagedBytesLimitError, UploadOffsetError, UploadStaging, uploadSweepJobs } from '../../src/assets/index.ts';
+import {
+  FolderStagingArea,
+  StagedBytesLimitError,
+  UploadOffsetError,
+  UploadStaging,
+  uploadSweepJobs,
+} from '../../src/assets/index.ts';
 import type { StagedBytes, UploadGrant } from '../../src/assets/index.ts';
 import { PayloadTooLargeError } from '../../src/lib/errors.ts';
 import { FolderStore } from '../../src/storage/builtin/index.ts';
@@ -46,6 +52,17 @@ describe('UploadStaging', () => {
   let store: FolderStore;
   let staging: UploadStaging;
   const allowance = new Allowance();
+  // What completing an upload tells the database: whether the upload could still finish.
+  const finished: [string, number][] = [];
+  let canFinish = true;
+  const sessions = {
+    finish: async (id: string, size: number) => {
+      finished.push([id, size]);
+      return canFinish;
+    },
+  };
+  const stagingIn = (folder: string) =>
+    new UploadStaging({ area: new FolderStagingArea(folder, store), store, maxBytes: 10_000, allowance, sessions });
   let n = 0;
   const grant = (expiresInMs = HOUR): UploadGrant => {
     n++;
@@ -63,7 +80,7 @@ describe('UploadStaging', () => {
     root = mkdtempSync(path.join(tmpdir(), 'mediaplane-staging-'));
     dir = path.join(root, 'uploads');
     store = new FolderStore(path.join(root, 'media'));
-    staging = new UploadStaging({ dir, store, maxBytes: 10_000, allowance });
+    staging = stagingIn(dir);
   });
   after(() => rmSync(root, { recursive: true, force: true }));
 
@@ -73,7 +90,7 @@ describe('UploadStaging', () => {
     const now = await staging.append(g.assetId, Readable.from([bytes(700), bytes(300)]), { expectedOffset: 0 });
     assert.equal(now.offset, 1000);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
-    const restarted = new UploadStaging({ dir, store, maxBytes: 10_000, allowance });
+    const restarted = stagingIn(dir);
     const later = await restarted.status(g.assetId);
     assert.deepEqual(later, { offset: 1000, length: 5000, expiresAt: g.expiresAt });
     await assert.rejects(
@@ -174,13 +191,8 @@ describe('UploadStaging', () => {
   it('complete moves the whole file to the source key and queues it; an upload that cannot finish leaves nothing', async () => {
     const g = grant();
     await staging.put(g, Readable.from([bytes(1234)]), {});
-    const finished: [string, number][] = [];
-    const ok = await staging.complete(g, {
-      finish: async (id, size) => {
-        finished.push([id, size]);
-        return true;
-      },
-    });
+    finished.length = 0;
+    const ok = await staging.complete(g);
     assert.ok(ok);
     assert.deepEqual(finished, [[g.assetId, 1234]]);
     assert.equal((await store.stat(`asset/${g.playbackId}/source`))?.size, 1234);
@@ -188,7 +200,12 @@ describe('UploadStaging', () => {
 
     const gone = grant();
     await staging.put(gone, Readable.from([bytes(10)]), {});
-    assert.equal(await staging.complete(gone, { finish: async () => false }), false);
+    canFinish = false;
+    try {
+      assert.equal(await staging.complete(gone), false);
+    } finally {
+      canFinish = true;
+    }
     assert.equal(await store.stat(`asset/${gone.playbackId}/source`), undefined, 'the stored file goes too');
   });
 

@@ -15,7 +15,8 @@ import { S3InputSource } from '../s3-input.ts';
 import { S3ObjectStore, type S3StoreOptions } from '../s3-store.ts';
 import { s3Client, s3Failure } from '../s3.ts';
 import type { InputSource, ObjectStore, S3Location } from '../types.ts';
-import type { BuiltinStore, ByteRange, StoredObject } from './types.ts';
+import { S3Parts } from './s3-parts.ts';
+import type { BuiltinMultipart, BuiltinStore, ByteRange, StoredObject } from './types.ts';
 
 export interface S3BuiltinStoreOptions {
   location: S3Location;
@@ -41,6 +42,7 @@ export class S3BuiltinStore implements BuiltinStore {
   readonly #client: S3Client;
   /** putFile's uploads; never closed: it lives as long as the store. */
   readonly #uploads: S3ObjectStore;
+  readonly multipart: BuiltinMultipart;
 
   constructor(o: S3BuiltinStoreOptions) {
     this.#loc = o.location;
@@ -53,6 +55,14 @@ export class S3BuiltinStore implements BuiltinStore {
     this.#uploads = new S3ObjectStore(o.location, this.#storeOpts);
     const under = o.prefix ? ` under "${o.prefix}"` : '';
     this.description = `s3 bucket "${o.location.bucket}" at ${o.location.endpoint}${under}`;
+    this.multipart = new S3Parts({
+      client: this.#client,
+      bucket: o.location.bucket,
+      full: (key) => this.#full(key),
+      prefix: o.prefix,
+      partBytes: o.partSizeBytes,
+      explain: (err) => this.#explain(err),
+    });
   }
 
   /** The bucket's key of a store key; the path rule is asserted on every key (issue #15). */

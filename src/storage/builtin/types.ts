@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { InputSource, ObjectStore } from '../types.ts';
+import type { FileRange, InputSource, ObjectStore } from '../types.ts';
 
 // The service's own store (issue #27, spec/API.md section C): where assets and the outputs of
 // a transcode without `storage` are kept and served from. A folder in the data directory by
@@ -18,6 +18,38 @@ export interface StoredObject {
 export interface ByteRange {
   start: number;
   end: number;
+}
+
+/** One part of a multipart upload, as the store lists it. */
+export interface StoredPart {
+  part: number;
+  size: number;
+  etag: string;
+}
+
+/**
+ * Multipart uploads that outlive a request and a process (upload staging in a bucket, as
+ * tusd's S3 store keeps a tus upload): the parts are whatever the store lists, so any process
+ * may add the next one. Every key is a store key, under the store's prefix like any other.
+ */
+export interface BuiltinMultipart {
+  /** The smallest part but the last that the store takes (S3: 5 MiB, EntityTooSmall otherwise). */
+  readonly minPartBytes: number;
+  /** The size of the parts to send (MEDIAPLANE_UPLOAD_PART_SIZE_BYTES, at least minPartBytes). */
+  readonly partBytes: number;
+  /** Starts a multipart upload of `key`; its upload id. */
+  create(key: string): Promise<string>;
+  /** The parts stored so far, by number; undefined when there is no such upload (completed or aborted). */
+  parts(key: string, uploadId: string): Promise<StoredPart[] | undefined>;
+  putPart(key: string, uploadId: string, part: number, range: FileRange): Promise<void>;
+  /** Joins `parts` into the object at `key`. */
+  complete(key: string, uploadId: string, parts: StoredPart[]): Promise<void>;
+  /** Frees the upload's parts; an upload that is gone is no error. */
+  abort(key: string, uploadId: string): Promise<void>;
+  /** Removes one object; none there is no error. */
+  remove(key: string): Promise<void>;
+  /** The keys under `prefix` (at most `limit`), without the store's own prefix. */
+  keys(prefix: string, limit: number): Promise<string[]>;
 }
 
 export interface BuiltinStore {
@@ -53,4 +85,6 @@ export interface BuiltinStore {
   input(key: string): InputSource;
   /** Removes every object under `prefix` (`asset/<playbackId>/`); removing nothing is no error. */
   removePrefix(prefix: string): Promise<void>;
+  /** Multipart uploads across requests: only a bucket store has them (upload staging in the store). */
+  readonly multipart?: BuiltinMultipart;
 }
