@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts, KeyTaskAdmission, keyLimiter } from './accounts/index.ts';
 import {
+  assetFinishSteps,
   AssetStore,
   CLIP_TASK_TYPE,
   createClipHandler,
@@ -113,8 +114,12 @@ export function createWorker(core: Core): Worker {
     c2paSigner: core.c2paSigner,
     builtinStore: core.builtinStore,
     objectStores: { 'dweb.storage': dweb, 'web3.storage': dweb },
+    // The stitch of a chunked asset runs the asset's finish step.
+    finishSteps: assetFinishSteps(),
   };
-  // Issue #30: a long input is split into pieces, which the chunked handlers below run.
+  const assetDeps = { config: core.config, store: core.builtinStore, log: core.log, c2paSigner: core.c2paSigner };
+  // Every video goes through the one job entry (transcode/job.ts): a long input of any of
+  // these task types is split into pieces, which the chunked handlers below run.
   const transcode = createTranscodeHandler(transcodeDeps, { split: true });
   return new Worker({
     db: core.db,
@@ -123,13 +128,8 @@ export function createWorker(core: Core): Worker {
     handlers: {
       [TRANSCODE_TASK_TYPE]: transcode,
       ...createChunkedHandlers(transcodeDeps),
-      [UPLOAD_TASK_TYPE]: createUploadHandler({
-        config: core.config,
-        store: core.builtinStore,
-        log: core.log,
-        c2paSigner: core.c2paSigner,
-      }),
-      [CLIP_TASK_TYPE]: createClipHandler({ config: core.config, store: core.builtinStore, log: core.log }),
+      [UPLOAD_TASK_TYPE]: createUploadHandler(assetDeps, { split: true }),
+      [CLIP_TASK_TYPE]: createClipHandler(assetDeps, { split: true }),
       ...createExportHandlers({ config: core.config, store: core.builtinStore, agent: core.agent }),
     },
     log: core.log.child({ role: 'worker' }),
