@@ -166,10 +166,10 @@ export interface WireAsset {
   playbackUrl?: string;
   downloadUrl?: string;
   name: string;
-  source: Record<string, unknown>;
+  source: AssetSource;
   createdAt: number;
   status: { phase: AssetRow['phase']; updatedAt: number; progress?: number; errorMessage?: string };
-  videoSpec?: Record<string, unknown>;
+  videoSpec?: AssetOutput['videoSpec'];
   size?: number;
   hash?: { hash: string; algorithm: string }[];
   playbackPolicy?: Record<string, unknown>;
@@ -185,7 +185,7 @@ export interface WireAsset {
  */
 export const withoutQuery = (url: string): string => url.replace(/[?#].*$/s, '');
 
-function wireSource(s: AssetSource): Record<string, unknown> {
+function wireSource(s: AssetSource): AssetSource {
   if (s.type === 'url') return { type: 'url', url: withoutQuery(s.url) };
   return { ...s };
 }
@@ -201,7 +201,7 @@ function wireCreator(c: unknown): WireAsset['creatorId'] {
 
 // The SDK's track type is video or audio, nothing else: a subtitle or data track the probe
 // found would make it refuse the whole Asset.
-function wireVideoSpec(v: AssetOutput['videoSpec']): Record<string, unknown> {
+function wireVideoSpec(v: AssetOutput['videoSpec']): AssetOutput['videoSpec'] {
   const tracks = v.tracks.filter((t) => (t.type === 'video' || t.type === 'audio') && typeof t.codec === 'string');
   return { ...v, tracks };
 }
@@ -241,7 +241,7 @@ export function toWireAsset(row: AssetRow, base: PublicBase): WireAsset {
 }
 
 /** One entry of the playback info's `meta.source` (components/playbackinfo.ts: its hrn and type enums). */
-interface PlaybackSource {
+export interface PlaybackSource {
   hrn: 'HLS (TS)' | 'MP4' | 'Thumbnails' | 'Thumbnail (JPEG)';
   type: 'html5/application/vnd.apple.mpegurl' | 'html5/video/mp4' | 'text/vtt' | 'image/jpeg';
   url: string;
