@@ -22,7 +22,7 @@ import { ListQuery, type PageOptions, pageOf } from './paging.ts';
 
 export interface AccessControlRoutesDeps {
   auth: RequestAuth<Principal>;
-  signingKeys: SigningKeyStore;
+  signingKeys: Pick<SigningKeyStore, 'create' | 'list' | 'get' | 'update' | 'remove'>;
   /** MEDIAPLANE_PUBLIC_URL, for the list's `Link` (api/paging.ts). */
   publicUrl?: string | undefined;
 }

@@ -10,13 +10,13 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { SigningKeyStore } from '../access/index.ts';
-import type { Accounts } from '../accounts/index.ts';
+import type { Accounts, Principal } from '../accounts/index.ts';
 import type { AssetStore, UploadStaging } from '../assets/index.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { jsonBodyParser } from '../lib/json-body.ts';
-import { requestAuth } from '../lib/request-auth.ts';
+import { type RequestAuth, requestAuth } from '../lib/request-auth.ts';
 import { schemaValidatorCompiler } from '../lib/schema-validator.ts';
 import {
   sharedErrorHandler,
@@ -51,7 +51,7 @@ import { exportRoutes } from './export-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { playerRoutes } from './player-routes.ts';
-import { publicBase } from './public-base.ts';
+import { type PublicBase, publicBase } from './public-base.ts';
 import { uploadRoutes } from './upload-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
 import type { UsageStore } from '../usage/index.ts';
@@ -215,18 +215,37 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
         await auth.hook(req);
         return transcodeApiNotFound(req, reply);
       });
-      const routeDeps = { ...deps, auth, publicBase: base };
-      await taskRoutes(api, routeDeps);
-      await webhookRoutes(api, routeDeps);
-      await uploadRoutes(api, { sessions: deps.assets, staging: deps.uploadStaging, publicBase: base });
-      await assetRoutes(api, routeDeps);
-      await clipRoutes(api, routeDeps);
-      await exportRoutes(api, routeDeps);
-      await accessControlRoutes(api, { auth, signingKeys, publicUrl: deps.publicUrl });
-      await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
-      await usageRoutes(api, { auth, usage: deps.usage });
-      await capabilitiesRoutes(api, routeDeps);
+      await apiRoutes(api, deps, { auth, publicBase: base });
     },
     { prefix: '/api' },
   );
+}
+
+/** The routes modules under /api, each handed what it uses of the API's deps and nothing more. */
+async function apiRoutes(
+  api: FastifyInstance,
+  deps: ApiDeps,
+  edge: { auth: RequestAuth<Principal>; publicBase: PublicBase },
+): Promise<void> {
+  const { auth, publicBase: base } = edge;
+  const { assets, tasks, rules, publicUrl, idempotency, exportProofConfigured } = deps;
+  // What each route that makes a task uses: its Idempotency-Key, the requester's id, the owner's queue bound, links.
+  const creates = {
+    auth,
+    publicBase: base,
+    idempotency,
+    maxQueuedPerOwner: deps.maxQueuedPerOwner,
+    requesterSalt: deps.requesterSalt,
+  };
+  await taskRoutes(api, { ...creates, tasks, rules, publicUrl });
+  const { webhooks, webhookDispatcher } = deps;
+  await webhookRoutes(api, { auth, idempotency, webhooks, webhookDispatcher, rules, publicUrl });
+  await uploadRoutes(api, { sessions: assets, staging: deps.uploadStaging, publicBase: base });
+  await assetRoutes(api, { ...creates, assets, rules, publicUrl });
+  await clipRoutes(api, { ...creates, assets });
+  await exportRoutes(api, { ...creates, assets, tasks, rules, exportProofConfigured });
+  await accessControlRoutes(api, { auth, signingKeys: deps.signingKeys, publicUrl });
+  await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
+  await usageRoutes(api, { auth, usage: deps.usage });
+  await capabilitiesRoutes(api, { auth, rules, exportProofConfigured, publicBase: base });
 }

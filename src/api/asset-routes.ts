@@ -34,13 +34,13 @@ import { checkInputUrl, checkProfiles, type TranscodeRules } from './validate-tr
 
 export interface AssetRoutesDeps {
   auth: RequestAuth<Principal>;
-  assets: AssetStore;
+  assets: Pick<AssetStore, 'create' | 'list' | 'get' | 'update' | 'remove' | 'byPlaybackId'>;
   idempotency: IdempotencyKeys;
   publicBase: PublicBase;
   /** MEDIAPLANE_PUBLIC_URL, for the list's `Link` (api/paging.ts). */
   publicUrl?: string | undefined;
   /** The input rules of POST /api/transcode, for POST /api/asset/upload/url. */
-  rules: TranscodeRules;
+  rules: Pick<TranscodeRules, 'allowPrivateUrls' | 'c2paConfigured'>;
   maxQueuedPerOwner: number;
   requesterSalt: string;
 }
@@ -51,7 +51,7 @@ const Errors = TasksErrorBody;
 type AssetOptions = RequestUploadBody & { url?: string };
 
 /** The rules of a create body that JSON Schema cannot say: the URL's, the ladder's, signing's. */
-async function checkAssetBody(b: AssetOptions, rules: TranscodeRules): Promise<void> {
+async function checkAssetBody(b: AssetOptions, rules: AssetRoutesDeps['rules']): Promise<void> {
   const problems: string[] = [];
   if (b.url !== undefined) await checkInputUrl('url', b.url, rules, problems);
   const spec = processingSpecOf(b);

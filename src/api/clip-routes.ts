@@ -15,7 +15,7 @@ import { TaskSchema } from './routes.ts';
 
 export interface ClipRoutesDeps {
   auth: RequestAuth<Principal>;
-  assets: AssetStore;
+  assets: Pick<AssetStore, 'byPlaybackId' | 'create'>;
   idempotency: IdempotencyKeys;
   publicBase: PublicBase;
   maxQueuedPerOwner: number;
@@ -28,7 +28,7 @@ export interface ClipRoutesDeps {
  * tells nothing of who owns it.
  */
 async function sourceAsset(
-  assets: AssetStore,
+  assets: ClipRoutesDeps['assets'],
   owner: string,
   playbackId: string,
 ): Promise<AssetRow & { output: object }> {

@@ -29,7 +29,7 @@ export interface ExportRoutesDeps {
   assets: AssetStore;
   tasks: TaskStore;
   /** allowPrivateUrls (the address guard) and validateDwebProof (the proof's checks). */
-  rules: TranscodeRules;
+  rules: Pick<TranscodeRules, 'allowPrivateUrls' | 'validateDwebProof'>;
   /** Whether MEDIAPLANE_DWEB_EXPORT_PROOF is set: then an IPFS export may come without a proof. */
   exportProofConfigured?: boolean | undefined;
   idempotency: IdempotencyKeys;

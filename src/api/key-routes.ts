@@ -12,7 +12,7 @@ import { ApiKeySchema, toWireApiKey } from './contract/api-key.ts';
 
 export interface KeyRoutesDeps {
   auth: RequestAuth<Principal>;
-  accounts: Accounts;
+  accounts: Pick<Accounts, 'keyViews' | 'keyView'>;
   /** MEDIAPLANE_RATE_WINDOW_MS. */
   windowMs: number;
 }

@@ -19,12 +19,12 @@ import type { IdempotencyKeys } from './idempotency.ts';
 import { ListQuery, type PageOptions, pageOf } from './paging.ts';
 import { requesterId } from './requester-id.ts';
 import { checkTranscodeRequest, type TranscodeRules } from './validate-transcode.ts';
-import { taskEventsRoute } from './task-events-route.ts';
+import { type TaskEventsDeps, taskEventsRoute } from './task-events-route.ts';
 
 export interface TaskRoutesDeps {
   /** The API key check every route names (lib/request-auth.ts, issue #26). */
   auth: RequestAuth<Principal>;
-  tasks: TaskStore;
+  tasks: Pick<TaskStore, 'create' | 'list' | 'get' | 'cancel' | 'retry' | 'pieces'> & TaskEventsDeps['tasks'];
   rules: TranscodeRules;
   maxQueuedPerOwner: number;
   requesterSalt: string;
@@ -143,7 +143,7 @@ function oneTaskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): void {
 }
 
 /** The Task with the pieces it was split into, if any (issue #30). */
-async function withPieces(tasks: TaskStore, task: Promise<WireTask>): Promise<WireTask> {
+async function withPieces(tasks: Pick<TaskStore, 'pieces'>, task: Promise<WireTask>): Promise<WireTask> {
   const t = await task;
   const pieces = wirePieces(await tasks.pieces(t.id));
   return pieces ? { ...t, pieces } : t;

@@ -14,7 +14,7 @@ import type { PublicBase } from './public-base.ts';
 // fanned out to every stream, and a re-read every few seconds where a NOTIFY was lost.
 
 export interface TaskEventsDeps {
-  tasks: TaskStore;
+  tasks: Pick<TaskStore, 'events' | 'follow'>;
   /** The API key check the route names (the task routes' own): another owner's task is a 404. */
   auth: RequestAuth<{ owner: string }>;
   /** A comment line this often keeps proxies from closing a quiet stream (default 15 s). */
