@@ -5,7 +5,7 @@
 // and the sweep frees what no live upload owns. The HTTP side is test/api/tus-two-processes.test.ts.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -152,6 +152,21 @@ describe('UploadStaging in a bucket', () => {
     assert.ok(await staging.complete(g));
     const source = (await s3.get(bucket, `media/asset/${g.playbackId}/source`)).body;
     assert.equal(source.toString(), 'a'.repeat(1000) + 'b'.repeat(4000));
+  });
+
+  it('a spool file a stopped process left is freed on the first request, a fresh one is kept', async () => {
+    const spool = path.join(root, 'restarted', 'upload-spool');
+    mkdirSync(spool, { recursive: true });
+    const old = path.join(spool, 'left-by-a-crash');
+    const fresh = path.join(spool, 'being-written');
+    writeFileSync(old, 'x');
+    writeFileSync(fresh, 'y');
+    const twoHoursAgo = new Date(Date.now() - 2 * HOUR);
+    utimesSync(old, twoHoursAgo, twoHoursAgo);
+    const g = grant();
+    await apiProcess('restarted').create(g, { length: 10 });
+    assert.ok(!existsSync(old));
+    assert.ok(existsSync(fresh));
   });
 
   it('the sweep frees expired uploads and those whose asset is gone, parts and all', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -47,6 +47,11 @@ interface State {
 
 const NEVER = new AbortController().signal;
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
+/**
+ * A spool file no request has written to for this long was left by a process that stopped
+ * mid-request (a live request's body comes within MEDIAPLANE_UPLOAD_IDLE_TIMEOUT_MS or ends).
+ */
+const SPOOL_LEFTOVER_MS = 60 * 60_000;
 /** The most records one sweep looks at; the rest wait for the next. */
 const MAX_LISTED = 10_000;
 const folder = (assetId: string) => `uploads/${assetId}`;
@@ -255,15 +260,29 @@ export class BucketStagingArea implements StagingArea {
     }
   }
 
-  /** A fresh scratch file's name; the folder is made private (0700) on first use. */
+  /**
+   * A fresh scratch file's name. On first use the folder is made private (0700) and what a
+   * stopped process left in it is freed.
+   */
   async #file(): Promise<string> {
     if (!this.#ready)
-      this.#ready = ensurePrivateDir(this.#scratch).catch((err: unknown) => {
-        this.#ready = undefined;
-        throw err;
-      });
+      this.#ready = ensurePrivateDir(this.#scratch)
+        .then(() => this.#freeLeftovers())
+        .catch((err: unknown) => {
+          this.#ready = undefined;
+          throw err;
+        });
     await this.#ready;
     return join(this.#scratch, randomUUID());
+  }
+
+  async #freeLeftovers(): Promise<void> {
+    const before = Date.now() - SPOOL_LEFTOVER_MS;
+    for (const name of await readdir(this.#scratch)) {
+      const file = join(this.#scratch, name);
+      const s = await stat(file).catch(() => undefined);
+      if (s && s.mtimeMs < before) await rm(file, { force: true });
+    }
   }
 }
 
