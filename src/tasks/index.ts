@@ -21,3 +21,10 @@ export {
   type TaskRowJson,
 } from './events.ts';
 export { FINAL_PHASES, type FollowOptions } from './follow.ts';
+export {
+  ASSET_TASK_TYPES,
+  CLIENT_TASK_TYPES,
+  ENCODING_TASK_TYPES,
+  TASK_TYPES,
+  type ClientTaskType,
+} from './task-types.ts';
