@@ -117,6 +117,19 @@ describe('UploadStaging in a bucket', () => {
     assert.deepEqual(await stagedKeys(g.assetId), []);
   });
 
+  it('a streamed direct PUT (no length) and an empty upload complete, their last part as small as it is', async () => {
+    const streamed = grant();
+    const bytes = Buffer.from('a streamed body of no declared length');
+    await staging.put(streamed, Readable.from([bytes.subarray(0, 10), bytes.subarray(10)]), {});
+    assert.ok(await staging.complete(streamed));
+    assert.deepEqual((await s3.get(bucket, `media/asset/${streamed.playbackId}/source`)).body, bytes);
+    const empty = grant();
+    await staging.create(empty, { length: 0 });
+    assert.ok(await staging.complete(empty));
+    assert.equal((await s3.head(bucket, `media/asset/${empty.playbackId}/source`)).size, 0);
+    assert.deepEqual([...(await stagedKeys(streamed.assetId)), ...(await stagedKeys(empty.assetId))], []);
+  });
+
   it('a body past the declared length is refused (413) and leaves the bucket as it was', async () => {
     const g = grant();
     await staging.create(g, { length: 2000 });
