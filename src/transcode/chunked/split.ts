@@ -1,6 +1,7 @@
 import { openRangeReader, startRangeProxy, type InputSpec, type RangeProxy } from '../../storage/index.ts';
 import type { JobContext, PieceSpec, SPLIT } from '../../tasks/index.ts';
 import { planLadder } from '../ladder.ts';
+import { unchunkable } from '../outputs/index.ts';
 import { perTitleLadder, type PipelineJob } from '../pipeline.ts';
 import { hasVideo, probe, type MediaInfo } from '../probe.ts';
 import { throttledProgress } from '../progress.ts';
@@ -49,7 +50,7 @@ export interface SplitPlan {
   plan: ChunkPlan;
 }
 
-/** The ladder and chunks of an input, or undefined when the single run takes it (short, or not splittable). */
+/** The ladder and chunks of an input, or undefined when the single run takes it (short, not splittable, or a format that cannot be chunked). */
 export function planSplit(deps: ChunkedDeps, job: PipelineJob, media: MediaInfo): SplitPlan | undefined {
   const { config } = deps;
   if (!splittable(media) || !hasVideo(media)) return undefined;
@@ -61,7 +62,14 @@ export function planSplit(deps: ChunkedDeps, job: PipelineJob, media: MediaInfo)
     chunkSecs: config.chunkSecs,
     thresholdSecs: config.chunkThresholdSecs,
   });
-  return plan ? { planned, plan } : undefined;
+  if (!plan) return undefined;
+  // A format whose pieces cannot make its part (`chunked: false`): the job is one run, whatever its length.
+  const single = unchunkable(job.outputs);
+  if (single) {
+    job.log?.info({ format: single.key, duration: media.duration }, `not split: ${single.label} cannot be chunked`);
+    return undefined;
+  }
+  return { planned, plan };
 }
 
 /** Where the pieces read the input: the source by ranges, or a file in the built-in store. */
