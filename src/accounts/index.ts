@@ -7,20 +7,13 @@ import {
   keyViews,
   type KeyView,
   limitColumns,
-  ownerColumns,
-  type OwnerLimitColumns,
+  ownerDefaultsOf,
   updateKeySettings,
   updateOwnerLimits,
 } from './key-settings.ts';
 import type { DeferredCount, KeyLimiter, Windows } from './limiter.ts';
-import {
-  checkSettings,
-  effectiveLimits,
-  type KeyLimits,
-  type LimitColumns,
-  type LimitSettings,
-  windowed,
-} from './limits.ts';
+import type { LimitColumns, OwnerLimitColumns } from './limit-settings.ts';
+import { checkSettings, effectiveLimits, type KeyLimits, type LimitSettings, windowed } from './limits.ts';
 
 export {
   type DeferredCount,
@@ -35,6 +28,16 @@ export {
 export type { BudgetPeriod, KeyLimits, LimitSettings } from './limits.ts';
 export { KeyTaskAdmission, type TaskAdmissionOptions } from './task-admission.ts';
 export { BUDGET_PERIODS, checkModel } from './limits.ts';
+export {
+  COUNT_SETTINGS,
+  type CountField,
+  LIMIT_SETTINGS,
+  type LimitDescriptor,
+  type LimitKind,
+  limitsDocTable,
+  type OwnerDescriptor,
+  OWNER_SETTINGS,
+} from './limit-settings.ts';
 export type { KeyView } from './key-settings.ts';
 
 // Owners (tenants) and their API keys. A key is shown once when created and stored only as
@@ -251,7 +254,7 @@ export class Accounts {
       return null;
     }
     const principal: Principal = { owner: row.owner, projectId: row.project_id, keyId: row.id };
-    const limits = effectiveLimits(row, ownerOf(row));
+    const limits = effectiveLimits(row, ownerDefaultsOf(row));
     if (limits) principal.limits = limits;
     if (this.#cacheMs > 0) {
       // Bounded: unknown keys are never cached, and expired entries go when it fills up.
@@ -270,13 +273,6 @@ interface AuthRow extends LimitColumns, OwnerLimitColumns {
   owner: string;
   project_id: string;
   expires_at: Date | null;
-}
-
-function ownerOf(r: AuthRow): LimitColumns | null {
-  if (r.o_budget_period === null && r.o_models === null && r.o_budget_usd === null)
-    if (r.o_requests_per_minute === null && r.o_tokens_per_minute === null && r.o_concurrent_transcodes === null)
-      return null;
-  return ownerColumns(r);
 }
 
 /** The 401 of a missing or unknown key. */

@@ -1,18 +1,20 @@
-// Reading and writing the limit settings of keys and owners (issue #32): the CLI writes them,
-// the owner reads them through the API (GET /api/key/{id}). All the SQL on those columns.
+// Reading and writing the limit settings of keys and owners: the CLI writes them, the owner
+// reads them through the API (GET /api/key/{id}). All the SQL on those columns, derived from
+// the table of settings (limit-settings.ts).
 
 import type { Queryable } from '../db/index.ts';
 import { NotFoundError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
 import {
-  checkSettings,
-  effectiveLimits,
   LIMIT_COLUMNS,
-  type KeyLimits,
+  LIMIT_SETTINGS,
   type LimitColumns,
-  type LimitSettings,
-  settingsOf,
-} from './limits.ts';
+  type LimitDescriptor,
+  type LimitKind,
+  type OwnerLimitColumns,
+  OWNER_SETTINGS,
+} from './limit-settings.ts';
+import { checkSettings, effectiveLimits, type KeyLimits, type LimitSettings, settingsOf } from './limits.ts';
 
 /** A key as its owner sees it: its own settings, its owner's defaults, and the limits that follow. */
 export interface KeyView {
@@ -30,31 +32,24 @@ export interface KeyView {
   limits: KeyLimits | undefined;
 }
 
-const SETTING_COLUMN: Record<keyof LimitSettings, string> = {
-  requestsPerMinute: 'requests_per_minute',
-  tokensPerMinute: 'tokens_per_minute',
-  concurrentTranscodes: 'concurrent_transcodes',
-  budgetUsd: 'budget_usd',
-  budgetPeriod: 'budget_period',
-  models: 'models',
-  expiresAt: 'expires_at',
-};
-
-const CASTS: Partial<Record<keyof LimitSettings, string>> = {
-  budgetUsd: '::numeric',
-  models: '::text[]',
-  expiresAt: '::timestamptz',
+/** Each kind's column in SQL: the cast of a value written to it, and how it is read (numeric as exact text). */
+const KIND_SQL: Record<LimitKind, { write: string; read: string }> = {
+  count: { write: '::integer', read: '' },
+  usd: { write: '::numeric', read: '::text' },
+  period: { write: '::text', read: '' },
+  models: { write: '::text[]', read: '' },
+  date: { write: '::timestamptz', read: '' },
 };
 
 /** The `SET a = $2, b = $3` of the settings given (absent ones left as they are), and their values. */
 function assignments(s: LimitSettings, first: number): { sql: string[]; values: unknown[] } {
   const sql: string[] = [];
   const values: unknown[] = [];
-  for (const [name, column] of Object.entries(SETTING_COLUMN) as Array<[keyof LimitSettings, string]>) {
-    const v = s[name];
+  for (const d of LIMIT_SETTINGS as readonly LimitDescriptor[]) {
+    const v: unknown = s[d.field as keyof LimitSettings];
     if (v === undefined) continue;
     values.push(v);
-    sql.push(`${column} = $${first + values.length - 1}${CASTS[name] ?? ''}`);
+    sql.push(`${d.column} = $${first + values.length - 1}${KIND_SQL[d.kind].write}`);
   }
   return { sql, values };
 }
@@ -88,16 +83,6 @@ export async function updateOwnerLimits(db: Queryable, owner: string, s: LimitSe
   return true;
 }
 
-/** An owner's defaults as `limitColumns(table, 'o_')` selects them beside a key's. */
-export interface OwnerLimitColumns {
-  o_requests_per_minute: number | null;
-  o_tokens_per_minute: number | null;
-  o_concurrent_transcodes: number | null;
-  o_budget_usd: string | null;
-  o_budget_period: LimitColumns['budget_period'];
-  o_models: string[] | null;
-}
-
 interface ViewRow extends LimitColumns, OwnerLimitColumns {
   id: string;
   owner: string;
@@ -109,7 +94,7 @@ interface ViewRow extends LimitColumns, OwnerLimitColumns {
 
 /** The settings columns of `table` (numeric as exact text), `prefix`ed. */
 export function limitColumns(table: string, prefix = ''): string {
-  return LIMIT_COLUMNS.map((c) => `${table}.${c}${c === 'budget_usd' ? '::text' : ''} AS ${prefix}${c}`).join(', ');
+  return OWNER_SETTINGS.map((d) => `${table}.${d.column}${KIND_SQL[d.kind].read} AS ${prefix}${d.column}`).join(', ');
 }
 
 const OWNER_COLUMNS = limitColumns('ol', 'o_');
@@ -150,12 +135,10 @@ export async function keyView(db: Queryable, owner: string, id: string): Promise
 
 /** The owner's defaults of a row that selected them with the `o_` prefix. */
 export function ownerColumns(r: OwnerLimitColumns): LimitColumns {
-  return {
-    requests_per_minute: r.o_requests_per_minute,
-    tokens_per_minute: r.o_tokens_per_minute,
-    concurrent_transcodes: r.o_concurrent_transcodes,
-    budget_usd: r.o_budget_usd,
-    budget_period: r.o_budget_period,
-    models: r.o_models,
-  };
+  return Object.fromEntries(LIMIT_COLUMNS.map((c) => [c, r[`o_${c}`]])) as LimitColumns;
+}
+
+/** The owner's defaults of such a row; null when it sets none. */
+export function ownerDefaultsOf(r: OwnerLimitColumns): LimitColumns | null {
+  return LIMIT_COLUMNS.every((c) => r[`o_${c}`] === null) ? null : ownerColumns(r);
 }

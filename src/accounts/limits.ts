@@ -1,18 +1,31 @@
-// What a key may do (issue #32): its settings, its owner's defaults, and the limits that follow
-// from both. Limits belong to accounts/ because they are properties of a key and its owner: the
-// lookup that authenticates a key reads them in the same query, so a key with no limits costs
-// nothing more than before. The counting (SQL) is in limiter.ts.
+// What a key may do: its settings (one table of descriptors, limit-settings.ts), its owner's
+// defaults, and the limits that follow from both. Limits belong to accounts/ because they are
+// properties of a key and its owner: the lookup that authenticates a key reads them in the same
+// query, so a key with no limits costs nothing more than before. The counting (SQL) is in
+// limiter.ts.
 
 import { BudgetSpentError, ForbiddenError, RateLimitedError, type RateWindow, ValidationError } from '../lib/errors.ts';
+import {
+  type Admission,
+  BUDGET_PERIODS,
+  type BudgetPeriod,
+  COUNT_SETTINGS,
+  type CountField,
+  LIMIT_SETTINGS,
+  type LimitColumns,
+  type LimitDescriptor,
+  type LimitKind,
+  type LimitSettings,
+  MAX_COUNT,
+  OWNER_SETTINGS,
+  type OwnerDescriptor,
+  type OwnerSettings,
+} from './limit-settings.ts';
 
-export type BudgetPeriod = 'day' | 'month' | 'total';
-export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'month', 'total'];
+export { BUDGET_PERIODS, type BudgetPeriod, type LimitColumns, type LimitSettings } from './limit-settings.ts';
 
 /** The limits a key is held to: its own settings over its owner's defaults; null: none. */
-export interface KeyLimits {
-  requestsPerMinute: number | null;
-  tokensPerMinute: number | null;
-  concurrentTranscodes: number | null;
+export interface KeyLimits extends Record<CountField, number | null> {
   /** USD per period, as exact decimal text. */
   budget: { usd: string; period: BudgetPeriod } | null;
   /** The model ids the key may use; null: every model. */
@@ -20,42 +33,6 @@ export interface KeyLimits {
   /** ms since the epoch; null: never. */
   expiresAt: number | null;
 }
-
-/**
- * Settings as stored on a key or its owner: null means "not set here" (a key then takes its
- * owner's default); 0 on a key means "no limit" and lifts an owner's default. In an update,
- * an absent field is left as it is.
- */
-export interface LimitSettings {
-  requestsPerMinute?: number | null;
-  tokensPerMinute?: number | null;
-  concurrentTranscodes?: number | null;
-  budgetUsd?: string | null;
-  budgetPeriod?: BudgetPeriod | null;
-  /** ['*'] on a key: every model, whatever its owner's list. */
-  models?: string[] | null;
-  /** Keys only. */
-  expiresAt?: Date | null;
-}
-
-/** The columns of a settings row (api_keys or owner_limits), as the driver returns them. */
-export interface LimitColumns {
-  requests_per_minute: number | null;
-  tokens_per_minute: number | null;
-  concurrent_transcodes: number | null;
-  budget_usd: string | null;
-  budget_period: BudgetPeriod | null;
-  models: string[] | null;
-}
-
-export const LIMIT_COLUMNS = [
-  'requests_per_minute',
-  'tokens_per_minute',
-  'concurrent_transcodes',
-  'budget_usd',
-  'budget_period',
-  'models',
-] as const;
 
 /** A key's effective limits from its row and its owner's (both null when unset); undefined when it has none. */
 export function effectiveLimits(
@@ -66,12 +43,13 @@ export function effectiveLimits(
     const v = k ?? o ?? null;
     return v === null || v === 0 ? null : v;
   };
+  const counts = Object.fromEntries(
+    COUNT_SETTINGS.map((d) => [d.field, count(key[d.column], owner?.[d.column])]),
+  ) as Record<CountField, number | null>;
   const usd = key.budget_usd ?? owner?.budget_usd ?? null;
   const models = key.models ?? owner?.models ?? null;
   const limits: KeyLimits = {
-    requestsPerMinute: count(key.requests_per_minute, owner?.requests_per_minute),
-    tokensPerMinute: count(key.tokens_per_minute, owner?.tokens_per_minute),
-    concurrentTranscodes: count(key.concurrent_transcodes, owner?.concurrent_transcodes),
+    ...counts,
     budget:
       usd === null || Number(usd) === 0
         ? null
@@ -79,14 +57,7 @@ export function effectiveLimits(
     models: models === null || models.includes('*') ? null : models,
     expiresAt: key.expires_at === null ? null : new Date(key.expires_at).getTime(),
   };
-  const none =
-    limits.requestsPerMinute === null &&
-    limits.tokensPerMinute === null &&
-    limits.concurrentTranscodes === null &&
-    limits.budget === null &&
-    limits.models === null &&
-    limits.expiresAt === null;
-  return none ? undefined : limits;
+  return Object.values(limits).every((v) => v === null) ? undefined : limits;
 }
 
 /** "0.010000000000" -> "0.01". */
@@ -94,48 +65,60 @@ export function trimDecimal(d: string): string {
   return d.includes('.') ? d.replace(/0+$/, '').replace(/\.$/, '') : d;
 }
 
+/** The count settings counted per request in the key's rate windows (LIMIT_SETTINGS: `request-window`). */
+const WINDOWED = COUNT_SETTINGS.filter((d) => (d.admission as readonly Admission[]).includes('request-window'));
+
 /** Whether a request window must be counted per request (and not in batches): a requests or tokens limit. */
 export function windowed(l: KeyLimits | undefined): l is KeyLimits {
-  return l !== undefined && (l.requestsPerMinute !== null || l.tokensPerMinute !== null);
+  return l !== undefined && WINDOWED.some((d) => l[d.field] !== null);
 }
 
 const MODEL_RE = /^[^\s,]{1,256}$/;
 
+/** The problems of a value of each kind of setting (`v` not null); `forKey`: a key's, else an owner default. */
+const KIND_CHECKS: Record<LimitKind, (d: LimitDescriptor, v: unknown, forKey: boolean) => string[]> = {
+  count: (d, v, forKey) => {
+    // On an owner, 0 would be "no default", which is what unset says: only keys take 0.
+    const least = forKey ? 0 : 1;
+    const max = d.max ?? MAX_COUNT;
+    const ok = typeof v === 'number' && Number.isInteger(v) && v >= least && v <= max;
+    return ok ? [] : [`${d.field}: must be a whole number from ${least} to ${max} (got ${String(v)})`];
+  },
+  usd: (d, v, forKey) => {
+    if (typeof v !== 'string' || !/^\d{1,18}(\.\d{1,12})?$/.test(v))
+      return [`${d.field}: must be a decimal number of USD, like 5 or 0.01 (got ${JSON.stringify(v)})`];
+    return !forKey && Number(v) === 0 ? [`${d.field}: an owner default must be above 0 (unset it instead)`] : [];
+  },
+  period: (d, v) =>
+    BUDGET_PERIODS.some((p) => p === v) ? [] : [`${d.field}: must be day, month or total (got ${JSON.stringify(v)})`],
+  models: (d, v) =>
+    Array.isArray(v)
+      ? v
+          .filter((m) => typeof m !== 'string' || !MODEL_RE.test(m))
+          .map((m) => `${d.field}: ${JSON.stringify(m)} is not a model id (no spaces or commas)`)
+      : [`${d.field}: must be a list of model ids`],
+  date: (d, v) => (v instanceof Date && !Number.isNaN(v.getTime()) ? [] : [`${d.field}: not a date`]),
+};
+
 /** Checks settings before they are written; each problem names the setting and the rule. */
 export function checkSettings(s: LimitSettings, o: { forKey: boolean }): void {
   const problems: string[] = [];
-  // On an owner, 0 would be "no default", which is what unset says: only keys take 0.
-  const least = o.forKey ? 0 : 1;
-  for (const [name, v] of [
-    ['requestsPerMinute', s.requestsPerMinute],
-    ['tokensPerMinute', s.tokensPerMinute],
-    ['concurrentTranscodes', s.concurrentTranscodes],
-  ] as const)
-    if (v !== undefined && v !== null && !(Number.isInteger(v) && v >= least && v <= 2_147_483_647))
-      problems.push(`${name}: must be a whole number from ${least} to 2147483647 (got ${v})`);
-  if (s.budgetUsd !== undefined && s.budgetUsd !== null && !/^\d{1,18}(\.\d{1,12})?$/.test(s.budgetUsd))
-    problems.push(`budgetUsd: must be a decimal number of USD, like 5 or 0.01 (got ${JSON.stringify(s.budgetUsd)})`);
-  if (!o.forKey && s.budgetUsd !== undefined && s.budgetUsd !== null && Number(s.budgetUsd) === 0)
-    problems.push('budgetUsd: an owner default must be above 0 (unset it instead)');
-  if (s.budgetPeriod !== undefined && s.budgetPeriod !== null && !BUDGET_PERIODS.includes(s.budgetPeriod))
-    problems.push(`budgetPeriod: must be day, month or total (got ${JSON.stringify(s.budgetPeriod)})`);
-  for (const m of s.models ?? [])
-    if (!MODEL_RE.test(m)) problems.push(`models: ${JSON.stringify(m)} is not a model id (no spaces or commas)`);
-  if (!o.forKey && s.expiresAt !== undefined) problems.push('expiresAt: a key setting, not an owner default');
-  if (s.expiresAt && Number.isNaN(s.expiresAt.getTime())) problems.push('expiresAt: not a date');
+  for (const d of LIMIT_SETTINGS as readonly LimitDescriptor[]) {
+    const v: unknown = s[d.field as keyof LimitSettings];
+    if (v === undefined) continue;
+    if (!o.forKey && d.keyOnly) problems.push(`${d.field}: a key setting, not an owner default`);
+    else if (v !== null) problems.push(...KIND_CHECKS[d.kind](d, v, o.forKey));
+  }
   if (problems.length > 0) throw new ValidationError(problems);
 }
 
 /** The settings of a row as the API and the CLI show them (null: not set here). */
-export function settingsOf(row: LimitColumns): Required<Omit<LimitSettings, 'expiresAt'>> {
-  return {
-    requestsPerMinute: row.requests_per_minute,
-    tokensPerMinute: row.tokens_per_minute,
-    concurrentTranscodes: row.concurrent_transcodes,
-    budgetUsd: row.budget_usd === null ? null : trimDecimal(row.budget_usd),
-    budgetPeriod: row.budget_period,
-    models: row.models,
+export function settingsOf(row: LimitColumns): OwnerSettings {
+  const value = (d: OwnerDescriptor) => {
+    const v = row[d.column];
+    return d.kind === 'usd' && typeof v === 'string' ? trimDecimal(v) : v;
   };
+  return Object.fromEntries(OWNER_SETTINGS.map((d) => [d.field, value(d)])) as OwnerSettings;
 }
 
 /** When the budget period that holds `now` started (UTC) and when it ends (ms); no end for 'total'. */

@@ -1,4 +1,13 @@
-import { Accounts, BUDGET_PERIODS, type BudgetPeriod, type KeyView, type LimitSettings } from '../accounts/index.ts';
+import {
+  Accounts,
+  BUDGET_PERIODS,
+  COUNT_SETTINGS,
+  type KeyView,
+  LIMIT_SETTINGS,
+  type LimitDescriptor,
+  type LimitKind,
+  type LimitSettings,
+} from '../accounts/index.ts';
 import type { Queryable } from '../db/index.ts';
 import { UsageError, type CommandFlags, type ParsedArgs } from './args.ts';
 
@@ -12,13 +21,7 @@ export const KEYS_HELP = `Usage:
   ./mediaplane keys revoke KEY_ID                  revoke a key by its id
 
 LIMITS ("per minute" is per MEDIAPLANE_RATE_WINDOW_MS):
-  --rpm N                     requests per minute, every authenticated route of both APIs
-  --tpm N                     LLM tokens per minute (max_tokens x n when admitted, settled on use)
-  --concurrent-transcodes N   transcodes, uploads and clips waiting or running at once, together
-  --budget USD                USD per period on top of the credit balance (LLM charges)
-  --budget-period P           day, month (UTC calendar) or total (default total)
-  --models A,B                the model ids the key may use ('*': every model)
-  --expires WHEN              an ISO date (2027-01-31, 2027-01-31T12:00:00Z) or a duration from now (30d, 12h)
+${LIMIT_SETTINGS.map((d) => `  ${`--${d.flag} ${d.flagValue}`.padEnd(28)}${d.help}`).join('\n')}
 A key's setting overrides its owner's default. On a key, "none" lifts the owner's default (no
 limit) and "default" goes back to it; on an owner, "none" removes the default.
 
@@ -28,16 +31,8 @@ change reaches a running server within MEDIAPLANE_AUTH_CACHE_MS.`;
 export const KEYS_FLAGS: CommandFlags = {
   owner: { type: 'string' },
   json: { type: 'boolean' },
-  rpm: { type: 'string' },
-  tpm: { type: 'string' },
-  'concurrent-transcodes': { type: 'string' },
-  budget: { type: 'string' },
-  'budget-period': { type: 'string' },
-  models: { type: 'string' },
-  expires: { type: 'string' },
+  ...Object.fromEntries(LIMIT_SETTINGS.map((d) => [d.flag, { type: 'string' as const }])),
 };
-
-const LIMIT_FLAGS = ['rpm', 'tpm', 'concurrent-transcodes', 'budget', 'budget-period', 'models', 'expires'] as const;
 
 export async function keysCommand(args: ParsedArgs, db: Queryable): Promise<number> {
   const accounts = new Accounts(db);
@@ -127,9 +122,7 @@ function limitsText(k: KeyView): string {
   const l = k.limits;
   if (!l) return '';
   const parts = [
-    l.requestsPerMinute === null ? '' : `rpm ${l.requestsPerMinute}`,
-    l.tokensPerMinute === null ? '' : `tpm ${l.tokensPerMinute}`,
-    l.concurrentTranscodes === null ? '' : `transcodes ${l.concurrentTranscodes}`,
+    ...COUNT_SETTINGS.map((d) => (l[d.field] === null ? '' : `${d.flag} ${l[d.field]}`)),
     l.budget ? `budget ${l.budget.usd} USD/${l.budget.period}` : '',
     l.models ? `models ${l.models.join(',')}` : '',
     l.expiresAt === null ? '' : `expires ${new Date(l.expiresAt).toISOString()}`,
@@ -137,49 +130,55 @@ function limitsText(k: KeyView): string {
   return `  [${parts.join(', ')}]`;
 }
 
+/**
+ * How each kind of flag reads its value (not "none" or "default"). On a key: none = 0 or
+ * nothing (no limit, over the owner's default), default = null; on an owner both clear it.
+ */
+const FLAG_VALUES: Record<
+  LimitKind,
+  (d: LimitDescriptor, v: string, forKey: boolean) => LimitSettings[keyof LimitSettings]
+> = {
+  count: (d, v) => {
+    if (!/^\d+$/.test(v)) throw new UsageError(`--${d.flag}: a whole number, none or default (got ${v})`);
+    return Number(v);
+  },
+  usd: (_d, v) => v,
+  period: (d, v) => {
+    const period = BUDGET_PERIODS.find((p) => p === v);
+    if (!period) throw new UsageError(`--${d.flag}: ${BUDGET_PERIODS.join(', ')} or default (got ${v})`);
+    return period;
+  },
+  models: (_d, v, forKey) =>
+    !forKey && v === '*'
+      ? null
+      : v
+          .split(',')
+          .map((m) => m.trim())
+          .filter(Boolean),
+  date: (_d, v) => expiryDate(v),
+};
+
+/** What "none" sets on a key, per kind: no limit over the owner's default (a period has no "none"). */
+const NONE_ON_KEY: Record<LimitKind, LimitSettings[keyof LimitSettings] | undefined> = {
+  count: 0,
+  usd: '0',
+  period: undefined,
+  models: undefined,
+  date: null,
+};
+
 /** The limit flags given, as settings: "none" and "default" as the help says. */
 function limitSettings(args: ParsedArgs, o: { forKey: boolean }): LimitSettings {
-  const s: LimitSettings = {};
-  const flag = (name: (typeof LIMIT_FLAGS)[number]) => {
-    const v = args.flags[name];
-    return typeof v === 'string' ? v.trim() : undefined;
-  };
-  // On a key: none = 0 (no limit, over the owner's default), default = null; on an owner both clear it.
-  const word = (v: string, zero: number | string) => (v === 'default' || (!o.forKey && v === 'none') ? null : zero);
-  const count = (name: (typeof LIMIT_FLAGS)[number]) => {
-    const v = flag(name);
-    if (v === undefined) return undefined;
-    if (v === 'none' || v === 'default') return word(v, 0) as number | null;
-    if (!/^\d+$/.test(v)) throw new UsageError(`--${name}: a whole number, none or default (got ${v})`);
-    return Number(v);
-  };
-  const put = <K extends keyof LimitSettings>(k: K, v: LimitSettings[K] | undefined) => {
-    if (v !== undefined) s[k] = v;
-  };
-  put('requestsPerMinute', count('rpm'));
-  put('tokensPerMinute', count('tpm'));
-  put('concurrentTranscodes', count('concurrent-transcodes'));
-  const budget = flag('budget');
-  if (budget !== undefined)
-    s.budgetUsd = budget === 'none' || budget === 'default' ? (word(budget, '0') as string | null) : budget;
-  const period = flag('budget-period');
-  if (period !== undefined) {
-    if (period !== 'default' && !BUDGET_PERIODS.includes(period as BudgetPeriod))
-      throw new UsageError(`--budget-period: day, month, total or default (got ${period})`);
-    s.budgetPeriod = period === 'default' ? null : (period as BudgetPeriod);
+  const s: Record<string, unknown> = {};
+  for (const d of LIMIT_SETTINGS as readonly LimitDescriptor[]) {
+    const given = args.flags[d.flag];
+    if (typeof given !== 'string') continue;
+    const v = given.trim();
+    const none = NONE_ON_KEY[d.kind];
+    if (v === 'default' || (v === 'none' && none !== undefined)) s[d.field] = v === 'none' && o.forKey ? none : null;
+    else s[d.field] = FLAG_VALUES[d.kind](d, v, o.forKey);
   }
-  const models = flag('models');
-  if (models !== undefined)
-    s.models =
-      models === 'default' || (!o.forKey && models === '*')
-        ? null
-        : models
-            .split(',')
-            .map((m) => m.trim())
-            .filter(Boolean);
-  const expires = flag('expires');
-  if (expires !== undefined) s.expiresAt = expires === 'none' || expires === 'default' ? null : expiryDate(expires);
-  return s;
+  return s as LimitSettings;
 }
 
 /** An ISO date, or a duration from now: 30d, 12h, 45m, 90s. */
