@@ -283,7 +283,7 @@ async function main(): Promise<void> {
   let api: { stop(): Promise<void> } | undefined;
   let web: { close(): Promise<void> } | undefined;
   try {
-    const clip = await makeLongClip(work, { width: WIDTH ?? 960, height: HEIGHT ?? 540, seconds: SECONDS });
+    const clip = await makeLongClip({ width: WIDTH ?? 960, height: HEIGHT ?? 540, seconds: SECONDS });
     const source = serveRanges(clip);
     const http = await startHttp({ '/in.mp4': source.route });
     web = http;

@@ -4,15 +4,18 @@
 // own databases. Then the SERIAL files, one at a time with nothing beside them: they time
 // what they assert (a child's death within a second, /healthz during a heavy request, a
 // delivery within 2.5 s) or kill processes, and a busy machine would fail them for nothing.
-// One PostgreSQL server, started here, serves every file (MEDIAPLANE_TEST_DATABASE_URL), so
-// no file waits for an initdb of its own. `node scripts/test.ts [files...]` runs a subset.
+// What every file would otherwise make for itself is made once here and handed down
+// (test-resources.ts): the PostgreSQL server and a migrated template on it, a migrated
+// embedded database, one Chromium, the folder of generated inputs. The whole suite (no files
+// named, or --checks) also runs the lint and the type checks beside the first turn, and fails
+// when they fail. `node scripts/test.ts [files...]` runs a subset.
 import { spawn } from 'node:child_process';
 import { globSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path, { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
+import { startRunResources } from './test-resources.ts';
 
 // A new file that asserts a duration, leans on a lease or heartbeat, or kills processes
 // belongs here; everything else runs beside other files.
@@ -106,26 +109,56 @@ function nodeTest(files: string[], concurrency: number, env: NodeJS.ProcessEnv):
   );
 }
 
+/**
+ * `npm run lint` and `npm run typecheck`, one after the other beside the first turn, their
+ * output held back and printed whole when they end, so it does not mix with the tests'.
+ */
+async function runChecks(env: NodeJS.ProcessEnv): Promise<number> {
+  for (const script of ['lint', 'typecheck']) {
+    if (interrupted) return 1;
+    const started = Date.now();
+    const child = spawn('npm', ['run', '--silent', script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const output: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => output.push(b));
+    child.stderr.on('data', (b: Buffer) => output.push(b));
+    const code = await new Promise<number>((r) => child.once('close', (c) => r(c ?? 1)));
+    const took = ((Date.now() - started) / 1000).toFixed(1);
+    process.stdout.write(`# npm run ${script}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${took} s\n`);
+    if (code !== 0) {
+      process.stdout.write(Buffer.concat(output));
+      return code;
+    }
+  }
+  return 0;
+}
+
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { concurrency: { type: 'string', default: String(CONCURRENCY) } },
+  options: {
+    concurrency: { type: 'string', default: String(CONCURRENCY) },
+    checks: { type: 'boolean', default: false },
+  },
 });
 const files = (positionals.length > 0 ? positionals : globSync('test/**/*.test.ts'))
   .map((f) => relative(process.cwd(), resolve(f)))
   .sort();
 const concurrent = files.filter((f) => !SERIAL.has(f));
 const serial = files.filter((f) => SERIAL.has(f));
-const server = await testPostgres();
-const env = server ? { ...process.env, MEDIAPLANE_TEST_DATABASE_URL: server.url } : process.env;
+const withChecks = values.checks || positionals.length === 0;
+const resources = await startRunResources();
+for (const note of resources.notes) console.log(`# ${note}`);
+const { env } = resources;
 
 const codes: number[] = [];
 try {
   if (concurrent.length > 0) console.log(`# ${concurrent.length} test files, ${values.concurrency} at a time`);
+  const checks = withChecks ? runChecks(env) : Promise.resolve(0);
   codes.push(await nodeTest(concurrent, Number(values.concurrency), env));
+  codes.push(await checks);
   if (serial.length > 0) console.log(`# ${serial.length} test files one at a time (they time what they assert)`);
   codes.push(await nodeTest(serial, 1, env));
 } finally {
-  await stopTestPostgres();
+  await resources.close();
   printSummary();
   rmSync(timesDir, { recursive: true, force: true });
 }

@@ -25,6 +25,9 @@ const run = promisify(execFile);
 const FPS = 30;
 const FRAME = 1 / FPS;
 
+/** The database whose run also encodes and plays the clips (see the loop). */
+const ENCODES_ON = 'embedded';
+
 const work = mkdtempSync(path.join(tmpdir(), 'mediaplane-clip-'));
 
 /** A 6 s testsrc2 clip at 30 fps with a keyframe every second and B-frames (H.264), or VP9 in WebM. */
@@ -172,50 +175,6 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.doesNotMatch(JSON.stringify(raw.body), /\/source"|"key"/);
     });
 
-    it('the clip becomes ready: its duration within one frame of the range, by the API and by ffprobe', async () => {
-      ready = await assetUntilReady(clip.id);
-      const asked = 3.7 - 1.3;
-      const duration = ready.videoSpec?.duration ?? 0;
-      assert.ok(Math.abs(duration - asked) <= FRAME, `videoSpec.duration ${duration} s for ${asked} s`);
-      assert.ok(ready.playbackUrl && ready.downloadUrl);
-      downloaded = path.join(work, `clip-${kind}.mp4`);
-      writeFileSync(downloaded, Buffer.from(await (await fetch(ready.downloadUrl)).arrayBuffer()));
-      const probed = await ffprobe(downloaded);
-      const format = Number(probed.format.duration);
-      assert.ok(Math.abs(format - asked) <= FRAME, `ffprobe: ${format} s for ${asked} s`);
-      assert.equal(await frameCount(downloaded), Math.round(asked * FPS), 'one frame per 1/30 s of the range');
-      assert.deepEqual(
-        probed.streams.map((s) => s.codec_type),
-        ['video', 'audio'],
-      );
-      // The range is between keyframes: the ends were encoded, the whole GOP copied.
-      assert.match(server.logs.text, /"method":"smart"[^\n]*"msg":"clip cut"|"msg":"clip cut"[^\n]*"method":"smart"/);
-      const task = (await sdk.task.get(clip.taskId)).task;
-      assert.equal(task?.status?.phase, 'completed');
-    });
-
-    it("its first and last frames are the source's frames at startTime and just before endTime", async () => {
-      // 1.3 s is frame 39 at 30 fps; 3.7 s is frame 111, so the last frame is 110.
-      const first = await frameAt(downloaded, 0, `first-${kind}`);
-      const at = await psnr(first, await frameAt(h264, 39, `src39-${kind}`));
-      assert.ok(at > 40, `the first frame against the source's frame 39: ${at} dB`);
-      for (const other of [38, 40]) {
-        const off = await psnr(first, await frameAt(h264, other, `src${other}-${kind}`));
-        assert.ok(off < at - 10, `frame ${other} is told apart: ${off} dB against ${at} dB`);
-      }
-      const last = await frameAt(downloaded, Math.round(2.4 * FPS) - 1, `last-${kind}`);
-      const end = await psnr(last, await frameAt(h264, 110, `src110-${kind}`));
-      assert.ok(end > 40, `the last frame against the source's frame 110: ${end} dB`);
-    });
-
-    it('the clip plays in Chromium from its playbackUrl', async (t) => {
-      if (!player) return t.skip(noBrowser);
-      const played = await player.playHls(ready.playbackUrl ?? '');
-      assert.equal(played.error, undefined, played.log.join('\n'));
-      assert.ok(played.played > 0.5, `played ${played.played} s`);
-      assert.equal(played.videoHeight, 240);
-    });
-
     it('a range outside the asset, or ending before it starts, is a 422 naming the field', async () => {
       const clipOf = (startTime: number, endTime: number) =>
         refusedWith(sdk.stream.createClip({ playbackId: source.playbackId, startTime, endTime }));
@@ -271,18 +230,69 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal((await bob.task.getAll()).data?.length ?? 0, 0, 'bob got no task');
     });
 
-    it('a VP9 source is cut by encoding the range: duration and first frame as asked', async () => {
-      const webm = await upload(vp9, 'vp9 source');
-      const res = await sdk.stream.createClip({ playbackId: webm.playbackId, startTime: 1300, endTime: 3700 });
-      assert.equal(res.data?.asset.name, 'vp9 source (clip)');
-      const a = await assetUntilReady(res.data?.asset.id ?? '');
-      assert.ok(Math.abs((a.videoSpec?.duration ?? 0) - 2.4) <= FRAME, `videoSpec.duration ${a.videoSpec?.duration}`);
-      const file = path.join(work, `vp9-clip-${kind}.mp4`);
-      writeFileSync(file, Buffer.from(await (await fetch(a.downloadUrl ?? '')).arrayBuffer()));
-      assert.equal(await frameCount(file), 72);
-      const first = await psnr(await frameAt(file, 0, `vp9-first-${kind}`), await frameAt(vp9, 39, `vp9-39-${kind}`));
-      assert.ok(first > 35, `the first frame against the source's frame 39: ${first} dB`);
-      assert.match(server.logs.text, /"method":"encode"[^\n]*"msg":"clip cut"|"msg":"clip cut"[^\n]*"method":"encode"/);
-    });
+    // The cut itself, its frames and its playback: encoding, the same on either database, so
+    // it runs on one (issue 41); the SQL around it (the task, the checks, owners) runs on both.
+    if (kind === ENCODES_ON) {
+      it('the clip becomes ready: its duration within one frame of the range, by the API and by ffprobe', async () => {
+        ready = await assetUntilReady(clip.id);
+        const asked = 3.7 - 1.3;
+        const duration = ready.videoSpec?.duration ?? 0;
+        assert.ok(Math.abs(duration - asked) <= FRAME, `videoSpec.duration ${duration} s for ${asked} s`);
+        assert.ok(ready.playbackUrl && ready.downloadUrl);
+        downloaded = path.join(work, `clip-${kind}.mp4`);
+        writeFileSync(downloaded, Buffer.from(await (await fetch(ready.downloadUrl)).arrayBuffer()));
+        const probed = await ffprobe(downloaded);
+        const format = Number(probed.format.duration);
+        assert.ok(Math.abs(format - asked) <= FRAME, `ffprobe: ${format} s for ${asked} s`);
+        assert.equal(await frameCount(downloaded), Math.round(asked * FPS), 'one frame per 1/30 s of the range');
+        assert.deepEqual(
+          probed.streams.map((s) => s.codec_type),
+          ['video', 'audio'],
+        );
+        // The range is between keyframes: the ends were encoded, the whole GOP copied.
+        assert.match(server.logs.text, /"method":"smart"[^\n]*"msg":"clip cut"|"msg":"clip cut"[^\n]*"method":"smart"/);
+        const task = (await sdk.task.get(clip.taskId)).task;
+        assert.equal(task?.status?.phase, 'completed');
+      });
+
+      it("its first and last frames are the source's frames at startTime and just before endTime", async () => {
+        // 1.3 s is frame 39 at 30 fps; 3.7 s is frame 111, so the last frame is 110.
+        const first = await frameAt(downloaded, 0, `first-${kind}`);
+        const at = await psnr(first, await frameAt(h264, 39, `src39-${kind}`));
+        assert.ok(at > 40, `the first frame against the source's frame 39: ${at} dB`);
+        for (const other of [38, 40]) {
+          const off = await psnr(first, await frameAt(h264, other, `src${other}-${kind}`));
+          assert.ok(off < at - 10, `frame ${other} is told apart: ${off} dB against ${at} dB`);
+        }
+        const last = await frameAt(downloaded, Math.round(2.4 * FPS) - 1, `last-${kind}`);
+        const end = await psnr(last, await frameAt(h264, 110, `src110-${kind}`));
+        assert.ok(end > 40, `the last frame against the source's frame 110: ${end} dB`);
+      });
+
+      it('the clip plays in Chromium from its playbackUrl', async (t) => {
+        if (!player) return t.skip(noBrowser);
+        const played = await player.playHls(ready.playbackUrl ?? '');
+        assert.equal(played.error, undefined, played.log.join('\n'));
+        assert.ok(played.played > 0.5, `played ${played.played} s`);
+        assert.equal(played.videoHeight, 240);
+      });
+
+      it('a VP9 source is cut by encoding the range: duration and first frame as asked', async () => {
+        const webm = await upload(vp9, 'vp9 source');
+        const res = await sdk.stream.createClip({ playbackId: webm.playbackId, startTime: 1300, endTime: 3700 });
+        assert.equal(res.data?.asset.name, 'vp9 source (clip)');
+        const a = await assetUntilReady(res.data?.asset.id ?? '');
+        assert.ok(Math.abs((a.videoSpec?.duration ?? 0) - 2.4) <= FRAME, `videoSpec.duration ${a.videoSpec?.duration}`);
+        const file = path.join(work, `vp9-clip-${kind}.mp4`);
+        writeFileSync(file, Buffer.from(await (await fetch(a.downloadUrl ?? '')).arrayBuffer()));
+        assert.equal(await frameCount(file), 72);
+        const first = await psnr(await frameAt(file, 0, `vp9-first-${kind}`), await frameAt(vp9, 39, `vp9-39-${kind}`));
+        assert.ok(first > 35, `the first frame against the source's frame 39: ${first} dB`);
+        assert.match(
+          server.logs.text,
+          /"method":"encode"[^\n]*"msg":"clip cut"|"msg":"clip cut"[^\n]*"method":"encode"/,
+        );
+      });
+    }
   });
 }

@@ -23,7 +23,7 @@ interface Media {
   controls: boolean;
 }
 
-const browser = await launchChromium(['--autoplay-policy=no-user-gesture-required']);
+const browser = await launchChromium();
 const skip = typeof browser === 'string' ? browser : false;
 
 describe("the console in a new user's first hour", { skip }, () => {

@@ -75,7 +75,7 @@ async function receiver(): Promise<{ url: string; bodies: unknown[]; close(): Pr
   };
 }
 
-const browser = await launchChromium(['--autoplay-policy=no-user-gesture-required']);
+const browser = await launchChromium();
 const skip = typeof browser === 'string' ? browser : false;
 
 describe('the console story', { skip }, () => {

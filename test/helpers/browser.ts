@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserServer, chromium, type Page } from 'playwright-core';
 import type { TestS3 } from './s3.ts';
 
 // Real-browser playback for transcode outputs (issue #19): the system Chromium (Debian's
@@ -83,29 +83,58 @@ export function findChromium(): string | undefined {
   });
 }
 
+/** Set by scripts/test.ts: the ws endpoint of the run's one Chromium, which every file connects to. */
+export const BROWSER_WS_ENV = 'MEDIAPLANE_TEST_BROWSER_WS';
+
+// No sandbox: tests run as root in containers, where Chromium's sandbox cannot start. Players
+// start without a click; what they play is heard by nobody.
+const CHROMIUM_ARGS = ['--no-sandbox', '--autoplay-policy=no-user-gesture-required', '--mute-audio'];
+const NO_CHROMIUM = 'Chromium cannot start: no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)';
+
 /**
- * Starts headless Chromium and the page server for `s3`'s objects. Resolves with the reason
- * instead when Chromium is missing or cannot start, for the tests to skip with. Without `s3`
- * the page plays absolute URLs of another origin (the service's /media, which sends CORS).
+ * Chromium as a server for the whole run (scripts/test.ts): one launch instead of one per
+ * file (issue 41). Resolves with the reason when it cannot start.
+ */
+export async function launchChromiumServer(): Promise<BrowserServer | string> {
+  const executablePath = findChromium();
+  if (!executablePath) return NO_CHROMIUM;
+  try {
+    return await chromium.launchServer({ executablePath, headless: true, timeout: 30_000, args: CHROMIUM_ARGS });
+  } catch (e) {
+    return `Chromium cannot start: ${executablePath}: ${launchFailure((e as Error).message)}`;
+  }
+}
+
+/**
+ * The run's Chromium (BROWSER_WS_ENV), or one of this process's own when a file runs on its
+ * own or the run's cannot be reached; resolves with the reason instead when none can start.
+ * Each page opened on it gets a browser context of its own, and close() closes only those.
+ */
+export async function openChromium(): Promise<Browser | string> {
+  const endpoint = process.env[BROWSER_WS_ENV];
+  if (endpoint) {
+    try {
+      return await chromium.connect(endpoint, { timeout: 30_000 });
+    } catch {}
+  }
+  const executablePath = findChromium();
+  if (!executablePath) return NO_CHROMIUM;
+  try {
+    return await chromium.launch({ executablePath, headless: true, timeout: 30_000, args: CHROMIUM_ARGS });
+  } catch (e) {
+    return `Chromium cannot start: ${executablePath}: ${launchFailure((e as Error).message)}`;
+  }
+}
+
+/**
+ * Opens headless Chromium (openChromium) and the page server for `s3`'s objects. Resolves with
+ * the reason instead when Chromium is missing or cannot start, for the tests to skip with.
+ * Without `s3` the page plays absolute URLs of another origin (the service's /media, which
+ * sends CORS).
  */
 export async function startBrowserPlayer(s3?: TestS3): Promise<BrowserPlayer | { skip: string }> {
-  const executablePath = findChromium();
-  if (!executablePath)
-    return {
-      skip: 'Chromium cannot start: no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)',
-    };
-  let browser: Browser;
-  try {
-    browser = await chromium.launch({
-      executablePath,
-      headless: true,
-      timeout: 30_000,
-      // No sandbox: tests run as root in containers, where Chromium's sandbox cannot start.
-      args: ['--no-sandbox', '--autoplay-policy=no-user-gesture-required', '--mute-audio'],
-    });
-  } catch (e) {
-    return { skip: `Chromium cannot start: ${executablePath}: ${launchFailure((e as Error).message)}` };
-  }
+  const browser = await openChromium();
+  if (typeof browser === 'string') return { skip: browser };
   const server = await startPageServer(s3);
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const pages = pageKeeper(browser, origin);

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page, type Request } from 'playwright-core';
-import { findChromium } from './browser.ts';
+import type { Browser, Page, Request } from 'playwright-core';
+import { openChromium } from './browser.ts';
 import { waitFor } from './server.ts';
 
 // The console driven as a person uses it (STYLE.md 14): headless system Chromium, what went
@@ -10,16 +10,8 @@ import { waitFor } from './server.ts';
 
 const AXE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/axe-core/axe.min.js');
 
-/** Headless Chromium, or why it cannot start (the tests skip with it). */
-export async function launchChromium(args: string[] = []): Promise<Browser | string> {
-  const executablePath = findChromium();
-  if (!executablePath) return 'no chromium found (apt-get install chromium, or set MEDIAPLANE_CHROMIUM)';
-  try {
-    return await chromium.launch({ executablePath, headless: true, timeout: 30_000, args: ['--no-sandbox', ...args] });
-  } catch (e) {
-    return `Chromium cannot start: ${(e as Error).message.split('\n')[0]}`;
-  }
-}
+/** Headless Chromium (the run's one, see openChromium), or why it cannot start (the tests skip with it). */
+export const launchChromium = (): Promise<Browser | string> => openChromium();
 
 /** A new page at `width`, signed in with `key`, its nav shown. */
 export async function signedIn(browser: Browser, o: { url: string; key: string; width?: number }): Promise<Page> {

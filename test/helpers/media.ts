@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, rename } from 'node:fs/promises';
-import os from 'node:os';
+import { rename } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cachedMedia } from './media-cache.ts';
 
 const run = promisify(execFile);
 
@@ -22,45 +21,32 @@ export interface ClipOptions {
   rotate?: 90 | 180 | 270;
 }
 
-const CACHE = path.join(os.tmpdir(), 'mediaplane-test-media');
-
 /**
- * A test clip from ffmpeg's lavfi sources (testsrc2 picture, 440 Hz sine), cached in the
- * temp folder so several test files share one encode.
+ * A test clip from ffmpeg's lavfi sources (testsrc2 picture, 440 Hz sine), made once per run
+ * (media-cache.ts) so several test files share one encode.
  */
-export async function makeClip(o: ClipOptions): Promise<string> {
+export function makeClip(o: ClipOptions): Promise<string> {
   const fps = o.fps ?? '30';
   const name = `clip-${o.width}x${o.height}-${o.seconds}s-${fps.replace('/', '_')}-${o.audio === false ? 'na' : 'a'}-r${o.rotate ?? 0}.mp4`;
-  const file = path.join(CACHE, name);
-  if (existsSync(file)) return file;
-  await mkdir(CACHE, { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp.mp4`;
-  const args = ['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${fps}`];
-  if (o.audio !== false) args.push('-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000');
-  args.push('-t', String(o.seconds), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p');
-  if (o.audio !== false) args.push('-c:a', 'aac', '-b:a', '96k');
-  args.push(tmp);
-  await run('ffmpeg', args);
-  if (o.rotate) {
-    // On a stream copy the mov muxer turns the "rotate" tag into a display matrix, as a
-    // phone writes it (on an encode ffmpeg 5 drops the tag).
-    const turned = `${tmp}.rot.mp4`;
-    await run('ffmpeg', [
-      '-v',
-      'error',
-      '-y',
-      '-i',
-      tmp,
-      '-c',
-      'copy',
-      '-metadata:s:v:0',
-      `rotate=${o.rotate}`,
-      turned,
-    ]);
-    await rename(turned, tmp);
-  }
-  await rename(tmp, file);
-  return file;
+  return cachedMedia(name, async (tmp) => {
+    const args = ['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${fps}`];
+    if (o.audio !== false) args.push('-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000');
+    args.push('-t', String(o.seconds), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p');
+    if (o.audio !== false) args.push('-c:a', 'aac', '-b:a', '96k');
+    args.push(tmp);
+    await run('ffmpeg', args);
+    if (o.rotate) await rotate(tmp, o.rotate);
+  });
+}
+
+/**
+ * On a stream copy the mov muxer turns the "rotate" tag into a display matrix, as a phone
+ * writes it (on an encode ffmpeg 5 drops the tag).
+ */
+async function rotate(file: string, degrees: number): Promise<void> {
+  const turned = `${file}.rot.mp4`;
+  await run('ffmpeg', ['-v', 'error', '-y', '-i', file, '-c', 'copy', '-metadata:s:v:0', `rotate=${degrees}`, turned]);
+  await rename(turned, file);
 }
 
 export interface ProbedStream {

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { openDb } from '../../src/db/index.ts';
 
 // A real PostgreSQL server for the tests: MEDIAPLANE_TEST_DATABASE_URL when set, else a
 // throwaway cluster started from Debian's packages on a free loopback port (as the
@@ -30,7 +31,7 @@ async function freePort(): Promise<number> {
 export interface TestPostgres {
   /** The server's own `postgres` database: what MEDIAPLANE_TEST_DATABASE_URL would say. */
   url: string;
-  /** A fresh, empty database on the server. */
+  /** A fresh database on the server, its schema migrated (a copy of the run's template). */
   createDatabase(): Promise<string>;
   stop(): Promise<void>;
 }
@@ -132,19 +133,54 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
   throw new Error('postgres did not become ready');
 }
 
+/** Set by scripts/test.ts: a migrated database on the test server that every file's databases copy. */
+export const DATABASE_TEMPLATE_ENV = 'MEDIAPLANE_TEST_DATABASE_TEMPLATE';
+
+/** Runs one statement on the server's own database (CREATE DATABASE cannot run in a pool's transaction). */
+async function onServer(url: string, sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+function databaseUrl(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/**
+ * A database on the server with every migration applied, which CREATE DATABASE ... TEMPLATE
+ * copies in milliseconds: the migrations ran once per test server start before (issue 41).
+ * Nobody connects to it after, as PostgreSQL requires of a template.
+ */
+export async function makeMigratedTemplate(url: string): Promise<string> {
+  const name = `mediaplane_template_${process.pid}_${Date.now()}`;
+  await onServer(url, `CREATE DATABASE ${name}`);
+  const db = await openDb({ databaseUrl: databaseUrl(url, name), poolSize: 1 });
+  await db.close();
+  return name;
+}
+
 function withDatabases(url: string, cleanup: () => Promise<void>): TestPostgres {
   let n = 0;
+  // scripts/test.ts made one for the whole run; a file run on its own makes its own, once.
+  let template: Promise<string> | undefined;
+  const given = process.env[DATABASE_TEMPLATE_ENV];
+  const migrated = () => {
+    template ??= given ? Promise.resolve(given) : makeMigratedTemplate(url);
+    return template;
+  };
   return {
     url,
     async createDatabase() {
       const name = `mediaplane_test_${process.pid}_${++n}_${Date.now()}`;
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query(`CREATE DATABASE ${name}`);
-      await c.end();
-      const u = new URL(url);
-      u.pathname = `/${name}`;
-      return u.toString();
+      await onServer(url, `CREATE DATABASE ${name} TEMPLATE ${await migrated()}`);
+      return databaseUrl(url, name);
     },
     stop: cleanup,
   };

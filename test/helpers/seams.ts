@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
+import { cachedMedia } from './media-cache.ts';
 import type { TestS3 } from './s3.ts';
 
 // What issue #30's acceptance reads of an output (chunked or not), from ffprobe's packet
@@ -17,25 +18,22 @@ const run = promisify(execFile);
 const VMAF = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/vmaf/vmaf.sh');
 
 /**
- * A long clip with audio, written into `dir` (not the shared cache: 3 minutes is too big to
- * keep around): testsrc2, whose moving picture and frame counter make a repeated or dropped
- * frame visible to VMAF, and a 440 Hz tone that beeps every second. x264's default GOP (250
- * frames) and the moov at the end, as a camera file has them: a chunk starts between
- * keyframes and the reader must seek to the end for the index.
+ * A long clip with audio, made once per run (media-cache.ts, removed when the run ends):
+ * testsrc2, whose moving picture and frame counter make a repeated or dropped frame visible to
+ * VMAF, and a 440 Hz tone that beeps every second. x264's default GOP (250 frames) and the
+ * moov at the end, as a camera file has them: a chunk starts between keyframes and the reader
+ * must seek to the end for the index.
  */
-export async function makeLongClip(
-  dir: string,
-  o: { width: number; height: number; seconds: number; fps?: number },
-): Promise<string> {
-  const file = path.join(dir, `long-${o.width}x${o.height}-${o.seconds}s.mp4`);
+export function makeLongClip(o: { width: number; height: number; seconds: number; fps?: number }): Promise<string> {
   const fps = o.fps ?? 30;
-  await run('ffmpeg', [
-    ...['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${fps}`],
-    ...['-f', 'lavfi', '-i', 'sine=frequency=440:beep_factor=4:sample_rate=48000'],
-    ...['-t', String(o.seconds), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'],
-    ...['-c:a', 'aac', '-b:a', '96k', file],
-  ]);
-  return file;
+  return cachedMedia(`long-${o.width}x${o.height}-${o.seconds}s-${fps}fps.mp4`, async (tmp) => {
+    await run('ffmpeg', [
+      ...['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${fps}`],
+      ...['-f', 'lavfi', '-i', 'sine=frequency=440:beep_factor=4:sample_rate=48000'],
+      ...['-t', String(o.seconds), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'],
+      ...['-c:a', 'aac', '-b:a', '96k', tmp],
+    ]);
+  });
 }
 
 /**

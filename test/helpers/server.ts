@@ -7,6 +7,8 @@ import { loadConfig, type SettingKey } from '../../src/config/index.ts';
 import { type Db, openDb } from '../../src/db/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import { startRoles, type RoleSet, type StartedRoles } from '../../src/main.ts';
+import { seedEmbeddedDb } from './embedded-template.ts';
+import { TEST_ENCODE_SETTINGS } from './encode-defaults.ts';
 import { stopTestPostgres, testPostgres } from './postgres.ts';
 
 export type DatabaseKind = 'embedded' | 'postgres';
@@ -57,9 +59,22 @@ export async function databaseFor(kind: DatabaseKind): Promise<string | undefine
   return server.createDatabase();
 }
 
-/** A migrated database of `kind` of its own, for a test that drives the stores without a server. */
+/**
+ * A migrated database of `kind` of its own, for a test that drives the stores without a server;
+ * an embedded one is a copy of the run's migrated template in a folder of its own.
+ */
 export async function openTestDb(kind: DatabaseKind): Promise<Db> {
-  return openDb({ databaseUrl: await databaseFor(kind) });
+  if (kind === 'postgres') return openDb({ databaseUrl: await databaseFor(kind) });
+  const dataDir = mkdtempSync(join(tmpdir(), 'mediaplane-test-db-'));
+  await seedEmbeddedDb(dataDir);
+  const db = await openDb({ dataDir });
+  return {
+    ...db,
+    async close() {
+      await db.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 after(() => stopTestPostgres());
@@ -73,6 +88,7 @@ export async function startTestServer(opts: {
 }): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'mediaplane-test-'));
   const databaseUrl = opts.databaseUrl ?? (await databaseFor(opts.database ?? 'embedded'));
+  if (databaseUrl === undefined && opts.settings?.databaseUrl === undefined) await seedEmbeddedDb(dataDir);
   const config = loadConfig({
     env: {},
     overrides: {
@@ -87,6 +103,7 @@ export async function startTestServer(opts: {
       retryBackoffMs: 50,
       shutdownGraceMs: 2000,
       logLevel: 'info',
+      ...TEST_ENCODE_SETTINGS,
       ...opts.settings,
     },
   });

@@ -3,17 +3,18 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { TEST_ENCODE_ENV } from './encode-defaults.ts';
 
 const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
 
 /**
- * A worker process with `env` over this process's environment; resolves once it polls the
- * queue. The child joins `children` at once, so a test's `after` can kill one that never
- * became ready.
+ * A worker process with `env` over this process's environment and the tests' encode defaults
+ * (encode-defaults.ts); resolves once it polls the queue. The child joins `children` at once,
+ * so a test's `after` can kill one that never became ready.
  */
 export function spawnWorkerChild(env: Record<string, string>, children?: ChildProcess[]): Promise<ChildProcess> {
   const child = spawn(process.execPath, [CHILD], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...TEST_ENCODE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children?.push(child);
