@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { InputUnreadableError, ValidationError } from '../lib/errors.ts';
 import { FileInput } from '../storage/index.ts';
-import { checkedHandler, type JobContext, type JobHandler, type SPLIT } from '../tasks/index.ts';
+import { checkedHandler, type JobContext, type JobHandler, type SPLIT, TASK_TYPES } from '../tasks/index.ts';
 import { forwardOnly, probe, progressWithin } from '../transcode/index.ts';
 import { cutClip } from './clip-cut.ts';
 import { assetSourceKey } from './keys.ts';
@@ -11,7 +11,7 @@ import { ProcessingSpec, processingSpecOf } from './processing.ts';
 import type { AssetOutput } from './types.ts';
 
 /** The task type that cuts a range of an asset into a new asset (spec/API.md section C, issue #28). */
-export const CLIP_TASK_TYPE = 'clip';
+export const CLIP_TASK_TYPE = TASK_TYPES.clip;
 
 const PlaybackId = Type.String({ pattern: '^[a-z0-9]{16}$' });
 

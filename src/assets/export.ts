@@ -12,6 +12,7 @@ import {
   type TaskKey,
   type TaskRow,
   type TaskStore,
+  TASK_TYPES,
 } from '../tasks/index.ts';
 import { sendFile } from './export-http.ts';
 import { assetSourceKey } from './keys.ts';
@@ -30,8 +31,8 @@ import type { AssetRow } from './types.ts';
 // Secrets sit under `credentials` in the stored params (the proof, a custom export's headers),
 // where tasks/model.ts PARAMS_WITHOUT_SECRETS drops them once the task can no longer run.
 
-export const EXPORT_TASK_TYPE = 'export';
-export const EXPORT_DATA_TASK_TYPE = 'export-data';
+export const EXPORT_TASK_TYPE = TASK_TYPES.export;
+export const EXPORT_DATA_TASK_TYPE = TASK_TYPES.exportData;
 
 /** Where an export's IPFS proof came from, as messages about a refused one name it. */
 const OWN_PROOF = 'ipfs.credentials.proof';

@@ -1,14 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { ValidationError } from '../lib/errors.ts';
 import { createInputSource } from '../storage/index.ts';
-import { checkedHandler, type JobHandler, type SPLIT } from '../tasks/index.ts';
+import { checkedHandler, type JobHandler, type SPLIT, TASK_TYPES } from '../tasks/index.ts';
 import { assetSourceKey } from './keys.ts';
 import { type AssetProcessingDeps, makeAsset } from './process.ts';
 import { ProcessingSpec, processingSpecOf } from './processing.ts';
 import type { AssetOutput } from './types.ts';
 
 /** The task type that fetches or takes an uploaded file and makes an asset of it (spec/API.md section C). */
-export const UPLOAD_TASK_TYPE = 'upload';
+export const UPLOAD_TASK_TYPE = TASK_TYPES.upload;
 
 // What a stored `upload` task's params must be for this handler to run them (issue #26): what
 // AssetStore.create writes (assetId, playbackId, and for a direct upload the source's key)

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { TASK_TYPES } from '../../tasks/index.ts';
 import { builtinOutputPrefix, type OutputKind, type TranscodeJob } from '../../transcode/index.ts';
 import { mediaUrl, type PublicBase } from '../public-base.ts';
 import type { TaskWireShape } from './task.ts';
@@ -11,7 +12,7 @@ import type { TaskWireShape } from './task.ts';
 // storage/) has its own types and never imports this file.
 
 /** The task type a transcode request becomes (spec/API.md: the Task's `type`). */
-export const TRANSCODE_TASK_TYPE = 'transcode-file';
+export const TRANSCODE_TASK_TYPE = TASK_TYPES.transcode;
 
 const S3Credentials = Type.Object(
   { accessKeyId: Type.String({ minLength: 1 }), secretAccessKey: Type.String({ minLength: 1 }) },
