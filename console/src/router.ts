@@ -3,6 +3,12 @@
 
 import { useEffect, useState } from 'preact/hooks';
 
+/** What every page component takes (pages/index.ts lists them). */
+export interface PageProps {
+  /** The hash route after the page's own segment: `#/tasks/ID` gives the tasks page ['ID']. */
+  route: string[];
+}
+
 export function parseHash(hash: string): string[] {
   return hash
     .replace(/^#\/?/, '')

@@ -1,4 +1,7 @@
-/** A phase (an asset's or a task's) as a small badge: ready green, failed red. */
-export function PhaseBadge({ phase }: { phase: string }) {
-  return <span class={`badge badge-${phase}`}>{phase}</span>;
+import { phaseTone } from '../phases.ts';
+import type { AssetPhase, TaskPhase } from '../wire.ts';
+
+/** A task's or an asset's phase as a small badge, coloured by its tone (phases.ts). */
+export function PhaseBadge({ phase }: { phase: TaskPhase | AssetPhase }) {
+  return <span class={`badge badge-${phaseTone(phase)}`}>{phase}</span>;
 }

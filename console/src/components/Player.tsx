@@ -1,6 +1,7 @@
 import type Hls from 'hls.js';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
-import { ErrorText, Icon } from '../components/index.ts';
+import { ErrorText } from './ErrorText.tsx';
+import { Icon } from './Icon.tsx';
 import { duration } from '../format.ts';
 import { cueAt, parseStoryboard, type StoryboardCue } from '../storyboard.ts';
 

@@ -7,3 +7,5 @@ export { describedBy, Field } from './Field.tsx';
 export { Json } from './Json.tsx';
 export { Progress } from './Progress.tsx';
 export { PhaseBadge } from './PhaseBadge.tsx';
+export { Player } from './Player.tsx';
+export { ValueList } from './ValueList.tsx';

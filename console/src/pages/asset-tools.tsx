@@ -1,11 +1,12 @@
 import { useId, useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import { assetExport } from '../asset-export.ts';
 import { useCapabilities } from '../capabilities.ts';
 import { Button, describedBy, ErrorText, FeatureOff, Field } from '../components/index.ts';
 import { duration } from '../format.ts';
 import { href } from '../router.ts';
-import type { Asset, TaskRef } from '../types.ts';
-import { FollowedAsset } from './asset-follow.tsx';
+import { FollowedAsset } from '../widgets/FollowedAsset.tsx';
+import type { Asset, Task } from '../wire.ts';
 
 // The asset page's tools that change something: the clip maker (POST /api/clip) and the
 // export to IPFS (POST /api/asset/{id}/export), offered where the server has a Storacha
@@ -58,7 +59,7 @@ export function ClipMaker({ asset, video }: { asset: Asset; video: HTMLVideoElem
         endTime: Math.round(end * 1000),
       };
       if (name.trim()) body.name = name.trim();
-      const res = await api<{ asset: Asset; task: TaskRef }>('POST', '/api/clip', body);
+      const res = await api<{ asset: Asset; task: Task }>('POST', '/api/clip', body);
       setMade((m) => [res.asset, ...m]);
     } catch (err) {
       setError(err);
@@ -94,12 +95,12 @@ export function ClipMaker({ asset, video }: { asset: Asset; video: HTMLVideoElem
 export function ExportIpfs({ asset, onStarted }: { asset: Asset; onStarted(): void }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
-  const [task, setTask] = useState<TaskRef | undefined>(undefined);
+  const [task, setTask] = useState<Task | undefined>(undefined);
   const run = async () => {
     setBusy(true);
     setError(undefined);
     try {
-      const res = await api<{ task: TaskRef }>('POST', `/api/asset/${encodeURIComponent(asset.id)}/export`, {
+      const res = await api<{ task: Task }>('POST', `/api/asset/${encodeURIComponent(asset.id)}/export`, {
         ipfs: {},
       });
       setTask(res.task);
@@ -110,24 +111,24 @@ export function ExportIpfs({ asset, onStarted }: { asset: Asset; onStarted(): vo
       setBusy(false);
     }
   };
-  const storage = asset.storage;
+  const done = assetExport(asset);
   const caps = useCapabilities();
   return (
     <section class="card" aria-labelledby={`export-${asset.id}`}>
       <h2 id={`export-${asset.id}`}>Export to IPFS</h2>
-      {storage?.status?.phase && (
+      {done.phase && (
         <p role="status">
-          Export: {storage.status.phase}
-          {storage.status.errorMessage && <span class="error"> {storage.status.errorMessage}</span>}
+          Export: {done.phase}
+          {done.errorMessage && <span class="error"> {done.errorMessage}</span>}
         </p>
       )}
-      {storage?.ipfs?.cid && (
+      {done.cid && (
         <p>
-          CID <code>{storage.ipfs.cid}</code>
-          {storage.ipfs.gatewayUrl && (
+          CID <code>{done.cid}</code>
+          {done.gatewayUrl && (
             <>
               {' '}
-              <a href={storage.ipfs.gatewayUrl} target="_blank" rel="noreferrer">
+              <a href={done.gatewayUrl} target="_blank" rel="noreferrer">
                 Open on the gateway
               </a>
             </>

@@ -1,13 +1,14 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import { assetExport } from '../asset-export.ts';
 import { useCapabilities } from '../capabilities.ts';
-import { CopyButton, ErrorText, Json, PhaseBadge, Progress } from '../components/index.ts';
+import { CopyButton, ErrorText, Json, PhaseBadge, Player, Progress } from '../components/index.ts';
 import { bytes, dateTime, duration } from '../format.ts';
 import { useInterval, useLoad } from '../hooks.ts';
 import { href } from '../router.ts';
-import { type Asset, type PlaybackInfo, type PlaybackSource, settling, type Track } from '../types.ts';
+import { settling } from '../phases.ts';
+import type { Asset, PlaybackInfo, PlaybackSource, Track } from '../wire.ts';
 import { ClipMaker, ExportIpfs } from './asset-tools.tsx';
-import { Player } from './player.tsx';
 
 // One asset: the player, its downloads, playback info and embed snippet, a clip maker and
 // the export to IPFS. The asset is read again every 2 s while it (or its export) settles.
@@ -21,10 +22,9 @@ function trackLine(t: Track): string {
 }
 
 function sourceWords(a: Asset): string {
-  if (a.source.url) return a.source.url;
+  if (a.source.type === 'url') return a.source.url;
   if (a.source.type === 'directUpload') return 'a file uploaded here or to its upload URL';
-  if (a.source.type === 'clip') return 'a clip of another asset';
-  return a.source.type;
+  return 'a clip of another asset';
 }
 
 function Info({ asset }: { asset: Asset }) {
@@ -164,7 +164,7 @@ export function AssetPage({ id }: { id: string }) {
         : Promise.resolve(undefined),
     [ready, a?.playbackId],
   );
-  const exporting = ['waiting', 'processing'].includes(a?.storage?.status?.phase ?? '');
+  const exporting = ['waiting', 'processing'].includes((a && assetExport(a).phase) ?? '');
   useInterval(() => void asset.reload(), 2000, Boolean(a && (settling(a) || exporting)));
   return (
     <section>

@@ -4,7 +4,8 @@ import { Button, ErrorText, PhaseBadge, Progress } from '../components/index.ts'
 import { bytes, dateTime, duration } from '../format.ts';
 import { useInterval } from '../hooks.ts';
 import { href } from '../router.ts';
-import { type Asset, type PlaybackInfo, settling } from '../types.ts';
+import { settling } from '../phases.ts';
+import type { Asset, PlaybackInfo } from '../wire.ts';
 
 export { AssetPage } from './asset.tsx';
 

@@ -6,7 +6,7 @@
 // short re-reads while it still shows `reserved`.
 
 import { api } from '../api.ts';
-import type { Ledger, LedgerEntry } from '../types.ts';
+import type { Ledger, LedgerEntry } from '../wire.ts';
 import { ErrorText } from '../components/index.ts';
 
 const SETTLE_TRIES = 8;

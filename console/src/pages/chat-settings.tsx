@@ -5,7 +5,6 @@
 import { useId } from 'preact/hooks';
 import { DetailedApiError } from '../api-detail.ts';
 import { describedBy, Field } from '../components/index.ts';
-import type { ErrorPlace } from './chat.tsx';
 
 export interface Settings {
   model: string;
@@ -26,6 +25,19 @@ export const EXAMPLE_SCHEMA = JSON.stringify(
   null,
   2,
 );
+
+export type ErrorPlace = 'model' | 'temperature' | 'maxTokens' | 'schema' | 'message' | 'send';
+
+/** Where an error belongs: the field its `param` names, else next to Send. */
+export function placeOf(error: unknown): ErrorPlace {
+  const param = error instanceof DetailedApiError ? (error.detail.param ?? '') : '';
+  if (/^response_format/.test(param)) return 'schema';
+  if (/^(max_tokens|max_completion_tokens)/.test(param)) return 'maxTokens';
+  if (/^temperature/.test(param)) return 'temperature';
+  if (/^model/.test(param)) return 'model';
+  if (/^messages/.test(param)) return 'message';
+  return 'send';
+}
 
 /** The response_format json_schema of these settings, or why it cannot be sent. */
 export function jsonSchemaOf(s: Settings): { name: string; schema: unknown } | DetailedApiError | undefined {

@@ -11,31 +11,25 @@ import { api } from '../api.ts';
 import { DetailedApiError, withRetryAfter } from '../api-detail.ts';
 import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
 import { useLoad } from '../hooks.ts';
-import type { Ledger, LedgerEntry } from '../types.ts';
+import type { PageProps } from '../router.ts';
+import type { Ledger, LedgerEntry } from '../wire.ts';
 import { CostPanel, ledgerAfter, readLedger } from './chat-cost.tsx';
 import { NoModel } from './chat-no-model.tsx';
-import { ChatSettings, jsonSchemaOf, type Settings, settingsError } from './chat-settings.tsx';
+import {
+  ChatSettings,
+  type ErrorPlace,
+  jsonSchemaOf,
+  placeOf,
+  type Settings,
+  settingsError,
+} from './chat-settings.tsx';
 import { type ChatMessage, type StreamProgress, streamChat } from './chat-stream.ts';
-import type { PageProps } from './index.ts';
 
 interface Model {
   id: string;
   warm?: boolean;
   /** Whether an orchestrator that may answer it charges (so requests need credit). */
   priced?: boolean;
-}
-
-export type ErrorPlace = 'model' | 'temperature' | 'maxTokens' | 'schema' | 'message' | 'send';
-
-/** Where an error belongs: the field its `param` names, else next to Send. */
-export function placeOf(error: unknown): ErrorPlace {
-  const param = error instanceof DetailedApiError ? (error.detail.param ?? '') : '';
-  if (/^response_format/.test(param)) return 'schema';
-  if (/^(max_tokens|max_completion_tokens)/.test(param)) return 'maxTokens';
-  if (/^temperature/.test(param)) return 'temperature';
-  if (/^model/.test(param)) return 'model';
-  if (/^messages/.test(param)) return 'message';
-  return 'send';
 }
 
 function Conversation({ messages, live }: { messages: ChatMessage[]; live: StreamProgress | undefined }) {

@@ -1,7 +1,7 @@
 // The console's pages, in nav order. CONVENTIONS for whoever adds a page:
 //
 // - One file per page in console/src/pages/<name>.tsx, exporting a component that takes
-//   `PageProps`: `route` is the hash route after the page's own segment (`#/tasks/ID` gives
+//   `PageProps` (from '../router.ts'): `route` is the hash route after the page's own segment (`#/tasks/ID` gives
 //   the tasks page ['ID']). Link with `href('tasks', id)` and move with `navigate(...)` from
 //   '../router.ts'; never touch location.pathname (the server serves only `/`).
 // - Add one line to `pages` below: {id, title, Component}. `id` is the first hash segment;
@@ -25,16 +25,12 @@
 //   stays under 500 KB compressed, script and style together.
 
 import { type FunctionComponent, h } from 'preact';
+import type { PageProps } from '../router.ts';
 import { AssetPage, AssetsPage } from './assets.tsx';
 import { ChatPage } from './chat.tsx';
 import { TasksPage } from './tasks.tsx';
 import { UploadPage } from './upload.tsx';
 import { WebhooksPage } from './webhooks.tsx';
-
-export interface PageProps {
-  /** The hash route after this page's segment. */
-  route: string[];
-}
 
 export interface PageDef {
   id: string;

@@ -8,13 +8,15 @@
 
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorWords, type SseEvent, sse } from '../api.ts';
-import { Button, ErrorText, errorMessages, Json } from '../components/index.ts';
-import { ValueList } from '../components/ValueList.tsx';
+import { Button, ErrorText, errorMessages, Json, PhaseBadge, ValueList } from '../components/index.ts';
 import { dateTime } from '../format.ts';
 import { useInterval, useLoad } from '../hooks.ts';
 import { href } from '../router.ts';
-import { useAssetNames } from './asset-names.ts';
-import { canCancel, canRetry, isActive, PhaseBadge, type Task, TaskState } from './task-parts.tsx';
+import type { ClientTaskType } from '../../../src/tasks/task-types.ts';
+import { isActive } from '../phases.ts';
+import { useAssetNames } from '../widgets/asset-names.ts';
+import type { Task } from '../wire.ts';
+import { canCancel, canRetry, TaskState } from './task-parts.tsx';
 import { type AssetNames, InputText, paramsShown, TaskOutputs, taskTitle } from './task-view.tsx';
 
 interface TimelineEntry {
@@ -55,7 +57,7 @@ function useStoredEvents(id: string, phase: string | undefined) {
 }
 
 /** The task's type as a title says it. */
-const TYPE_WORDS: Record<string, string> = {
+const TYPE_WORDS: Record<ClientTaskType, string> = {
   'transcode-file': 'Transcode',
   upload: 'Upload',
   clip: 'Clip',
@@ -63,9 +65,11 @@ const TYPE_WORDS: Record<string, string> = {
   'export-data': 'Export of data',
 };
 
+const typeWords = (type: string): string => (TYPE_WORDS as Record<string, string | undefined>)[type] ?? type;
+
 function describe(t: Task): string {
   const s = t.status;
-  const parts = [s.phase];
+  const parts: string[] = [s.phase];
   if (s.progress !== undefined && s.phase === 'running') parts.push(`${Math.round(s.progress * 100)}%`);
   if (s.retries) parts.push(`retries ${s.retries}`);
   if (s.errorMessage) parts.push(`: ${s.errorMessage}`);
@@ -247,7 +251,7 @@ export function TaskDetail({ id }: { id: string }) {
   return (
     <section>
       <h1>
-        {task ? `${TYPE_WORDS[task.type] ?? task.type}${title ? `: ${title}` : ''}` : 'Task'}{' '}
+        {task ? `${typeWords(task.type)}${title ? `: ${title}` : ''}` : 'Task'}{' '}
         {task ? <PhaseBadge phase={task.status.phase} /> : null}
       </h1>
       <p>

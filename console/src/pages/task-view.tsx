@@ -3,10 +3,10 @@
 // links with human sizes and durations. The raw params and output stay behind "Show JSON".
 
 import type { ComponentChildren } from 'preact';
-import { ValueList } from '../components/ValueList.tsx';
+import { ValueList } from '../components/index.ts';
 import { bytes, duration } from '../format.ts';
 import { href } from '../router.ts';
-import type { Task } from './task-parts.tsx';
+import type { Task } from '../wire.ts';
 
 /** Asset names by id, as far as they are known. */
 export type AssetNames = ReadonlyMap<string, string>;

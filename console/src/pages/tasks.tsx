@@ -1,4 +1,4 @@
-// Tasks: every type (transcode-file, upload, clip, export, export-data), newest first, each
+// Tasks: every type (the task types' registry, src/tasks/task-types.ts), newest first, each
 // named by its asset (one GET /api/asset for the names) or its input's file name.
 // Live progress on the list by polling GET /api/task every 2 s while a loaded task is waiting
 // or running and the tab is visible: one request however many tasks run, where an SSE stream
@@ -11,11 +11,13 @@ import { apiRaw, nextLink } from '../api.ts';
 import { Button, ErrorText, Field } from '../components/index.ts';
 import { dateTime } from '../format.ts';
 import { useInterval } from '../hooks.ts';
-import { href } from '../router.ts';
-import type { PageProps } from './index.ts';
+import { href, type PageProps } from '../router.ts';
 import { TaskDetail } from './task-detail.tsx';
-import { useAssetNames } from './asset-names.ts';
-import { isActive, PHASES, shortId, TASK_TYPES, type Task, TaskState } from './task-parts.tsx';
+import { CLIENT_TASK_TYPES } from '../../../src/tasks/task-types.ts';
+import { isActive, TASK_PHASES } from '../phases.ts';
+import { useAssetNames } from '../widgets/asset-names.ts';
+import type { Task } from '../wire.ts';
+import { shortId, TaskState } from './task-parts.tsx';
 import { taskTitle } from './task-view.tsx';
 
 const PAGE = 20;
@@ -96,7 +98,7 @@ function Filters(props: { phase: string; type: string; onPhase: (v: string) => v
       <Field id={phaseId} label="Phase">
         <select id={phaseId} value={props.phase} onChange={(e) => props.onPhase(e.currentTarget.value)}>
           <option value="">Any phase</option>
-          {PHASES.map((p) => (
+          {TASK_PHASES.map((p) => (
             <option key={p} value={p}>
               {p}
             </option>
@@ -106,7 +108,7 @@ function Filters(props: { phase: string; type: string; onPhase: (v: string) => v
       <Field id={typeId} label="Type">
         <select id={typeId} value={props.type} onChange={(e) => props.onType(e.currentTarget.value)}>
           <option value="">Any type</option>
-          {TASK_TYPES.map((t) => (
+          {CLIENT_TASK_TYPES.map((t) => (
             <option key={t} value={t}>
               {t}
             </option>

@@ -3,8 +3,8 @@ import { Upload } from 'tus-js-client';
 import { api, errorWords } from '../api.ts';
 import { Button, describedBy, ErrorText, Field, Progress } from '../components/index.ts';
 import { bytes } from '../format.ts';
-import type { Asset } from '../types.ts';
-import { FollowedAsset } from './asset-follow.tsx';
+import { FollowedAsset } from '../widgets/FollowedAsset.tsx';
+import type { Asset } from '../wire.ts';
 import { type AssetOptions, DEFAULT_OPTIONS, OptionsFields, optionsBody } from './upload-options.tsx';
 
 // Upload page: files by drag and drop or the file input, each through POST

@@ -10,7 +10,8 @@ import { dateTime } from '../format.ts';
 import { useLoad } from '../hooks.ts';
 import { href, navigate } from '../router.ts';
 import { DeliveryLogView } from './webhook-log.tsx';
-import { type Webhook, type WebhookBody, WebhookForm } from './webhook-form.tsx';
+import type { Webhook, WebhookBody } from '../wire.ts';
+import { WebhookForm } from './webhook-form.tsx';
 
 function Summary({ hook }: { hook: Webhook }) {
   const f = hook.status.lastFailure;

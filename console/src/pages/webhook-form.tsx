@@ -8,33 +8,24 @@
 import { useId, useState } from 'preact/hooks';
 import { ApiError } from '../api.ts';
 import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
+import { everyOf } from '../every-of.ts';
+import type { Webhook, WebhookBody, WebhookEvent } from '../wire.ts';
 
-export const TASK_EVENTS = ['task.spawned', 'task.updated', 'task.completed', 'task.failed'] as const;
-export const ASSET_EVENTS = ['asset.created', 'asset.updated', 'asset.ready', 'asset.failed', 'asset.deleted'] as const;
-
-/** A webhook as the API answers it (Livepeer's Webhook; the secret never comes back, only whether there is one). */
-export interface Webhook {
-  id: string;
-  name: string;
-  url: string;
-  events: string[];
-  /** Deliveries are signed: the webhook has a shared secret. */
-  signed: boolean;
-  createdAt: number;
-  updatedAt: number;
-  status: {
-    lastTriggeredAt?: number;
-    lastFailure?: { timestamp: number; statusCode?: number; error?: string; response?: string };
-  };
-}
-
-/** What the form sends: `sharedSecret` left out keeps the secret of an edited webhook, null removes it. */
-export interface WebhookBody {
-  name: string;
-  url: string;
-  events: string[];
-  sharedSecret?: string | null;
-}
+/** The events a webhook may subscribe to, in the form's two groups (the contract's list, wire.ts). */
+const EVENTS = everyOf<WebhookEvent>()([
+  'task.spawned',
+  'task.updated',
+  'task.completed',
+  'task.failed',
+  'asset.created',
+  'asset.updated',
+  'asset.ready',
+  'asset.failed',
+  'asset.deleted',
+]);
+const TASK_EVENTS = EVENTS.filter((e) => e.startsWith('task.'));
+const ASSET_EVENTS = EVENTS.filter((e) => e.startsWith('asset.'));
+const isEvent = (e: string): e is WebhookEvent => (EVENTS as readonly string[]).includes(e);
 
 type FieldName = 'name' | 'url' | 'events' | 'sharedSecret' | 'form';
 
@@ -54,9 +45,9 @@ export function errorsByField(error: unknown): Partial<Record<FieldName, ApiErro
 
 function EventBoxes(props: {
   group: string;
-  events: readonly string[];
-  chosen: string[];
-  toggle: (e: string) => void;
+  events: readonly WebhookEvent[];
+  chosen: WebhookEvent[];
+  toggle: (e: WebhookEvent) => void;
 }) {
   const base = useId();
   return (
@@ -81,12 +72,14 @@ function EventBoxes(props: {
 function useWebhookForm(initial: Webhook | undefined, onSubmit: (body: WebhookBody) => Promise<void>) {
   const [name, setName] = useState(initial?.name ?? '');
   const [url, setUrl] = useState(initial?.url ?? '');
-  const [events, setEvents] = useState<string[]>(initial?.events ?? ['task.completed', 'task.failed']);
+  const [events, setEvents] = useState<WebhookEvent[]>(
+    initial ? initial.events.filter(isEvent) : ['task.completed', 'task.failed'],
+  );
   const [secret, setSecret] = useState('');
   const [unsign, setUnsign] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
-  const toggle = (e: string) => setEvents((p) => (p.includes(e) ? p.filter((x) => x !== e) : [...p, e]));
+  const toggle = (e: WebhookEvent) => setEvents((p) => (p.includes(e) ? p.filter((x) => x !== e) : [...p, e]));
   const submit = async (ev: Event) => {
     ev.preventDefault();
     setBusy(true);

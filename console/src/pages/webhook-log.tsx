@@ -8,22 +8,9 @@ import { fetchDetailed, withRetryAfter } from '../api-detail.ts';
 import { Button, ErrorText, Json } from '../components/index.ts';
 import { dateTime } from '../format.ts';
 import { useInterval } from '../hooks.ts';
+import type { DeliveryLog } from '../wire.ts';
 
 const REFRESH_MS = 5000;
-
-/** Livepeer's WebhookLog: one delivery attempt. */
-export interface DeliveryLog {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  event: string;
-  createdAt: number;
-  duration: number;
-  success: boolean;
-  error?: string;
-  request: { url: string; method: string; headers: Record<string, string>; body: string };
-  response: { status?: number; statusText?: string; body?: string };
-}
 
 function outcome(l: DeliveryLog): string {
   if (l.response.status !== undefined) return `${l.response.status} ${l.response.statusText ?? ''}`.trim();

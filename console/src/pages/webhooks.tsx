@@ -7,10 +7,10 @@ import { api, apiRaw, nextLink } from '../api.ts';
 import { Button, ErrorText } from '../components/index.ts';
 import { dateTime } from '../format.ts';
 import { useLoad } from '../hooks.ts';
-import { href } from '../router.ts';
-import type { PageProps } from './index.ts';
+import { href, type PageProps } from '../router.ts';
 import { WebhookDetail } from './webhook-detail.tsx';
-import { type Webhook, type WebhookBody, WebhookForm } from './webhook-form.tsx';
+import type { Webhook, WebhookBody } from '../wire.ts';
+import { WebhookForm } from './webhook-form.tsx';
 
 /** `#/webhooks` lists them, `#/webhooks/ID` shows one. */
 export function WebhooksPage({ route }: PageProps) {

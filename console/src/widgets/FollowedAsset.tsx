@@ -3,7 +3,8 @@ import { api } from '../api.ts';
 import { PhaseBadge, Progress } from '../components/index.ts';
 import { useInterval } from '../hooks.ts';
 import { href } from '../router.ts';
-import { type Asset, type AssetPhase, settling } from '../types.ts';
+import { settling } from '../phases.ts';
+import type { Asset, AssetPhase } from '../wire.ts';
 
 // A new asset followed from its bytes to ready (an upload, an import, a clip): GET
 // /api/asset/{id} at once and every 2 s while it settles, its phase in words and the

@@ -4,7 +4,7 @@
 
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import type { Asset } from '../types.ts';
+import type { Asset } from '../wire.ts';
 
 const names = new Map<string, string>();
 const asked = new Set<string>();

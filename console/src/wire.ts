@@ -1,0 +1,38 @@
+// The API's shapes as the console reads them, taken from the server's wire contracts (the
+// API edge's src/api/contract/ and the LLM gateway's route schemas), so that a field the
+// server renames or drops is a type error here rather than a blank on a page. This is the one
+// file of the console that reads the server's source, and only its types (`import type`): they
+// are erased from the bundle, so no server code reaches the browser (the console's
+// dependency-cruiser rules check both). `tsc -p console` reads the contract files and what
+// they import, under the console's DOM settings.
+
+import type { Static } from '@sinclair/typebox';
+import type { PlaybackInfo, PlaybackSource, WireAsset } from '../../src/api/contract/asset.ts';
+import type { WireTask } from '../../src/api/contract/task.ts';
+import type { WEBHOOK_EVENTS, WebhookPatchBody, WireWebhook, WireWebhookLog } from '../../src/api/contract/webhook.ts';
+import type { ledgerRoute } from '../../src/llm/gateway/schemas.ts';
+
+export type { PlaybackInfo, PlaybackSource };
+
+/** An asset as GET /api/asset/{id} answers it (spec/API.md section C). */
+export type Asset = WireAsset;
+export type AssetPhase = Asset['status']['phase'];
+/** One track of an asset's source (its `videoSpec.tracks`). */
+export type Track = NonNullable<Asset['videoSpec']>['tracks'][number];
+
+/** A task as GET /api/task/{id} answers it (spec/API.md "The Task"). */
+export type Task = WireTask;
+export type TaskPhase = Task['status']['phase'];
+
+/** A webhook as the API answers it: the secret never comes back, only whether there is one (`signed`). */
+export type Webhook = WireWebhook;
+/** What the webhook form sends: `sharedSecret` left out keeps an edited webhook's secret, null removes it. */
+export type WebhookBody = Required<Pick<WebhookPatchBody, 'name' | 'url' | 'events'>> &
+  Pick<WebhookPatchBody, 'sharedSecret'>;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+/** One delivery attempt of GET /api/webhook/{id}/log. */
+export type DeliveryLog = WireWebhookLog;
+
+/** GET /api/ledger (docs/llm.md "Pricing and credits"): what the chat's cost panel shows. */
+export type Ledger = Static<(typeof ledgerRoute)['response'][200]>;
+export type LedgerEntry = Ledger['entries'][number];
