@@ -86,11 +86,6 @@ export class UploadStaging {
     this.#sessions = o.sessions;
   }
 
-  /** Words for logs: where uploads stage. */
-  get description(): string {
-    return this.#area.description;
-  }
-
   /**
    * Starts the upload of `grant`'s asset anew, empty, `length` bytes long when it says (tus
    * creation). Bytes staged before for the asset are dropped: a client that resumes asks for

@@ -21,8 +21,6 @@ export interface StagedUpload {
 }
 
 export interface StagingArea {
-  /** Words for logs and errors; never a credential. */
-  readonly description: string;
   /** Starts the upload of `grant`'s asset anew, empty; whatever was staged for it before goes. */
   create(grant: UploadGrant, record: { length: number | undefined; expiresAt: Date }): Promise<void>;
   /** Where the upload stands, or undefined when nothing (or only half a record) is staged for it. */

@@ -59,7 +59,6 @@ const recordKey = (assetId: string) => `${folder(assetId)}/info`;
 const incompleteKey = (assetId: string) => `${folder(assetId)}/incomplete`;
 
 export class BucketStagingArea implements StagingArea {
-  readonly description: string;
   readonly #store: BuiltinStore;
   readonly #parts: BuiltinMultipart;
   readonly #scratch: string;
@@ -72,7 +71,6 @@ export class BucketStagingArea implements StagingArea {
     this.#store = o.store;
     this.#parts = o.multipart;
     this.#scratch = o.scratch;
-    this.description = `${o.store.description}, under uploads/`;
   }
 
   async create(grant: UploadGrant, record: { length: number | undefined; expiresAt: Date }): Promise<void> {

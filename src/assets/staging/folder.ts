@@ -26,7 +26,6 @@ const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const NEVER = new AbortController().signal;
 
 export class FolderStagingArea implements StagingArea {
-  readonly description: string;
   readonly #dir: string;
   readonly #store: BuiltinStore;
   #ready: Promise<void> | undefined;
@@ -35,7 +34,6 @@ export class FolderStagingArea implements StagingArea {
   constructor(dir: string, store: BuiltinStore) {
     this.#dir = dir;
     this.#store = store;
-    this.description = `folder ${dir}`;
   }
 
   async create(grant: UploadGrant, record: { length: number | undefined; expiresAt: Date }): Promise<void> {
