@@ -3,9 +3,9 @@
 // TaskStore under this admission, in the statement that writes it. A task that encodes needs the
 // key's budget unspent and takes one of its concurrent transcodes; one that does not (an export)
 // is a request of its key and nothing more. All of it is one SQL function, key_task_admission()
-// (migration 404), planned once per process, which answers the refusal's reason.
+// (migration 404), planned once per process, which answers the refusal's reason in the
+// statement that writes the task, with the database's clock for its Retry-After.
 
-import type { Queryable } from '../db/index.ts';
 import { InternalError, type MediaplaneError, TooManyRequestsError } from '../lib/errors.ts';
 import type { Bind } from '../lib/sql-params.ts';
 import { taskAdmissionSql } from './limit-sql.ts';
@@ -22,28 +22,31 @@ export interface TaskAdmissionOptions {
   encoding: readonly string[];
 }
 
+/** Whether `key`'s request is counted by its task's admission: the auth step left it to the route, and it is not counted yet. */
+function countsRequest(key: Keyed): boolean {
+  return key.deferred !== undefined && !key.deferred.done && key.limits !== undefined;
+}
+
 /** The shape of tasks/ TaskAdmission, for the key of the request (accounts' Principal). */
 export class KeyTaskAdmission {
-  readonly #db: Queryable;
   readonly #o: TaskAdmissionOptions;
 
-  constructor(db: Queryable, o: TaskAdmissionOptions) {
-    this.#db = db;
+  /** `_db`: unused since a refusal's Retry-After comes with its statement; kept for the callers' shape. */
+  constructor(_db: unknown, o: TaskAdmissionOptions) {
     this.#o = o;
   }
 
   /**
    * The admission of `key`'s task of `type` (SQL: a bound value, or a column), as SQL that
-   * answers NULL or the refusal's reason; undefined when the key is held to nothing here. Counts
-   * the request when the auth step left that to the route (`deferred`), once.
+   * answers NULL or the refusal's reason; undefined when the key is held to nothing here. A pure
+   * builder: the request it counts (`deferred`) is counted once its statement ran (`ran`).
    */
   sql(bind: Bind, o: { key: Keyed; type: string }): string | undefined {
-    const { limits, deferred } = o.key;
-    const count = deferred !== undefined && !deferred.done && limits !== undefined;
+    const limits = o.key.limits;
+    const count = countsRequest(o.key);
     const budget = limits?.budget ?? undefined;
     const maxLive = limits?.concurrentTranscodes ?? undefined;
     if (!count && !budget && maxLive === undefined) return undefined;
-    if (count && deferred) deferred.done = true;
     return taskAdmissionSql(bind, {
       keyId: o.key.keyId,
       owner: o.key.owner,
@@ -56,13 +59,19 @@ export class KeyTaskAdmission {
     });
   }
 
+  /** The statement `sql` built for `key` ran: its request, if it counted it, is counted (once per request). */
+  ran(key: Keyed): void {
+    if (countsRequest(key) && key.deferred) key.deferred.done = true;
+  }
+
   /**
    * The error the reason key_task_admission() answered is answered with: a 429 naming the limit
-   * ('requests', 'budget', 'transcodes'), with Retry-After where the limit has an end.
+   * ('requests', 'budget', 'transcodes'), with Retry-After where the limit has an end. `nowMs`:
+   * the database's clock at the refusal (windows are aligned on the epoch by that clock).
    */
-  async refusal(o: { key: Keyed; reason: string }): Promise<MediaplaneError> {
+  refusal(o: { key: Keyed; reason: string; nowMs: number }): MediaplaneError {
     const limits = o.key.limits;
-    if (o.reason === 'requests') return this.#requestsRefused(limits?.requestsPerMinute ?? null, o.key.keyId);
+    if (o.reason === 'requests') return this.#requestsRefused(limits?.requestsPerMinute ?? null, o.nowMs);
     if (o.reason === 'budget' && limits?.budget) return budgetSpent(limits.budget);
     if (o.reason === 'transcodes' && limits?.concurrentTranscodes)
       return new TooManyRequestsError(
@@ -78,16 +87,10 @@ export class KeyTaskAdmission {
     return kinds.length < 2 ? kinds.join('') : `${kinds.slice(0, -1).join(', ')} and ${kinds.at(-1)}`;
   }
 
-  /** The requests refusal, with the key's window read after it (when it starts again). */
-  async #requestsRefused(rpm: number | null, keyId: string): Promise<MediaplaneError> {
-    const [row] = await this.#db.query<{ start: number; now_ms: number }>(
-      `SELECT window_start::float8 AS start, (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
-       FROM key_windows WHERE key_id = $1::uuid AND kind = 'requests'`,
-      [keyId],
-    );
+  /** The requests refusal: the window that refused it ends at the next multiple of windowMs. */
+  #requestsRefused(rpm: number | null, nowMs: number): MediaplaneError {
     const windowMs = this.#o.windowMs;
-    // The window may have started again since the refusal: then a retry may go at once.
-    const resetMs = row ? Math.max(1, row.start + windowMs - row.now_ms) : 1;
+    const resetMs = Math.max(1, windowMs - (nowMs % windowMs));
     const windows = rpm === null ? {} : { requests: { limit: rpm, remaining: 0, resetMs } };
     return requestsRefused({ rpm, windowMs, resetMs, windows });
   }

@@ -198,13 +198,11 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
       // Every route under /api names this check itself (lib/request-auth.ts, issue #26); an
       // unknown path asks for a key too, so without one it is a 401, not a map of the routes.
       // Every request of a key counts against its limits here (issue #32), on this API and the LLM routes alike.
-      // POST /api/transcode counts a limited key's request in its task's insert (one statement,
-      // the task store's admission, accounts/ KeyTaskAdmission); one answered before the insert is
-      // counted once answered. The other routes that make tasks count it here: an asset's task is
-      // written in a transaction with the asset, and a refusal rolls back what was counted in it.
+      // A route whose task counts its key's request (its config's countsKeyRequest, create-route.ts)
+      // has it counted in its task's insert (one statement, the task store's admission); one
+      // answered before the insert is counted once answered. Every other route counts it here.
       const auth = requestAuth(async (header, req, reply) => {
-        const defer =
-          reply && req.method === 'POST' && req.routeOptions.url === '/api/transcode' ? { done: false } : undefined;
+        const defer = reply && req.routeOptions.config.countsKeyRequest ? { done: false } : undefined;
         const p = await deps.accounts.admit(header, { address: req.ip, defer });
         const counted = (err: unknown) => deps.log.warn({ err }, 'could not count a request against its key limits');
         if (p.deferred) reply?.raw.once('close', () => void deps.accounts.limiter?.countDeferred(p).catch(counted));

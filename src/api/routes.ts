@@ -65,6 +65,8 @@ export async function taskRoutes(app: FastifyInstance, deps: TaskRoutesDeps): Pr
     answer: TaskSchema,
     auth,
     idempotency: deps.idempotency,
+    // Its task's insert is its first write: the request is counted there, in one statement.
+    countsKeyRequest: true,
     create: async (req, p) => {
       const params = await checkTranscodeRequest(req.body, deps.rules);
       const task = {

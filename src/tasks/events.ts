@@ -82,14 +82,16 @@ export function withEvent(change: string, select = TASK_COLUMNS): string {
  * (`refusal`), which `change` reads (`FROM admitted WHERE admitted.refusal IS NULL`). `source`:
  * a SELECT `admit` reads from (the task a retry requeues; no row: nothing is admitted or changed).
  * The statement answers one row per admission: the changed task's columns (NULL where nothing
- * changed) and `refusal`.
+ * changed), `refusal`, and `admitted_ms`, the database's clock as the admission was decided (a
+ * refusal's Retry-After is counted from it: no second read).
  */
 export function withAdmission(o: { admit: string; source?: string | undefined; change: string }): string {
   // MATERIALIZED: the admission runs once, whatever the planner makes of the change's join.
   return `WITH ${o.source ? `source AS (${o.source}),` : ''}
-    admitted AS MATERIALIZED (SELECT ${o.admit} AS refusal ${o.source ? 'FROM source' : ''}),
+    admitted AS MATERIALIZED (SELECT ${o.admit} AS refusal,
+      (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS admitted_ms ${o.source ? 'FROM source' : ''}),
     changed AS (${o.change}), ${LOGGED}
-    SELECT ${TASK_COLUMNS}, admitted.refusal FROM admitted LEFT JOIN changed ON true`;
+    SELECT ${TASK_COLUMNS}, admitted.refusal, admitted.admitted_ms FROM admitted LEFT JOIN changed ON true`;
 }
 
 /**

@@ -59,14 +59,19 @@ export interface TaskKey {
  * or action has a way around the key's limits.
  */
 export interface TaskAdmission {
-  /** SQL answering NULL (admitted) or the refusal's reason; `type`: the task's, as SQL. Undefined: nothing to check. */
+  /**
+   * SQL answering NULL (admitted) or the refusal's reason; `type`: the task's, as SQL. Undefined:
+   * nothing to check. It only builds: what the SQL does happens when its statement runs (`ran`).
+   */
   sql(bind: Bind, o: { key: TaskKey; type: string }): string | undefined;
-  /** The error a refusal's reason is answered with. */
-  refusal(o: { key: TaskKey; reason: string }): Promise<MediaplaneError>;
+  /** The statement `sql` built for `key` has run: what it counted of the key's request is counted. */
+  ran(key: TaskKey): void;
+  /** The error a refusal's reason is answered with; `nowMs`: the database's clock when it was decided. */
+  refusal(o: { key: TaskKey; reason: string; nowMs: number }): MediaplaneError;
 }
 
-/** A row of a statement withAdmission built: the task (its columns NULL where none was written) and the refusal. */
-type AdmittedRow = Omit<TaskRow, 'id'> & { id: string | null; refusal: string | null };
+/** A row of a statement withAdmission built: the task (its columns NULL where none was written), the refusal and when. */
+type AdmittedRow = Omit<TaskRow, 'id'> & { id: string | null; refusal: string | null; admitted_ms: number };
 
 /** The owner-facing side of tasks: create, read, list, cancel, retry. Workers use Queue. */
 export class TaskStore {
@@ -121,7 +126,7 @@ export class TaskStore {
         ...params,
       ],
     );
-    const row = await this.#admitted(rows[0], t.key);
+    const row = this.#admitted(rows[0], t.key);
     if (!row)
       throw new TooManyRequestsError(
         `too many queued tasks: an owner may have at most ${t.maxQueuedPerOwner} tasks waiting or running`,
@@ -136,11 +141,15 @@ export class TaskStore {
     return (key && this.#admission?.sql(bind, { key, type })) ?? 'NULL::text';
   }
 
-  /** The task a withAdmission statement wrote; the key's refusal thrown; undefined when it wrote none for another reason. */
-  async #admitted(row: AdmittedRow | undefined, key: TaskKey | undefined): Promise<TaskRow | undefined> {
+  /**
+   * The task a withAdmission statement wrote; the key's refusal thrown, its reason answered by the
+   * same statement; undefined when it wrote none for another reason (the owner's queued tasks).
+   */
+  #admitted(row: AdmittedRow | undefined, key: TaskKey | undefined): TaskRow | undefined {
+    if (key) this.#admission?.ran(key);
     if (!row) return undefined;
-    const { refusal, id, ...task } = row;
-    if (refusal !== null && key && this.#admission) throw await this.#admission.refusal({ key, reason: refusal });
+    const { refusal, admitted_ms: nowMs, id, ...task } = row;
+    if (refusal !== null && key && this.#admission) throw this.#admission.refusal({ key, reason: refusal, nowMs });
     return id === null ? undefined : { ...task, id };
   }
 
@@ -252,7 +261,7 @@ export class TaskStore {
         }),
         [id, owner, RETRYABLE, key?.keyId ?? null, ...params],
       );
-      const row = await this.#admitted(rows[0], key);
+      const row = this.#admitted(rows[0], key);
       if (!row) return undefined;
       await this.#pieces.deletePieces(q, row.id);
       await notifyTasks(q, [CHANNEL_WORK, TASK_EVENTS_CHANNEL], [row.id]);
