@@ -38,6 +38,8 @@ export function encodeArgs(o: EncodeCommand): string[] {
     ...input,
     ...VIDEO_ONLY,
     ...['-frames:v', String(o.part.frames)],
+    // A first frame cut at the clip's start shows from there: its time moves up to it.
+    ...(o.part.trim > 0 ? ['-vf', `setpts=PTS+eq(N\\,0)*${o.part.trim.toFixed(6)}/TB`] : []),
     // Every frame at its source time: none made or dropped, and the encoder's clock the
     // demuxer's (by default 1/frame rate, which moves a variable-rate frame by up to half of one).
     ...['-fps_mode', 'passthrough', '-enc_time_base:v', '-1'],
@@ -89,14 +91,28 @@ export function audioArgs(o: {
   ];
 }
 
-/** The parts (an ffconcat list placing each at its time) and the audio, copied into the MP4. */
-export function muxArgs(o: { concat: string; audio: string | undefined; rotation: number; output: string }): string[] {
+/**
+ * The parts (an ffconcat list placing each at its time) and the audio, copied into the MP4.
+ * The last packet (in decode order) is given `lastDuration` seconds: MPEG-TS keeps no
+ * durations, and the MP4 muxer would guess one (a variable-rate clip then stops short, its
+ * last frame a tick long); the MP4 ends that long after the last packet's decode time.
+ */
+export function muxArgs(o: {
+  concat: string;
+  audio: string | undefined;
+  rotation: number;
+  frames: number;
+  lastDuration: number;
+  output: string;
+}): string[] {
+  const duration = `if(eq(N\\,${o.frames - 1})\\,${o.lastDuration.toFixed(6)}/TB\\,DURATION)`;
   return [
     ...FFMPEG_QUIET,
     ...inputArgs(o.concat, 'our-concat'),
     ...(o.audio ? [...inputArgs(o.audio, 'ours'), '-map', '0:v:0', '-map', '1:a'] : ['-map', '0:v:0']),
     '-c',
     'copy',
+    ...['-bsf:v', `setts=pts=PTS:dts=DTS:duration=${duration}`],
     // The copied GOPs keep the source's coded picture: the player turns it as the source says.
     ...(o.rotation ? ['-metadata:s:v:0', `rotate=${o.rotation}`] : []),
     ...['-movflags', '+faststart', '-f', 'mp4', o.output],

@@ -139,7 +139,27 @@ async function joinParts(
   if (audio) await ffmpeg(s, job, audioArgs({ ...job, start: plan.start, duration: plan.duration, file: audio }));
   job.progress((steps - 1) / steps);
   const rotation = o.upright ? 0 : video.rotation;
-  await ffmpeg(s, job, muxArgs({ concat, audio, rotation, output: job.output }));
+  const mux = (lastDuration: number) =>
+    ffmpeg(s, job, muxArgs({ concat, audio, rotation, frames: plan.frames, lastDuration, output: job.output }));
+  // The last frame shows up to the clip's end. A copied GOP's B-frames follow it in decode
+  // order, so the MP4's end is measured once and the last packet's duration set again when off.
+  const shown = plan.duration - Math.max(0, plan.lastFrame - plan.start);
+  await mux(shown);
+  const off = plan.duration - (await videoDuration(s, job));
+  if (Math.abs(off) > 0.0005) await mux(shown + off);
+}
+
+/** Seconds of the video of the clip written, by ffprobe. */
+async function videoDuration(s: CutSettings, job: CutJob): Promise<number> {
+  const out = await ffprobe(
+    s,
+    job,
+    ['-select_streams', 'v:0', '-show_entries', 'stream=duration', '-of', 'csv=p=0'],
+    job.output,
+  );
+  const seconds = Number(out.trim());
+  if (!Number.isFinite(seconds)) throw new UnsupportedMediaError('the clip written has no duration');
+  return seconds;
 }
 
 /**
@@ -296,12 +316,13 @@ async function checkCut(
   o: { plan: ClipPlan; frames: SourceFrame[]; rotation: number },
 ): Promise<string | undefined> {
   const made = framesOf(await ffprobe(s, job, PACKETS, job.output), 0);
-  const first = o.frames.findIndex((f) => f.t === o.plan.start);
-  const want = o.frames.slice(first, first + o.plan.frames);
+  const first = o.frames.findIndex((f) => f.t === o.plan.firstFrame);
+  // Each frame at its source time from the clip's start (a first frame cut short at 0).
+  const want = o.frames.slice(first, first + o.plan.frames).map((f) => Math.max(0, f.t - o.plan.start));
   if (made.length !== want.length) return `${made.length} frames, not ${want.length}`;
   const t0 = made[0]?.t ?? 0;
-  const off = made.findIndex((f, i) => Math.abs(f.t - t0 - ((want[i]?.t ?? 0) - o.plan.start)) > 0.001);
-  if (off >= 0) return `frame ${off} is at ${made[off]?.t}, not ${(want[off]?.t ?? 0) - o.plan.start}`;
+  const off = made.findIndex((f, i) => Math.abs(f.t - t0 - (want[i] ?? 0)) > 0.001);
+  if (off >= 0) return `frame ${off} is at ${made[off]?.t}, not ${want[off]}`;
   const rotation = (await probe(job.output, { ffprobePath: s.ffprobePath, signal: job.signal })).video?.rotation ?? 0;
   if (rotation !== o.rotation) return `rotation ${rotation}, not ${o.rotation}`;
   return undefined;

@@ -66,6 +66,26 @@ describe('planClip', () => {
     assert.ok(Math.abs(plan.duration - 1.3) < 1e-9);
   });
 
+  it('cuts inside a frame held across an end for much longer than a typical frame: exact, the first one encoded', () => {
+    // Frames 0.1 s apart, but one shown from 0.7 s to 1.1 s and one from 2.8 s to 3.4 s.
+    const times = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0];
+    const held = [...times, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 3.4, 3.5].map((t, i) => ({ t, key: i % 5 === 0 }));
+    const plan = planClip(held, { start: 1, end: 3 }, true);
+    assert.equal(plan.start, 1, 'the frame on screen at 1.0 s shows from 1.0 s');
+    assert.equal(plan.firstFrame, 0.7);
+    assert.equal(plan.lastFrame, 2.8);
+    assert.ok(Math.abs(plan.duration - 2) < 1e-9, `${plan.duration}`);
+    assert.equal(plan.frames, 19);
+    const [head] = plan.parts;
+    assert.equal(head?.how, 'encode', 'a frame cut short is never copied');
+    assert.ok(Math.abs((head?.trim ?? 0) - 0.3) < 1e-9 && Math.abs((head?.duration ?? 0) - 0.3) < 1e-9);
+    assert.equal(summary(plan), 'encode:3 copy:15 encode:1');
+    // Near a boundary (within half a typical frame) the cut still moves to it.
+    const near = planClip(held, { start: 1.14, end: 2.77 }, false);
+    assert.equal(near.start, 1.1);
+    assert.ok(Math.abs(near.duration - 1.7) < 1e-9, `${near.duration}`);
+  });
+
   it('refuses a range that holds no frame', () => {
     assert.throws(() => planClip(src, { start: 1.3, end: 1.31 }, true), UnsupportedMediaError);
   });
