@@ -1,8 +1,11 @@
 // The console's pages, in nav order. CONVENTIONS for whoever adds a page:
 //
-// - One file per page in console/src/pages/<name>.tsx, exporting a component that takes
-//   `PageProps` (from '../router.ts'): `route` is the hash route after the page's own segment (`#/tasks/ID` gives
-//   the tasks page ['ID']). Link with `href('tasks', id)` and move with `navigate(...)` from
+// - One file per page in console/src/pages/<name>.tsx (its parts beside it, named
+//   <name>-*.tsx), exporting a component that takes `PageProps` (from '../router.ts'): `route`
+//   is the hash route after the page's own segment (`#/tasks/ID` gives the tasks page ['ID']).
+//   A page imports no other page's files, nor this list: what two pages share goes to
+//   '../widgets/' (parts that load their own data) or '../components/'
+//   (console/.dependency-cruiser.cjs checks it). Link with `href('tasks', id)` and move with `navigate(...)` from
 //   '../router.ts'; never touch location.pathname (the server serves only `/`).
 // - Add one line to `pages` below: {id, title, Component}. `id` is the first hash segment;
 //   `nav: false` keeps a page out of the nav.
@@ -14,7 +17,9 @@
 // - UI parts from '../components/index.ts': Button (type="button" by default; variant
 //   primary|secondary|danger; busy), Field (label + control + error: give the control the
 //   same id, from preact's `useId()`), ErrorText (shows an error's words, role="alert"),
-//   Progress (0..1), Json (a "Show JSON" toggle: no raw JSON unless asked), CopyButton.
+//   Progress (0..1), Json (a "Show JSON" toggle: no raw JSON unless asked), CopyButton,
+//   PhaseBadge (a task's or an asset's phase, its tone from '../phases.ts'), Player.
+// - The API's shapes from '../wire.ts' (the contract's types): never a copy of your own.
 //   Hooks in '../hooks.ts': useLoad(fn, deps) -> {data, error, loading, reload},
 //   useInterval(fn, ms, active). Formatting in '../format.ts': bytes, duration, dateTime.
 // - Each page starts with one <h1> (focus moves to it on navigation: keep it first).
