@@ -175,7 +175,6 @@ export class KeyLimiter {
         { param: 'max_tokens' },
       );
     const count = k.deferred !== undefined && !k.deferred.done;
-    if (count && k.deferred) k.deferred.done = true;
     const row = await this.#run({
       keyId: k.keyId,
       owner: k.owner,
@@ -185,6 +184,8 @@ export class KeyLimiter {
       budget: budget ? { ...budget, tokens: o.tokens, pricePerToken: o.pricePerToken } : undefined,
       reserve: o.reserve,
     });
+    // Counted once its statement ran: one that failed leaves the count to countDeferred.
+    if (count && k.deferred) k.deferred.done = true;
     const windows = this.#windowsOf(k.limits, row, count);
     if (count) k.deferred?.counted?.(windows);
     if (count && row.used === null) return this.#requestsRefused(k.limits?.requestsPerMinute ?? null, windows, row);
