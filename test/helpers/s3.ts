@@ -52,6 +52,7 @@ export const S3_MIN_PART_BYTES = 5 * 1024 * 1024;
 /**
  * `verify: false` leaves out the signature-checking proxy: s3rver alone, for the benchmark,
  * where the proxy's extra copy of every byte would count against the pipeline it measures.
+ * Without the proxy there is no ListParts, so a built-in store there cannot stage uploads.
  * `minPartBytes` (S3_MIN_PART_BYTES as S3 has it) is enforced on completing a multipart upload.
  */
 export async function startS3(opts: { verify?: boolean; minPartBytes?: number } = {}): Promise<TestS3> {
