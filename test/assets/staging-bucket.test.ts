@@ -18,7 +18,7 @@ import {
   UploadStaging,
   uploadSweepJobs,
 } from '../../src/assets/index.ts';
-import { PayloadTooLargeError } from '../../src/lib/errors.ts';
+import { BadRequestError, PayloadTooLargeError } from '../../src/lib/errors.ts';
 import { type BuiltinStore, createBuiltinStore } from '../../src/storage/builtin/index.ts';
 import { S3_MIN_PART_BYTES, startS3, type TestS3 } from '../helpers/s3.ts';
 import { waitFor } from '../helpers/server.ts';
@@ -141,6 +141,21 @@ describe('UploadStaging in a bucket', () => {
     assert.equal((await staging.status(g.assetId))?.offset, 500);
     await staging.remove(g.assetId);
     assert.deepEqual(await stagedKeys(g.assetId), []);
+  });
+
+  it('a body that breaks off keeps what arrived, for the client to resume from (400 saying so)', async () => {
+    const g = grant();
+    await staging.create(g, { length: 5000 });
+    const cut = new PassThrough();
+    const appending = staging.append(g.assetId, cut, { expectedOffset: 0 });
+    cut.write(Buffer.alloc(1200, 0x61));
+    const spool = path.join(root, 'a', 'upload-spool');
+    const spooled = () => readdirSync(spool).map((f) => statSync(path.join(spool, f)).size);
+    await waitFor(async () => spooled().includes(1200), 5000, 'the first bytes to arrive');
+    cut.destroy(new Error('connection reset'));
+    await assert.rejects(appending, BadRequestError);
+    assert.equal((await apiProcess('b').status(g.assetId))?.offset, 1200);
+    await staging.remove(g.assetId);
   });
 
   it('a newer request takes the upload over from a stale one, which keeps the bytes it sent', async () => {
