@@ -127,7 +127,12 @@ export async function runJob(
     if (ranged && split && spec.input.ranged) {
       const found = planSplit(deps, job, ranged.media);
       const probed = { media: ranged.media, checked: false };
-      if (!found) return await runPipeline(deps.config, { ...job, source: download.source, probed });
+      if (!found) {
+        // The single run reads the download; the ranges are done with.
+        await ranged.proxy.close();
+        ranged = undefined;
+        return await runPipeline(deps.config, { ...job, source: download.source, probed });
+      }
       // Ranged: the pieces read the source itself; the download stops here.
       stop.abort();
       await download.result.catch(() => undefined);
