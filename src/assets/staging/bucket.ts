@@ -29,7 +29,7 @@ import { type StagedUpload, type StagingArea, UploadOffsetError } from './area.t
 // a time. A multipart upload created just before a crash, whose record was never written, is
 // unknown to the sweep: a bucket lifecycle rule (AbortIncompleteMultipartUpload) frees it.
 
-interface Record {
+interface UploadRecord {
   length: number | null;
   expiresAt: string;
   /** The asset's source key, where the multipart upload is. */
@@ -38,7 +38,7 @@ interface Record {
 }
 
 interface State {
-  record: Record;
+  record: UploadRecord;
   parts: StoredPart[];
   /** Bytes in the incomplete object. */
   incomplete: number;
@@ -77,7 +77,7 @@ export class BucketStagingArea implements StagingArea {
     await this.drop(grant.assetId);
     const key = assetSourceKey(grant.playbackId);
     const uploadId = await this.#parts.create(key);
-    const r: Record = { length: record.length ?? null, expiresAt: record.expiresAt.toISOString(), key, uploadId };
+    const r: UploadRecord = { length: record.length ?? null, expiresAt: record.expiresAt.toISOString(), key, uploadId };
     await this.#putBytes(recordKey(grant.assetId), Buffer.from(JSON.stringify(r)), 'application/json');
   }
 
@@ -159,7 +159,7 @@ export class BucketStagingArea implements StagingArea {
     return record && this.#stateOf(assetId, record);
   }
 
-  async #stateOf(assetId: string, record: Record): Promise<State | undefined> {
+  async #stateOf(assetId: string, record: UploadRecord): Promise<State | undefined> {
     const parts = await this.#parts.parts(record.key, record.uploadId);
     // Completed (its source made) or aborted: nothing is staged any more.
     if (!parts) return undefined;
@@ -219,7 +219,7 @@ export class BucketStagingArea implements StagingArea {
     if (pos < spool.size) await this.#putRange(incompleteKey(assetId), spool.file, pos);
   }
 
-  async #record(assetId: string): Promise<Record | undefined> {
+  async #record(assetId: string): Promise<UploadRecord | undefined> {
     if (!SAFE_ID.test(assetId)) return undefined;
     let text: string;
     try {
@@ -231,7 +231,7 @@ export class BucketStagingArea implements StagingArea {
       throw err;
     }
     try {
-      const r = JSON.parse(text) as Partial<Record>;
+      const r = JSON.parse(text) as Partial<UploadRecord>;
       if (typeof r.expiresAt !== 'string' || typeof r.key !== 'string' || typeof r.uploadId !== 'string')
         return undefined;
       return {
