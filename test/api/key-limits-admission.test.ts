@@ -187,6 +187,16 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.match(no?.body.errors[0], /^rate limit reached: this key may make 4 requests per 20 s/);
       const retryAfter = Number(no?.headers.get('retry-after'));
       assert.ok(retryAfter >= 1 && retryAfter <= WINDOW_MS / 1000, `retry-after ${retryAfter}`);
+      // Until the window that refused it ends, by the database's clock (the refusal's statement's).
+      const [left] = (await sql(
+        `SELECT (window_start + $2::bigint - extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms
+         FROM key_windows WHERE key_id = $1::uuid AND kind = 'requests'`,
+        [k.id, WINDOW_MS],
+      )) as { ms: number }[];
+      assert.ok(
+        left && Math.abs(retryAfter - left.ms / 1000) <= 2,
+        `retry-after ${retryAfter}, window ends in ${left?.ms} ms`,
+      );
     });
   });
 }
