@@ -1,9 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rename } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
+import { cachedMedia } from './media-cache.ts';
 
 // Generated content of the kinds a per-title ladder must tell apart (issue #31), drawn by
 // ffmpeg's lavfi sources so tests and bench/per-title.ts need no media files. Each kind is
@@ -41,12 +39,10 @@ export interface ContentOptions {
 
 type Size = Required<Pick<ContentOptions, 'width' | 'height' | 'fps' | 'seconds' | 'slides'>>;
 
-// Shared with test/helpers/media.ts's clips: several test files and the bench reuse one encode.
-const CACHE = path.join(os.tmpdir(), 'mediaplane-test-media');
 const FONT = '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf';
 
-/** The content as an H.264 MP4 (cached in the temp folder by its options); resolves with its path. */
-export async function makeContent(o: ContentOptions): Promise<string> {
+/** The content as an H.264 MP4, made once per run (media-cache.ts, by its options); resolves with its path. */
+export function makeContent(o: ContentOptions): Promise<string> {
   const size: Size = {
     width: o.width ?? 1280,
     height: o.height ?? 720,
@@ -56,22 +52,24 @@ export async function makeContent(o: ContentOptions): Promise<string> {
   };
   const crf = o.crf ?? 18;
   const name = `content-g2-${o.kind}-${size.width}x${size.height}-${size.seconds}s-${size.fps}-s${size.slides}-crf${crf}-${o.audio ? 'a' : 'na'}.mp4`;
-  const file = path.join(CACHE, name);
-  if (existsSync(file)) return file;
-  await mkdir(CACHE, { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp.mp4`;
-  const args = ['-v', 'error', '-y', '-nostdin'];
-  if (o.audio) args.push('-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000');
-  args.push('-filter_complex', `${contentGraph(o.kind, size)}[v]`, '-map', '[v]', ...(o.audio ? ['-map', '0:a'] : []));
-  args.push('-t', String(size.seconds), '-c:v', 'libx264', '-preset', 'veryfast', '-crf', String(crf));
-  // A keyframe every 2 s, as cameras and editors' exports write them (x264's default of 250
-  // frames would make every seek into the file decode from its start).
-  args.push('-g', String(size.fps * 2), '-pix_fmt', 'yuv420p', '-r', String(size.fps));
-  if (o.audio) args.push('-c:a', 'aac', '-b:a', '96k');
-  args.push(tmp);
-  await run('ffmpeg', args, { maxBuffer: 4 << 20 });
-  await rename(tmp, file);
-  return file;
+  return cachedMedia(name, async (tmp) => {
+    const args = ['-v', 'error', '-y', '-nostdin'];
+    if (o.audio) args.push('-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000');
+    args.push(
+      '-filter_complex',
+      `${contentGraph(o.kind, size)}[v]`,
+      '-map',
+      '[v]',
+      ...(o.audio ? ['-map', '0:a'] : []),
+    );
+    args.push('-t', String(size.seconds), '-c:v', 'libx264', '-preset', 'veryfast', '-crf', String(crf));
+    // A keyframe every 2 s, as cameras and editors' exports write them (x264's default of 250
+    // frames would make every seek into the file decode from its start).
+    args.push('-g', String(size.fps * 2), '-pix_fmt', 'yuv420p', '-r', String(size.fps));
+    if (o.audio) args.push('-c:a', 'aac', '-b:a', '96k');
+    args.push(tmp);
+    await run('ffmpeg', args, { maxBuffer: 4 << 20 });
+  });
 }
 
 /** The lavfi filter graph drawing one kind (its last output is unlabelled: append a label). */

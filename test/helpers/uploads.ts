@@ -4,13 +4,11 @@
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
-import { mkdir, rename } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import { request } from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { Upload, type UploadOptions } from 'tus-js-client';
+import { cachedMedia } from './media-cache.ts';
 
 export interface UploadUrls {
   url: string;
@@ -103,25 +101,19 @@ export async function sha256File(file: string): Promise<string> {
   return h.digest('hex');
 }
 
-const CACHE = path.join(os.tmpdir(), 'mediaplane-test-media');
-
 /**
  * A real video of about `mb` megabytes (320x240, lossless x264 of a noisy picture: big for its
- * length, so processing it stays quick), cached in the temp folder like helpers/media.ts's clips.
+ * length, so processing it stays quick), made once per run like helpers/media.ts's clips.
  */
-export async function bigVideo(mb: number): Promise<string> {
-  const file = path.join(CACHE, `big-${mb}mb.mp4`);
-  if (existsSync(file)) return file;
-  await mkdir(CACHE, { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp.mp4`;
+export function bigVideo(mb: number): Promise<string> {
   // About 4 MB a second of this picture.
   const seconds = Math.max(1, Math.round(mb / 4));
-  await promisify(execFile)('ffmpeg', [
-    ...['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=30'],
-    ...['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', String(seconds)],
-    ...['-vf', 'noise=alls=40:allf=t', '-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '0', '-pix_fmt', 'yuv420p'],
-    ...['-c:a', 'aac', '-b:a', '96k', tmp],
-  ]);
-  await rename(tmp, file);
-  return file;
+  return cachedMedia(`big-${mb}mb.mp4`, async (tmp) => {
+    await promisify(execFile)('ffmpeg', [
+      ...['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=30'],
+      ...['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', String(seconds)],
+      ...['-vf', 'noise=alls=40:allf=t', '-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '0', '-pix_fmt', 'yuv420p'],
+      ...['-c:a', 'aac', '-b:a', '96k', tmp],
+    ]);
+  });
 }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import {
 } from '../../src/transcode/index.ts';
 import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
 import { makeContent } from '../helpers/content.ts';
+import { cachedMedia } from '../helpers/media-cache.ts';
 import { sample } from '../helpers/media.ts';
 
 // Issue #31: the per-title ladder. Real ffmpeg on small generated inputs (480p, a few
@@ -38,17 +38,13 @@ after(async () => {
  * The issue's static test card: colour bars, still, at a few kb/s (a source this cheap once
  * capped its rungs at 12 kb/s with a 24 kbit buffer, and they came out gray for 4 s).
  */
-async function staticCard(): Promise<string> {
-  const file = path.join(os.tmpdir(), 'mediaplane-test-media', 'per-title-card-854x480-6s.mp4');
-  if (existsSync(file)) return file;
-  await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp.mp4`;
-  await run('ffmpeg', [
-    ...['-v', 'error', '-y', '-nostdin', '-f', 'lavfi', '-i', 'smptehdbars=s=854x480:r=25', '-t', '6'],
-    ...['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-pix_fmt', 'yuv420p', tmp],
-  ]);
-  await rename(tmp, file);
-  return file;
+function staticCard(): Promise<string> {
+  return cachedMedia('per-title-card-854x480-6s.mp4', async (tmp) => {
+    await run('ffmpeg', [
+      ...['-v', 'error', '-y', '-nostdin', '-f', 'lavfi', '-i', 'smptehdbars=s=854x480:r=25', '-t', '6'],
+      ...['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-pix_fmt', 'yuv420p', tmp],
+    ]);
+  });
 }
 
 interface Job {
