@@ -12,8 +12,8 @@
 const CONSOLE = '^console/src/';
 /** The top-level modules of console/src/ other than main.tsx: the plumbing every layer uses. */
 const PLUMBING = '^console/src/(?!main\\.tsx$)[^/]+$';
-/** What the server's task types registry is: names only, imported for their values. */
-const REGISTRY = '^src/tasks/task-types\\.ts$';
+/** The server's registries of names (task types, event names): names only, bundled for their values. */
+const REGISTRY = ['^src/tasks/task-types\\.ts$', '^src/tasks/event-names\\.ts$', '^src/assets/event-names\\.ts$'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -83,7 +83,7 @@ module.exports = {
     {
       name: 'server-types-through-wire-ts',
       comment:
-        "The console is a client (STYLE.md 14): it reads the server's source only for the wire contract's types, in one place (wire.ts), so a drift in the contract is a type error there. The task types registry is the one module read for its values (the names a filter offers): it is names only.",
+        "The console is a client (STYLE.md 14): it reads the server's source only for the wire contract's types, in one place (wire.ts), so a drift in the contract is a type error there. The registries of names (task types, event names) are the modules read for their values (what a filter or the webhook form offers): they are names only.",
       severity: 'error',
       from: { path: CONSOLE, pathNot: '^console/src/wire\\.ts$' },
       to: { path: '^src/', pathNot: REGISTRY },
@@ -99,7 +99,7 @@ module.exports = {
     {
       name: 'no-server-code-in-the-bundle',
       comment:
-        'An import of the server that is not type-only would bundle server code (and what it imports) into the browser; types are erased. Only the registry of names is bundled.',
+        'An import of the server that is not type-only would bundle server code (and what it imports) into the browser; types are erased. Only the registries of names are bundled.',
       severity: 'error',
       from: { path: CONSOLE },
       to: { path: '^src/', pathNot: REGISTRY, dependencyTypesNot: ['type-only'] },
@@ -107,7 +107,7 @@ module.exports = {
     {
       name: 'the-registry-stays-names',
       comment:
-        "The registry the console bundles imports nothing at run time, so bundling it never pulls more of the server (src/tasks/task-types.ts: names only).",
+        'The registries the console bundles import nothing at run time, so bundling them never pulls more of the server.',
       severity: 'error',
       from: { path: REGISTRY },
       to: { dependencyTypesNot: ['type-only'] },
@@ -138,7 +138,7 @@ module.exports = {
   options: {
     // The server's modules are where the console's imports end: their own rules are src/'s
     // (.dependency-cruiser.cjs); following them would cruise the whole server here.
-    doNotFollow: { path: ['node_modules', '^src/(?!tasks/task-types\\.ts$)'] },
+    doNotFollow: { path: ['node_modules', '^src/(?!tasks/task-types\\.ts$|tasks/event-names\\.ts$|assets/event-names\\.ts$)'] },
     // Type-only imports are dependencies too: a cycle of `import type` is still two modules
     // that know each other, and the rules above tell the kinds apart.
     tsPreCompilationDeps: true,

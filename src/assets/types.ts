@@ -10,19 +10,8 @@ import type { ProcessingSpec } from './processing.ts';
 export const ASSET_PHASES = ['uploading', 'waiting', 'processing', 'ready', 'failed', 'deleting', 'deleted'] as const;
 export type AssetPhase = (typeof ASSET_PHASES)[number];
 
-/**
- * The webhook events of assets (spec/API.md section C), written into the outbox of task
- * events (task_events) by migration 010's asset_event: `task_id` holds the asset's id and
- * `task` the asset row as JSON (AssetRow's columns, its times as ISO strings).
- */
-export const ASSET_EVENT_NAMES = [
-  'asset.created',
-  'asset.updated',
-  'asset.ready',
-  'asset.failed',
-  'asset.deleted',
-] as const;
-export type AssetEventName = (typeof ASSET_EVENT_NAMES)[number];
+/** The webhook events of assets (spec/API.md section C): event-names.ts. */
+export { ASSET_EVENT_NAMES, type AssetEventName } from './event-names.ts';
 
 /** Where an asset's bytes came from (Livepeer's `source`). */
 export type AssetSource =

@@ -1,12 +1,12 @@
 import type { Queryable } from '../db/index.ts';
 import { PARAMS_WITHOUT_SECRETS, TASK_COLUMNS, type TaskRow } from './model.ts';
+import type { TaskEventName } from './event-names.ts';
 
 // The outbox of task changes (issue #18; table task_events, migration 003). Webhook
 // dispatchers read it; SSE streams are woken by its channel.
 
-/** What a task change is called on the wire (Livepeer's task webhook events). */
-export const TASK_EVENT_NAMES = ['task.spawned', 'task.updated', 'task.completed', 'task.failed'] as const;
-export type TaskEventName = (typeof TASK_EVENT_NAMES)[number];
+/** What a task change is called on the wire (Livepeer's task webhook events): event-names.ts. */
+export { TASK_EVENT_NAMES, type TaskEventName } from './event-names.ts';
 
 // Channels on which the API tells workers about new work and cancels (LISTEN/NOTIFY works
 // on both the embedded database and a server, so workers wake at once instead of polling).

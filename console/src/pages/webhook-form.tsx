@@ -6,25 +6,20 @@
 // so each sits under its field; the rest by the submit button.
 
 import { useId, useState } from 'preact/hooks';
+import { ASSET_EVENT_NAMES } from '../../../src/assets/event-names.ts';
+import { TASK_EVENT_NAMES } from '../../../src/tasks/event-names.ts';
 import { ApiError } from '../api.ts';
 import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
 import { everyOf } from '../every-of.ts';
 import type { Webhook, WebhookBody, WebhookEvent } from '../wire.ts';
 
-/** The events a webhook may subscribe to, in the form's two groups (the contract's list, wire.ts). */
-const EVENTS = everyOf<WebhookEvent>()([
-  'task.spawned',
-  'task.updated',
-  'task.completed',
-  'task.failed',
-  'asset.created',
-  'asset.updated',
-  'asset.ready',
-  'asset.failed',
-  'asset.deleted',
-]);
-const TASK_EVENTS = EVENTS.filter((e) => e.startsWith('task.'));
-const ASSET_EVENTS = EVENTS.filter((e) => e.startsWith('asset.'));
+/**
+ * The events a webhook may subscribe to, in the form's two groups: the domains' registries of
+ * event names, which the contract's list is made of (a difference is a type error here).
+ */
+const EVENTS = everyOf<WebhookEvent>()([...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES]);
+const TASK_EVENTS: readonly WebhookEvent[] = TASK_EVENT_NAMES;
+const ASSET_EVENTS: readonly WebhookEvent[] = ASSET_EVENT_NAMES;
 const isEvent = (e: string): e is WebhookEvent => (EVENTS as readonly string[]).includes(e);
 
 type FieldName = 'name' | 'url' | 'events' | 'sharedSecret' | 'form';
