@@ -21,7 +21,7 @@ export const KEYS_HELP = `Usage:
   ./mediaplane keys revoke KEY_ID                  revoke a key by its id
 
 LIMITS ("per minute" is per MEDIAPLANE_RATE_WINDOW_MS):
-${LIMIT_SETTINGS.map((d) => `  ${`--${d.flag} ${d.flagValue}`.padEnd(28)}${d.help}`).join('\n')}
+${LIMIT_SETTINGS.map((d) => `  ${`--${d.flag} ${d.flagValue}`.padEnd(27)} ${d.help}`).join('\n')}
 A key's setting overrides its owner's default. On a key, "none" lifts the owner's default (no
 limit) and "default" goes back to it; on an owner, "none" removes the default.
 
@@ -130,10 +130,7 @@ function limitsText(k: KeyView): string {
   return `  [${parts.join(', ')}]`;
 }
 
-/**
- * How each kind of flag reads its value (not "none" or "default"). On a key: none = 0 or
- * nothing (no limit, over the owner's default), default = null; on an owner both clear it.
- */
+/** How each kind of flag reads a value other than "none" (where NONE_ON_KEY has one) and "default". */
 const FLAG_VALUES: Record<
   LimitKind,
   (d: LimitDescriptor, v: string, forKey: boolean) => LimitSettings[keyof LimitSettings]
@@ -158,7 +155,11 @@ const FLAG_VALUES: Record<
   date: (_d, v) => expiryDate(v),
 };
 
-/** What "none" sets on a key, per kind: no limit over the owner's default (a period has no "none"). */
+/**
+ * What "none" sets on a key, per kind: no limit, over the owner's default. "default" sets null
+ * (the owner's), and on an owner both clear the default. A period and a model list have no
+ * "none" (a budget's "none" lifts it; the models' is '*').
+ */
 const NONE_ON_KEY: Record<LimitKind, LimitSettings[keyof LimitSettings] | undefined> = {
   count: 0,
   usd: '0',
