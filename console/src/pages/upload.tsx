@@ -9,7 +9,7 @@ import { type AssetOptions, DEFAULT_OPTIONS, OptionsFields, optionsBody } from '
 
 // Upload page: files by drag and drop or the file input, each through POST
 // /api/asset/request-upload and then tus (resumable, a progress bar each); or a URL through
-// POST /api/asset/upload/url. Each new asset is then followed to ready (asset-follow.tsx):
+// POST /api/asset/upload/url. Each new asset is then followed to ready (widgets/FollowedAsset.tsx):
 // waiting, processing with the server's progress, ready with a link to play it.
 
 interface Created {
