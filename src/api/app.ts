@@ -60,7 +60,8 @@ import { webhookRoutes, type WebhookResender, type WebhookStoreLike } from './we
 export interface ApiDeps {
   /** Mount the transcoding API under /api (false for a gateway-only server). */
   transcodeApi: boolean;
-  db: Db;
+  /** GET /readyz asks it `SELECT 1`; the stores below are what the routes read and write. */
+  db: Pick<Db, 'query'>;
   accounts: Accounts;
   tasks: TaskStore;
   queue: Queue;
