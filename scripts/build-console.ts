@@ -27,6 +27,12 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const consoleDir = path.join(root, 'console');
 const dist = path.join(consoleDir, 'dist');
+/**
+ * What the last build read outside console/ (the server's registries of names), as its
+ * metafile listed them: a change there makes the console stale too. Not served: only
+ * index.html, the favicon and assets/ are (api/console-routes.ts).
+ */
+const SOURCES = 'sources.json';
 
 /** The newest modification time among the console's sources and this script. */
 function newestSource(): number {
@@ -44,9 +50,22 @@ function newestSource(): number {
   return newest;
 }
 
+/** The files outside console/ that the last build bundled (none before a first build). */
+function builtFromOutside(): string[] {
+  try {
+    const files: unknown = JSON.parse(readFileSync(path.join(dist, SOURCES), 'utf8'));
+    return Array.isArray(files) ? files.filter((f): f is string => typeof f === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
 export function consoleIsStale(): boolean {
   const index = path.join(dist, 'index.html');
-  return !existsSync(index) || statSync(index).mtimeMs < newestSource();
+  if (!existsSync(index)) return true;
+  const built = statSync(index).mtimeMs;
+  const outside = builtFromOutside().map((f) => path.join(root, f));
+  return built < newestSource() || outside.some((f) => !existsSync(f) || statSync(f).mtimeMs > built);
 }
 
 export async function buildConsole(): Promise<{ files: string[] }> {
@@ -95,6 +114,8 @@ export async function buildConsole(): Promise<{ files: string[] }> {
       ].join('\n    '),
     );
   copyFileSync(path.join(consoleDir, 'favicon.svg'), path.join(staging, 'favicon.svg'));
+  const outside = Object.keys(result.metafile.inputs).filter((f) => !/^(console|node_modules)\//.test(f));
+  writeFileSync(path.join(staging, SOURCES), `${JSON.stringify(outside)}\n`);
   writeFileSync(path.join(staging, 'index.html'), html);
   rmSync(dist, { recursive: true, force: true });
   try {
