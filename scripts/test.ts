@@ -139,6 +139,8 @@ const files = (positionals.length > 0 ? positionals : globSync('test/**/*.test.t
 const concurrent = files.filter((f) => !SERIAL.has(f));
 const serial = files.filter((f) => SERIAL.has(f));
 const withChecks = values.checks || positionals.length === 0;
+// The checks need none of the run's resources: they start while those are made.
+const checks = withChecks ? runChecks(process.env) : Promise.resolve(0);
 const resources = await startRunResources();
 for (const note of resources.notes) console.log(`# ${note}`);
 const { env } = resources;
@@ -146,7 +148,6 @@ const { env } = resources;
 const codes: number[] = [];
 try {
   if (concurrent.length > 0) console.log(`# ${concurrent.length} test files, ${values.concurrency} at a time`);
-  const checks = withChecks ? runChecks(env) : Promise.resolve(0);
   codes.push(await nodeTest(concurrent, Number(values.concurrency), env));
   codes.push(await checks);
   if (serial.length > 0) console.log(`# ${serial.length} test files one at a time (they time what they assert)`);
