@@ -1,5 +1,5 @@
 // What scripts/test.ts makes once for every test file of a run and hands down in environment
-// variables (issue 41): a migrated PostgreSQL database that each file's databases copy with
+// variables: a migrated PostgreSQL database that each file's databases copy with
 // CREATE DATABASE ... TEMPLATE, a migrated embedded database whose files each test server's
 // data dir starts from, one Chromium the browser tests connect to, and a folder for generated
 // inputs. A file run without them (node --test one file) makes its own, as the helpers say.

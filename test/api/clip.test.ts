@@ -231,7 +231,7 @@ for (const { kind, skip } of await databaseKinds()) {
     });
 
     // The cut itself, its frames and its playback: encoding, the same on either database, so
-    // it runs on one (issue 41); the SQL around it (the task, the checks, owners) runs on both.
+    // it runs on one; the SQL around it (the task, the checks, owners) runs on both.
     if (kind === ENCODES_ON) {
       it('the clip becomes ready: its duration within one frame of the range, by the API and by ffprobe', async () => {
         ready = await assetUntilReady(clip.id);

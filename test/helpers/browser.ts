@@ -93,7 +93,7 @@ const NO_CHROMIUM = 'Chromium cannot start: no chromium found (apt-get install c
 
 /**
  * Chromium as a server for the whole run (scripts/test.ts): one launch instead of one per
- * file (issue 41). Resolves with the reason when it cannot start.
+ * file. Resolves with the reason when it cannot start.
  */
 export async function launchChromiumServer(): Promise<BrowserServer | string> {
   const executablePath = findChromium();

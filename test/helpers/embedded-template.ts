@@ -5,7 +5,7 @@ import { openDb } from '../../src/db/index.ts';
 
 // An embedded database (PGlite) costs about 5 s to create and migrate on a 2-core host, and
 // 0.3 s to copy from one that is already migrated: a test server's data dir starts with a copy
-// of a migrated one (issue 41). PGlite keeps its cluster as plain files under <dataDir>/db,
+// of a migrated one. PGlite keeps its cluster as plain files under <dataDir>/db,
 // where the server's openDb looks (src/db/index.ts), so a copy is all it takes.
 
 /** Set by scripts/test.ts: a data dir whose migrated embedded database every file copies. */

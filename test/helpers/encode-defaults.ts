@@ -1,5 +1,5 @@
 // What the test servers, worker processes and CLI runs encode with unless a test says
-// otherwise (issue 41): x264's fastest preset and no per-title analysis, which cost a test
+// otherwise: x264's fastest preset and no per-title analysis, which cost a test
 // that only checks what comes out about half its encode time. The tests about presets,
 // per-title ladders and quality (VMAF) set their own settings.
 

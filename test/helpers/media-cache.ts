@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 // Generated inputs (ffmpeg's lavfi sources) made once per run and shared by the files that
-// ask for the same one (issue 41: the chunked acceptance's 180 s input took a minute of the
+// ask for the same one (the chunked acceptance's 180 s input took a minute of the
 // serial turn). scripts/test.ts makes the folder and removes it at the end; a file run on its
 // own keeps its inputs in a folder of its own for the length of its process.
 

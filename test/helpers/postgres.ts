@@ -155,7 +155,7 @@ function databaseUrl(url: string, name: string): string {
 
 /**
  * A database on the server with every migration applied, which CREATE DATABASE ... TEMPLATE
- * copies in milliseconds: the migrations ran once per test server start before (issue 41).
+ * copies in milliseconds, where each test database used to run every migration.
  * Nobody connects to it after, as PostgreSQL requires of a template.
  */
 export async function makeMigratedTemplate(url: string): Promise<string> {
