@@ -96,7 +96,8 @@ export class BucketStagingArea implements StagingArea {
     const spool = await this.#file();
     try {
       // The incomplete bytes first: the spool is what follows the last part.
-      const failure = await this.#spool(spool, assetId, state, body);
+      const head = state.incomplete > 0 ? await this.#store.read(incompleteKey(assetId)) : undefined;
+      const failure = await this.#spool(spool, head, body);
       const size = (await stat(spool)).size;
       // A body that broke off keeps what arrived (after the incomplete bytes, which all did).
       if (size > state.incomplete) await this.#commit(assetId, state, { file: spool, size });
@@ -117,7 +118,7 @@ export class BucketStagingArea implements StagingArea {
       const file = await this.#file();
       try {
         await pipeline(await this.#store.read(incompleteKey(assetId)), createWriteStream(file));
-        await this.#parts.putPart(key, state.record.uploadId, nextPart(parts), {
+        await this.#parts.putPart(state.record, nextPart(parts), {
           file,
           start: 0,
           length: state.incomplete,
@@ -125,12 +126,12 @@ export class BucketStagingArea implements StagingArea {
       } finally {
         await rm(file, { force: true });
       }
-      parts = (await this.#parts.parts(key, state.record.uploadId)) ?? [];
+      parts = (await this.#parts.parts(state.record)) ?? [];
     }
-    if (parts.length > 0) await this.#parts.complete(key, state.record.uploadId, parts);
+    if (parts.length > 0) await this.#parts.complete(state.record, parts);
     else {
       // S3 completes no upload without a part: an empty file is an empty object.
-      await this.#parts.abort(key, state.record.uploadId);
+      await this.#parts.abort(state.record);
       await this.#putBytes(key, Buffer.alloc(0), 'application/octet-stream');
     }
     await this.#store.removePrefix(folder(assetId));
@@ -139,7 +140,7 @@ export class BucketStagingArea implements StagingArea {
   /** The multipart upload's parts first, so a record never goes before the bytes it speaks for. */
   async drop(assetId: string): Promise<void> {
     const record = await this.#record(assetId);
-    if (record) await this.#parts.abort(record.key, record.uploadId);
+    if (record) await this.#parts.abort(record);
     await this.#store.removePrefix(folder(assetId));
   }
 
@@ -160,7 +161,7 @@ export class BucketStagingArea implements StagingArea {
   }
 
   async #stateOf(assetId: string, record: UploadRecord): Promise<State | undefined> {
-    const parts = await this.#parts.parts(record.key, record.uploadId);
+    const parts = await this.#parts.parts(record);
     // Completed (its source made) or aborted: nothing is staged any more.
     if (!parts) return undefined;
     const incomplete = (await this.#store.stat(incompleteKey(assetId)))?.size ?? 0;
@@ -174,12 +175,9 @@ export class BucketStagingArea implements StagingArea {
    */
   async #spool(
     spool: string,
-    assetId: string,
-    state: State,
+    head: Readable | undefined,
     body: AsyncIterable<Buffer>,
   ): Promise<{ err: unknown } | undefined> {
-    const head: Readable | undefined =
-      state.incomplete > 0 ? await this.#store.read(incompleteKey(assetId)) : undefined;
     const out = createWriteStream(spool, { mode: 0o600 });
     try {
       await pipeline(async function* () {
@@ -204,7 +202,7 @@ export class BucketStagingArea implements StagingArea {
     // The record is the one read before: a new one (the upload created again) has no parts of this one.
     const again = await this.#stateOf(assetId, state.record);
     if (!again || again.offset !== state.offset) throw moved(state.offset, again?.offset);
-    const { key, uploadId, length } = state.record;
+    const { length } = state.record;
     if (state.incomplete > 0) await this.#parts.remove(incompleteKey(assetId));
     const whole = length !== null && state.offset - state.incomplete + spool.size === length;
     let part = nextPart(state.parts);
@@ -213,7 +211,7 @@ export class BucketStagingArea implements StagingArea {
       const left = spool.size - pos;
       const bytes = Math.min(left, this.#parts.partBytes);
       if (bytes === left && bytes < this.#parts.minPartBytes && !whole) break;
-      await this.#parts.putPart(key, uploadId, part++, { file: spool.file, start: pos, length: bytes });
+      await this.#parts.putPart(state.record, part++, { file: spool.file, start: pos, length: bytes });
       pos += bytes;
     }
     if (pos < spool.size) await this.#putRange(incompleteKey(assetId), spool.file, pos);

@@ -5,7 +5,14 @@ import { FolderStore } from './folder.ts';
 import { S3BuiltinStore } from './s3.ts';
 import type { BuiltinStore } from './types.ts';
 
-export type { BuiltinMultipart, BuiltinStore, ByteRange, StoredObject, StoredPart } from './types.ts';
+export type {
+  BuiltinMultipart,
+  BuiltinStore,
+  ByteRange,
+  MultipartUpload,
+  StoredObject,
+  StoredPart,
+} from './types.ts';
 export { FolderStore } from './folder.ts';
 export { S3BuiltinStore } from './s3.ts';
 

@@ -12,7 +12,7 @@ import type { MediaplaneError } from '../../lib/errors.ts';
 import { BufferPool, withFileRange } from '../s3-multipart.ts';
 import { s3Failure } from '../s3.ts';
 import type { FileRange } from '../types.ts';
-import type { BuiltinMultipart, StoredPart } from './types.ts';
+import type { BuiltinMultipart, MultipartUpload, StoredPart } from './types.ts';
 
 // The bucket store's multipart uploads across requests (BuiltinMultipart): upload staging
 // keeps a tus upload here so that any API process takes its next PATCH. Unlike RangeMultipart
@@ -61,7 +61,7 @@ export class S3Parts implements BuiltinMultipart {
     return created.UploadId;
   }
 
-  async parts(key: string, uploadId: string): Promise<StoredPart[] | undefined> {
+  async parts({ key, uploadId }: MultipartUpload): Promise<StoredPart[] | undefined> {
     const parts: StoredPart[] = [];
     let marker: string | undefined;
     try {
@@ -87,7 +87,7 @@ export class S3Parts implements BuiltinMultipart {
     return parts.sort((a, b) => a.part - b.part);
   }
 
-  async putPart(key: string, uploadId: string, part: number, range: FileRange): Promise<void> {
+  async putPart({ key, uploadId }: MultipartUpload, part: number, range: FileRange): Promise<void> {
     await withFileRange(this.#buffers, range, (body) =>
       this.#guard(
         this.#o.client.send(
@@ -104,7 +104,7 @@ export class S3Parts implements BuiltinMultipart {
     );
   }
 
-  async complete(key: string, uploadId: string, parts: StoredPart[]): Promise<void> {
+  async complete({ key, uploadId }: MultipartUpload, parts: StoredPart[]): Promise<void> {
     await this.#guard(
       this.#o.client.send(
         new CompleteMultipartUploadCommand({
@@ -117,7 +117,7 @@ export class S3Parts implements BuiltinMultipart {
     );
   }
 
-  async abort(key: string, uploadId: string): Promise<void> {
+  async abort({ key, uploadId }: MultipartUpload): Promise<void> {
     try {
       await this.#o.client.send(
         new AbortMultipartUploadCommand({ Bucket: this.#o.bucket, Key: this.#o.full(key), UploadId: uploadId }),

@@ -27,6 +27,12 @@ export interface StoredPart {
   etag: string;
 }
 
+/** One multipart upload: the key it makes and the store's id of it. */
+export interface MultipartUpload {
+  key: string;
+  uploadId: string;
+}
+
 /**
  * Multipart uploads that outlive a request and a process (upload staging in a bucket, as
  * tusd's S3 store keeps a tus upload): the parts are whatever the store lists, so any process
@@ -40,12 +46,12 @@ export interface BuiltinMultipart {
   /** Starts a multipart upload of `key`; its upload id. */
   create(key: string): Promise<string>;
   /** The parts stored so far, by number; undefined when there is no such upload (completed or aborted). */
-  parts(key: string, uploadId: string): Promise<StoredPart[] | undefined>;
-  putPart(key: string, uploadId: string, part: number, range: FileRange): Promise<void>;
-  /** Joins `parts` into the object at `key`. */
-  complete(key: string, uploadId: string, parts: StoredPart[]): Promise<void>;
+  parts(upload: MultipartUpload): Promise<StoredPart[] | undefined>;
+  putPart(upload: MultipartUpload, part: number, range: FileRange): Promise<void>;
+  /** Joins `parts` into the object at the upload's key. */
+  complete(upload: MultipartUpload, parts: StoredPart[]): Promise<void>;
   /** Frees the upload's parts; an upload that is gone is no error. */
-  abort(key: string, uploadId: string): Promise<void>;
+  abort(upload: MultipartUpload): Promise<void>;
   /** Removes one object; none there is no error. */
   remove(key: string): Promise<void>;
   /** The keys under `prefix` (at most `limit`), without the store's own prefix. */
