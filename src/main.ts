@@ -10,6 +10,7 @@ import {
   createExportHandlers,
   createUploadHandler,
   UPLOAD_TASK_TYPE,
+  stagingAreaFor,
   UploadStaging,
   uploadSweepJobs,
 } from './assets/index.ts';
@@ -170,19 +171,24 @@ export function createWebhookDispatcher(
   });
 }
 
-/** This process's staging folder of uploads; what each owner's uploads hold is counted by the asset store. */
+/**
+ * Upload staging and completion: the bytes wait in the built-in store's bucket when it is
+ * S3-protocol (any API process takes any request of an upload), else in this process's data
+ * dir; what each owner's uploads hold is counted, and a whole upload finished, by the asset store.
+ */
 function createUploadStaging(core: Core): UploadStaging {
   return new UploadStaging({
-    dir: join(resolve(core.config.dataDir), 'uploads'),
+    area: stagingAreaFor(core.builtinStore, resolve(core.config.dataDir)),
     store: core.builtinStore,
     maxBytes: core.config.uploadMaxBytes,
     allowance: core.assets,
+    sessions: core.assets,
   });
 }
 
 /**
- * Fails uploads past their URL's expiry and frees what this API process staged (issue #27):
- * the staged bytes are on this process's disk, so each API process sweeps its own.
+ * Fails uploads past their URL's expiry and frees what was staged for uploads that ended
+ * (issue #27): each API process sweeps its own folder, or the shared bucket.
  */
 function startUploadSweep(core: Core, staging: UploadStaging): Sweeper {
   const sweep = new Sweeper({
