@@ -97,8 +97,9 @@ export type ChunkedFormat<Result> = ChunkedBehaviour<unknown, Result>;
 
 /** A format's chunked behaviour, its shares typed inside the format and plain JSON outside it. */
 export function chunkedBehaviour<Share, Result>(b: ChunkedBehaviour<Share, Result>): ChunkedFormat<Result> {
-  // A share comes back from the row its own `collect` wrote (the piece handlers check the
-  // rows' shape), so the format reads it as it wrote it.
+  // A share comes back from the piece's row, where this format's own `collect` wrote it (the
+  // chunked run checks the manifest around it: chunked/publish.ts manifestOf), so the format
+  // reads it as it wrote it.
   const typed = (run: StitchRun<unknown>): StitchRun<Share> => run as StitchRun<Share>;
   const early = b.early;
   return {

@@ -102,7 +102,7 @@ function hlsOptions(cutAt: number, segmentFile: string, fmp4: boolean): string {
  * start at 0 (make_zero: as a whole run's muxer shifts its negative B-frame decode times),
  * then its TS muxer adds the chunk's start, so a seam matches a single run's packets exactly.
  * fMP4 segments are written as a single run's first ones and their tfdt patched after
- * (chunked/fmp4-patch.ts): the init segment stays the whole run's.
+ * (fmp4-patch.ts, from hls-chunked.ts): the init segment stays the whole run's.
  */
 function chunkOptions(plan: CommandPlan, fmp4: boolean): string {
   const c = plan.chunk;
