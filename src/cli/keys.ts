@@ -156,15 +156,15 @@ const FLAG_VALUES: Record<
 };
 
 /**
- * What "none" sets on a key, per kind: no limit, over the owner's default. "default" sets null
- * (the owner's), and on an owner both clear the default. A period and a model list have no
- * "none" (a budget's "none" lifts it; the models' is '*').
+ * What "none" sets on a key, per kind: no limit, over the owner's default ('*' for the models:
+ * every one). "default" sets null (the owner's), and on an owner both clear the default. A
+ * period limits nothing itself: it has no "none".
  */
 const NONE_ON_KEY: Record<LimitKind, LimitSettings[keyof LimitSettings] | undefined> = {
   count: 0,
   usd: '0',
   period: undefined,
-  models: undefined,
+  models: ['*'],
   date: null,
 };
 

@@ -104,6 +104,12 @@ describe('key limit settings: one table of descriptors', () => {
     assert.equal(owner.code, 0, owner.printed);
     const [after] = await new Accounts(db).keyViews('tabled');
     for (const d of OWNER_SETTINGS) assert.notEqual(after?.ownerDefaults[d.field], null, `owner default ${d.field}`);
+    // "none" on a key lifts every owner default it has one for (a period limits nothing itself).
+    const lifted = SETTINGS.filter((d) => d.kind !== 'period');
+    const none = await cli(['update', key.id, ...lifted.flatMap((d) => [`--${d.flag}`, 'none'])]);
+    assert.equal(none.code, 0, none.printed);
+    const [free] = await new Accounts(db).keyViews('tabled');
+    assert.equal(free?.limits, undefined, `no limit left: ${JSON.stringify(free?.limits)}`);
     // "default" on a key goes back to the owner's for every setting.
     const back = await cli(['update', key.id, ...SETTINGS.flatMap((d) => [`--${d.flag}`, 'default'])]);
     assert.equal(back.code, 0, back.printed);
