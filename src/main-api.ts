@@ -12,7 +12,7 @@ import type { Logger } from './lib/log.ts';
 import { readOrCreate } from './lib/state-file.ts';
 import type { BuiltinStore } from './storage/builtin/index.ts';
 import { type AgentSigner, validateDwebProof } from './storage/dweb/index.ts';
-import type { Queue, TaskStore } from './tasks/index.ts';
+import { CLIENT_TASK_TYPES, ENCODING_TASK_TYPES, type Queue, type TaskStore } from './tasks/index.ts';
 import type { C2paSigner } from './transcode/index.ts';
 import { registerKeyMetrics, UsageStore } from './usage/index.ts';
 import type { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
@@ -63,7 +63,7 @@ export async function createApp(core: ApiCore, { api, ...role }: ApiRole, versio
     version,
     // Signing keys have no cache, so a disabled or deleted key holds at once.
     signingKeys: new SigningKeyStore(db),
-    usage: new UsageStore(db),
+    usage: new UsageStore(db, { created: CLIENT_TASK_TYPES, transcoding: ENCODING_TASK_TYPES }),
     idempotency: new IdempotencyKeys(db, { maxWaiters: config.idempotencyMaxWaiters }),
     rules: {
       allowPrivateUrls: config.allowPrivateUrls,

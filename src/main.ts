@@ -22,7 +22,7 @@ import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { ensurePrivateDir } from './lib/private-dir.ts';
-import { Queue, TaskStore, Worker } from './tasks/index.ts';
+import { ENCODING_TASK_TYPES, Queue, TaskStore, Worker } from './tasks/index.ts';
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
 import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
@@ -77,7 +77,7 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
   // route's) need its budget and take one of its concurrent transcodes; an export is a request.
   const admission = new KeyTaskAdmission(db, {
     windowMs: config.rateWindowMs,
-    encoding: [TRANSCODE_TASK_TYPE, UPLOAD_TASK_TYPE, CLIP_TASK_TYPE],
+    encoding: ENCODING_TASK_TYPES,
   });
   const tasks = new TaskStore(db, { follow: { maxPerOwner: config.maxEventStreamsPerOwner }, admission });
   return {

@@ -25,6 +25,7 @@ export {
   ASSET_TASK_TYPES,
   CLIENT_TASK_TYPES,
   ENCODING_TASK_TYPES,
+  isClientTaskType,
   TASK_TYPES,
   type ClientTaskType,
 } from './task-types.ts';

@@ -21,6 +21,11 @@ export type ClientTaskType = (typeof TASK_TYPES)[keyof typeof TASK_TYPES];
 /** Every type a client creates (a chunked task's pieces are rows of their parent, not tasks of their own). */
 export const CLIENT_TASK_TYPES: readonly ClientTaskType[] = Object.values(TASK_TYPES);
 
+/** Whether a stored row's `type` is one a client creates. */
+export function isClientTaskType(type: string): type is ClientTaskType {
+  return (CLIENT_TASK_TYPES as readonly string[]).includes(type);
+}
+
 /**
  * The types that encode media: a key's concurrent-transcodes limit counts them, and their
  * output holds the input's duration (usage's minutes transcoded).

@@ -2,4 +2,4 @@
 // day counts, the LLM ledger and the task history; and per-key Prometheus counters.
 export { registerKeyMetrics } from './metrics.ts';
 export { readUsage, type DayUsage, type KeyUsage, type ModelUsage, type Usage, type UsageFigures } from './report.ts';
-export { UsageStore, type KeyRow, type UsageRange } from './store.ts';
+export { UsageStore, type KeyRow, type UsageRange, type UsageTaskTypes } from './store.ts';

@@ -7,13 +7,18 @@
 import type { Queryable } from '../db/index.ts';
 
 /**
- * The task types a client creates (api/contract/). A chunked task's pieces (issue #30) are
- * rows with a parent_id and are not tasks of their own; the owner's index (tasks_by_owner,
- * migration 013) holds no pieces, so every query here says `parent_id IS NULL` to use it.
+ * Which task types usage counts, as the task registry names them (tasks/task-types.ts; given
+ * by the composition root, as usage/ stays below the domains). A chunked task's pieces (issue
+ * #30) are rows with a parent_id and are not tasks of their own; the owner's index
+ * (tasks_by_owner, migration 013) holds no pieces, so every query here says
+ * `parent_id IS NULL` to use it.
  */
-export const CLIENT_TASK_TYPES = ['transcode-file', 'upload', 'clip', 'export', 'export-data'] as const;
-/** The task types that transcode media: their output holds the input's duration. */
-const TRANSCODING_TYPES = ['transcode-file', 'upload', 'clip'];
+export interface UsageTaskTypes {
+  /** The task types a client creates: counted as tasks. */
+  created: readonly string[];
+  /** Those that transcode media: their output holds the input's duration. */
+  transcoding: readonly string[];
+}
 
 // The duration of a finished task's input in seconds: `input_video.duration` of a transcode-file
 // task's output (transcode/types.ts), `videoSpec.duration` of an asset's (assets/types.ts).
@@ -67,8 +72,10 @@ export interface KeyRow {
 
 export class UsageStore {
   readonly #db: Queryable;
-  constructor(db: Queryable) {
+  readonly #types: UsageTaskTypes;
+  constructor(db: Queryable, types: UsageTaskTypes) {
     this.#db = db;
+    this.#types = types;
   }
 
   /** The owner's key `id` (revoked or not), or null when it is not the owner's. */
@@ -160,7 +167,7 @@ export class UsageStore {
        SELECT to_char(day, 'YYYY-MM-DD') AS day, key_id::text, sum(tasks)::float8 AS tasks, sum(seconds)::float8 AS seconds
        FROM (SELECT * FROM created UNION ALL SELECT * FROM done) u
        GROUP BY day, key_id ORDER BY day`,
-      [r.owner, r.from, r.to, r.keyId ?? null, CLIENT_TASK_TYPES, TRANSCODING_TYPES],
+      [r.owner, r.from, r.to, r.keyId ?? null, this.#types.created, this.#types.transcoding],
     );
     return rows.map((x) => ({ day: x.day, keyId: x.key_id, tasks: x.tasks, transcodedSeconds: x.seconds }));
   }
@@ -186,7 +193,7 @@ export class UsageStore {
           WHERE a.owner = $1 AND a.phase = 'ready' AND a.deleted_at IS NULL
             AND a.created_at < to_timestamp($3::float8 / 1000)
             AND ($4::text IS NULL OR ${creatorOf('a.creator_id')} = $4)) AS stored`,
-      [o.owner, o.fromMs, o.toMs, o.creatorId ?? null, TRANSCODING_TYPES],
+      [o.owner, o.fromMs, o.toMs, o.creatorId ?? null, this.#types.transcoding],
     );
     const row = rows[0];
     return { transcodedSeconds: row?.transcoded ?? 0, storedSeconds: row?.stored ?? 0 };

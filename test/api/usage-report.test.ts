@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Accounts } from '../../src/accounts/index.ts';
 import type { Db } from '../../src/db/index.ts';
+import { CLIENT_TASK_TYPES, ENCODING_TASK_TYPES } from '../../src/tasks/index.ts';
 import { readUsage, UsageStore } from '../../src/usage/index.ts';
 import { databaseKinds, openTestDb } from '../helpers/server.ts';
 
@@ -69,7 +70,7 @@ for (const { kind, skip } of await databaseKinds()) {
 
     before(async () => {
       db = await openTestDb(kind);
-      store = new UsageStore(db);
+      store = new UsageStore(db, { created: CLIENT_TASK_TYPES, transcoding: ENCODING_TASK_TYPES });
       const accounts = new Accounts(db);
       k1 = (await accounts.createKey('alice')).id;
       k2 = (await accounts.createKey('alice')).id;

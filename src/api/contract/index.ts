@@ -1,5 +1,5 @@
 import { InternalError } from '../../lib/errors.ts';
-import type { TaskRow } from '../../tasks/index.ts';
+import { type ClientTaskType, isClientTaskType, type TaskRow } from '../../tasks/index.ts';
 import type { PublicBase } from '../public-base.ts';
 import { wireTask, type TaskWireShape, type WireTask } from './task.ts';
 import { TRANSCODE_TASK_TYPE, transcodeTaskWire } from './transcode.ts';
@@ -20,8 +20,8 @@ export {
   type TranscodeParams,
 } from './transcode.ts';
 
-/** The task types this API creates, each with its wire shape. */
-const WIRE_SHAPES: Readonly<Record<string, TaskWireShape>> = {
+/** The task types this API creates (tasks/task-types.ts), each with its wire shape: a type registered there has one here, or tsc says so. */
+const WIRE_SHAPES: Readonly<Record<ClientTaskType, TaskWireShape>> = {
   [TRANSCODE_TASK_TYPE]: transcodeTaskWire,
   [UPLOAD_TASK_TYPE]: uploadTaskWire,
   [CLIP_TASK_TYPE]: clipTaskWire,
@@ -31,7 +31,7 @@ const WIRE_SHAPES: Readonly<Record<string, TaskWireShape>> = {
 
 /** The Task of spec/API.md for a stored row, in the shape of its type. */
 export function toWireTask(row: TaskRow, base: PublicBase): WireTask {
-  const shape = WIRE_SHAPES[row.type];
+  const shape = isClientTaskType(row.type) ? WIRE_SHAPES[row.type] : undefined;
   // Only this API creates tasks, and only of the types above.
   if (!shape) throw new InternalError(`no wire shape for task type ${row.type}`);
   return wireTask(row, shape, base);

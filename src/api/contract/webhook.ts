@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
+import { ASSET_EVENT_NAMES } from '../../assets/index.ts';
+import { TASK_EVENT_NAMES } from '../../tasks/index.ts';
 import type { DeliveryLogRow, WebhookRow } from '../../webhooks/index.ts';
 
 // The wire contract of the webhook routes (issue #18, spec/API.md section A "Webhooks"):
@@ -8,18 +10,11 @@ import type { DeliveryLogRow, WebhookRow } from '../../webhooks/index.ts';
 // checks every answer with zod, so what it requires is always here). The domain (webhooks/)
 // has its own rows and never imports this file.
 
-/** The events a webhook may subscribe to: the task events (Livepeer has no cancel event) and the asset events (issue #27). */
-export const WEBHOOK_EVENTS = [
-  'task.spawned',
-  'task.updated',
-  'task.completed',
-  'task.failed',
-  'asset.created',
-  'asset.updated',
-  'asset.ready',
-  'asset.failed',
-  'asset.deleted',
-] as const;
+/**
+ * The events a webhook may subscribe to: the task events (tasks/events.ts; Livepeer has no
+ * cancel event) and the asset events (assets/types.ts, issue #27), as their domains name them.
+ */
+export const WEBHOOK_EVENTS = [...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES] as const;
 
 const EVENTS_LIST = WEBHOOK_EVENTS.map((e) => JSON.stringify(e)).join(', ');
 
