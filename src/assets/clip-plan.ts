@@ -5,11 +5,11 @@ import { UnsupportedMediaError } from '../lib/errors.ts';
 // the frames with ffprobe and runs ffmpeg on the plan.
 //
 // Each end of the range moves to the frame boundary nearest it when one is within half a
-// typical frame (a constant-rate source's always is: its clip holds whole frames). A
-// variable-rate source (a screen capture, a browser recording) may hold one picture across the
-// time asked for much longer than that: that frame is kept and cut to the range instead, so
-// the clip starts with the picture on screen at its start, its last frame shows up to its end,
-// and it lasts as long as asked.
+// typical frame (a constant-rate source's of 24 fps or more always is: its clip holds whole
+// frames; snapDistance). A variable-rate source (a screen capture, a browser recording) may
+// hold one picture across the time asked for much longer than that: that frame is kept and
+// cut to the range instead, so the clip starts with the picture on screen at its start, its
+// last frame shows up to its end, and it lasts as long as asked.
 
 /** One video frame of the source, in presentation order. */
 export interface SourceFrame {
@@ -111,11 +111,16 @@ function nearestBoundary(frames: SourceFrame[], x: number): number {
   return best;
 }
 
-/** Half a typical frame (the median interval): how far a cut may move to a frame boundary. */
+/**
+ * How far a cut may move to a frame boundary: half a typical frame (the median interval), and
+ * never more than half a frame at 24 fps. Every constant-rate video of 24 fps or more is cut
+ * at whole frames; a sparse screen capture (a frame a second while nothing moves) is not
+ * moved by half a second.
+ */
 function snapDistance(frames: SourceFrame[]): number {
   const gaps = frames.slice(1).map((f, i) => f.t - (frames[i]?.t ?? 0));
   gaps.sort((x, y) => x - y);
-  return (gaps[Math.floor(gaps.length / 2)] ?? 1 / 30) / 2 + EPSILON;
+  return Math.min(gaps[Math.floor(gaps.length / 2)] ?? 1 / 30, 1 / 24) / 2 + EPSILON;
 }
 
 /** The last frame that starts at or before `x` (on screen at `x`); -1 when none does. */

@@ -80,8 +80,8 @@ describe('planClip', () => {
     assert.equal(head?.how, 'encode', 'a frame cut short is never copied');
     assert.ok(Math.abs((head?.trim ?? 0) - 0.3) < 1e-9 && Math.abs((head?.duration ?? 0) - 0.3) < 1e-9);
     assert.equal(summary(plan), 'encode:3 copy:15 encode:1');
-    // Near a boundary (within half a typical frame) the cut still moves to it.
-    const near = planClip(held, { start: 1.14, end: 2.77 }, false);
+    // Near a boundary (within half a frame at 24 fps) the cut still moves to it.
+    const near = planClip(held, { start: 1.11, end: 2.79 }, false);
     assert.equal(near.start, 1.1);
     assert.ok(Math.abs(near.duration - 1.7) < 1e-9, `${near.duration}`);
   });
