@@ -75,7 +75,7 @@ export async function openCore(config: Config, log: Logger): Promise<Core> {
   // Key limits are counted in the database, so every process shares them. Every task
   // a key makes or requeues is admitted in one place, the task store: the ones that encode (any
   // route's) need its budget and take one of its concurrent transcodes; an export is a request.
-  const admission = new KeyTaskAdmission(db, {
+  const admission = new KeyTaskAdmission({
     windowMs: config.rateWindowMs,
     encoding: ENCODING_TASK_TYPES,
   });

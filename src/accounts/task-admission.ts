@@ -31,8 +31,7 @@ function countsRequest(key: Keyed): boolean {
 export class KeyTaskAdmission {
   readonly #o: TaskAdmissionOptions;
 
-  /** `_db`: unused since a refusal's Retry-After comes with its statement; kept for the callers' shape. */
-  constructor(_db: unknown, o: TaskAdmissionOptions) {
+  constructor(o: TaskAdmissionOptions) {
     this.#o = o;
   }
 

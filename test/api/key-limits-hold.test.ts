@@ -35,7 +35,7 @@ for (const kind of ['postgres', 'embedded'] as const) {
       stores = dbs.map(
         (db) =>
           new TaskStore(db, {
-            admission: new KeyTaskAdmission(db, { windowMs: WINDOW_MS, encoding: ['transcode-file'] }),
+            admission: new KeyTaskAdmission({ windowMs: WINDOW_MS, encoding: ['transcode-file'] }),
           }),
       );
     });
