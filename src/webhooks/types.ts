@@ -1,3 +1,4 @@
+import type { AssetEventName } from '../assets/event-names.ts';
 import type { TaskEventName } from '../tasks/index.ts';
 
 // The webhooks domain's own types (issue #18). The wire shape of a webhook and of a log
@@ -5,15 +6,9 @@ import type { TaskEventName } from '../tasks/index.ts';
 
 /**
  * The events a webhook may subscribe to: the events of the outbox, the task events and the
- * asset events migration 010 writes into it (named here: webhooks/ knows no assets/).
+ * asset events migration 010 writes into it, as tasks/ and assets/ name them.
  */
-export type WebhookEvent =
-  | TaskEventName
-  | 'asset.created'
-  | 'asset.updated'
-  | 'asset.ready'
-  | 'asset.failed'
-  | 'asset.deleted';
+export type WebhookEvent = TaskEventName | AssetEventName;
 
 /** What an owner sends to create or replace a webhook. */
 export interface WebhookInput {
