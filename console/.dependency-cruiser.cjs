@@ -37,10 +37,10 @@ module.exports = {
     {
       name: 'pages-do-not-import-each-other',
       comment:
-        "A page's files (pages/<page>*: asset*, chat*, task*, upload*, webhook*) import no other page's: what two pages share is a widget (widgets/) or a component, so a page can change without breaking another.",
+        "A page's files (pages/<page>.tsx and its parts, pages/<page>-*.tsx; a list page's plural counts as its page: assets.tsx, asset.tsx, asset-tools.tsx) import no other page's: what two pages share is a widget (widgets/) or a component, so a page can change without breaking another.",
       severity: 'error',
-      from: { path: '^console/src/pages/(asset|chat|task|upload|webhook)' },
-      to: { path: '^console/src/pages/', pathNot: '^console/src/pages/$1' },
+      from: { path: '^console/src/pages/([a-z]+?)s?[-.]', pathNot: '^console/src/pages/index\\.ts$' },
+      to: { path: '^console/src/pages/', pathNot: '^console/src/pages/$1s?[-.]' },
     },
     {
       name: 'only-the-shell-imports-pages',
