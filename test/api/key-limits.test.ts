@@ -24,7 +24,7 @@ import { type OrchestratorProcess, REPO_ROOT, startOrchestratorProcess, TINY } f
 import { testPostgres } from '../helpers/postgres.ts';
 import { refused } from '../helpers/sdk.ts';
 import { databaseFor, startTestServer, type TestServer, transcodeBody } from '../helpers/server.ts';
-import { freshWindow } from '../helpers/rate-window.ts';
+import { installRateClock, type TestRateClock } from '../helpers/rate-window.ts';
 
 const CHILD = fileURLToPath(new URL('./fixtures/api-process.ts', import.meta.url));
 const SECRET = 'key-limits-shared-secret-0123456789';
@@ -101,6 +101,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
   let b: { url: string; stop(): Promise<void> };
   /** Both processes, alternately. */
   let bases: string[];
+  let clock: TestRateClock;
   const used: string[] = [];
 
   const createKey = async (owner: string, settings: LimitSettings = {}, usd = 0) => {
@@ -121,7 +122,9 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
       MEDIAPLANE_ORCHESTRATOR_PRICE_PER_TOKEN: String(PRICE),
       MEDIAPLANE_ORCHESTRATOR_SECRET: SECRET,
     });
-    const databaseUrl = await databaseFor('postgres');
+    const databaseUrl = (await databaseFor('postgres')) ?? '';
+    // Before any process connects: each window the tests count in starts when they ask.
+    clock = await installRateClock(databaseUrl);
     const settings = {
       rateWindowMs: WINDOW_MS,
       gatewayOrchestrators: [orch.url],
@@ -130,7 +133,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
     };
     a = await startTestServer({ databaseUrl, roles: { api: true, worker: false, gateway: true }, settings });
     b = await startApiProcess({
-      DATABASE_URL: databaseUrl ?? '',
+      DATABASE_URL: databaseUrl,
       MEDIAPLANE_PORT: '0',
       MEDIAPLANE_HOST: '127.0.0.1',
       MEDIAPLANE_RATE_WINDOW_MS: String(WINDOW_MS),
@@ -144,12 +147,13 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
   after(async () => {
     await b?.stop();
     await a?.stop();
+    await clock?.close();
     await orch?.kill('SIGKILL');
   });
 
   it('lets exactly 60 of 200 concurrent callers through, split over both processes and both APIs; the rest 429 with truthful headers', async () => {
     const k = await createKey('alice', { requestsPerMinute: 60 });
-    await freshWindow(WINDOW_MS, 7000);
+    await clock.freshWindow(WINDOW_MS, 7000);
     const started = Date.now();
     const answers = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
@@ -196,7 +200,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
     assert.equal(tooBig.status, 400);
     assert.equal(tooBig.body.error.param, 'max_tokens');
     assert.match(tooBig.body.error.message, /more than this key's 40 tokens per 10 s/);
-    await freshWindow(WINDOW_MS, 8000);
+    await clock.freshWindow(WINDOW_MS, 8000);
     const answers = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         call(bases[i % 2] as string, 'POST', '/v1/chat/completions', { key: k.key, body: chat(16) }),
@@ -259,7 +263,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
 
   it('lets the openai SDK retry a 429 after the window, and the livepeer SDK surface it', async () => {
     const k = await createKey('frank', { requestsPerMinute: 1 }, 1);
-    await freshWindow(WINDOW_MS, 3000);
+    await clock.freshWindow(WINDOW_MS, 3000);
     assert.equal((await call(a.url, 'GET', '/api/task', { key: k.key })).status, 200);
     const lp = new Livepeer({ apiKey: k.key, serverURL: `${b.url}/api` });
     const err = await refused(lp.task.getAll());
@@ -274,7 +278,7 @@ describe('key limits: two API processes on one PostgreSQL', { skip: server ? fal
 
   it('counts bad keys per address across both processes, never refusing a good key', async () => {
     const good = await createKey('gina');
-    await freshWindow(WINDOW_MS, 6000);
+    await clock.freshWindow(WINDOW_MS, 6000);
     const bad = await Promise.all(
       Array.from({ length: 24 }, (_, i) => call(bases[i % 2] as string, 'GET', '/api/task', { key: `mp_bad-${i}` })),
     );
