@@ -5,18 +5,17 @@
 // (one run) and a long one (split into pieces): the fixture's files and its result under its
 // key are in both, every frame listed once.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import { seedEmbeddedDb } from '../helpers/embedded-template.ts';
 import { startHttp, type TestHttp } from '../helpers/http-input.ts';
+import { makeClip } from '../helpers/media.ts';
 import { waitFor } from '../helpers/server.ts';
 import { serveRanges } from './chunked-helpers.ts';
 
-const run = promisify(execFile);
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KIND = 'frames';
 /** The same fixture saying its pieces cannot make it: such a job is one run whatever its length. */
@@ -134,17 +133,6 @@ async function addKind(copy: string, kind: string, source: string): Promise<stri
   return touched;
 }
 
-/** A clip of `seconds` at FPS frames per second, with audio. */
-async function clip(dir: string, seconds: number): Promise<string> {
-  const file = path.join(dir, `in-${seconds}s.mp4`);
-  await run('ffmpeg', [
-    ...['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=320x180:rate=${FPS}`],
-    ...['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', String(seconds)],
-    ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', file],
-  ]);
-  return file;
-}
-
 interface Service {
   url: string;
   key: string;
@@ -175,6 +163,7 @@ async function startCopy(copy: string, dataDir: string): Promise<Service> {
       chunkSecs: 4,
     },
   });
+  await seedEmbeddedDb(dataDir);
   const running = await startRoles(config, { api: true, worker: true }, createLogger({ level: 'warn' }));
   const { key } = await running.core.accounts.createKey('owner-new-kind');
   return { url: running.url, key, stop: () => running.stop() };
@@ -196,9 +185,8 @@ before(async () => {
     [KIND]: await addKind(copy, KIND, fixture(KIND, true)),
     [WHOLE_KIND]: await addKind(copy, WHOLE_KIND, fixture(WHOLE_KIND, false)),
   };
-  const media = path.join(copy, 'media-in');
-  await mkdir(media);
-  const [short, long] = await Promise.all([clip(media, 3), clip(media, 13)]);
+  const clip = (seconds: number) => makeClip({ width: 320, height: 180, seconds, fps: String(FPS) });
+  const [short, long] = await Promise.all([clip(3), clip(13)]);
   web = await startHttp({ '/short.mp4': serveRanges(short).route, '/long.mp4': serveRanges(long).route });
   service = await startCopy(copy, path.join(copy, 'data'));
 });
