@@ -145,12 +145,12 @@ async function joinParts(
   // order, so the MP4's end is measured once and the last packet's duration set again when off.
   const shown = plan.duration - Math.max(0, plan.lastFrame - plan.start);
   await mux(shown);
-  const off = plan.duration - (await videoDuration(s, job));
+  const off = plan.duration - ((await videoDuration(s, job)) ?? plan.duration);
   if (Math.abs(off) > 0.0005) await mux(shown + off);
 }
 
-/** Seconds of the video of the clip written, by ffprobe. */
-async function videoDuration(s: CutSettings, job: CutJob): Promise<number> {
+/** Seconds of the video of the clip written, by ffprobe (undefined when it says none). */
+async function videoDuration(s: CutSettings, job: CutJob): Promise<number | undefined> {
   const out = await ffprobe(
     s,
     job,
@@ -158,8 +158,7 @@ async function videoDuration(s: CutSettings, job: CutJob): Promise<number> {
     job.output,
   );
   const seconds = Number(out.trim());
-  if (!Number.isFinite(seconds)) throw new UnsupportedMediaError('the clip written has no duration');
-  return seconds;
+  return Number.isFinite(seconds) ? seconds : undefined;
 }
 
 /**

@@ -3,7 +3,8 @@
 // 1.0 s and its last frame shows up to the end, also where the source holds one picture across
 // each end for much longer than its other frames. The sources are made here with ffmpeg (an
 // H.264 MP4 and a VP9 WebM with millisecond frame times, as browsers record), and the cut is
-// clip-cut.ts's, run on them with real ffmpeg.
+// clip-cut.ts's, run on them with real ffmpeg. A smart cut that ends on copied GOPs with
+// B-frames (whose last packet in decode order is not the last frame shown) lasts its range too.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -85,6 +86,30 @@ async function cut(input: string, range: { start: number; end: number }, name: s
 }
 
 after(() => rmSync(work, { recursive: true, force: true }));
+
+/** Seconds of `file`'s video stream, by ffprobe. */
+async function videoSeconds(file: string): Promise<number> {
+  const { stdout } = await run('ffprobe', [
+    ...['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=duration', '-of', 'csv=p=0', file],
+  ]);
+  return Number(stdout.trim());
+}
+
+describe('a smart cut whose last GOP is copied with its B-frames', () => {
+  it('lasts the range too: the last frame in presentation order shows up to the end', async () => {
+    const source = path.join(work, 'bframes.mp4');
+    await run('ffmpeg', [
+      ...['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=30', '-t', '6'],
+      ...['-c:v', 'libx264', '-preset', 'veryfast', '-g', '30', '-keyint_min', '30', '-sc_threshold', '0'],
+      ...['-bf', '2', '-pix_fmt', 'yuv420p', source],
+    ]);
+    // 1.3 s to 4.0 s: the frames up to 2.0 s encoded, the GOPs of 2-3 s and 3-4 s copied.
+    const { output, result } = await cut(source, { start: 1.3, end: 4 }, 'bframes-clip');
+    assert.equal(result.method, 'smart');
+    const seconds = await videoSeconds(output);
+    assert.ok(Math.abs(seconds - 2.7) <= 0.001, `the clip's video lasts ${seconds} s`);
+  });
+});
 
 for (const kind of ['mp4', 'webm'] as const) {
   describe(`a clip of a variable-frame-rate ${kind} from 1.0 s to 3.0 s`, () => {
