@@ -8,7 +8,8 @@ import { UPLOAD_TASK_TYPE, uploadTaskWire } from './upload-task.ts';
 import { EXPORT_DATA_TASK_TYPE, EXPORT_TASK_TYPE, exportDataTaskWire, exportTaskWire } from './export-task.ts';
 
 // The wire contracts of the task API, one file per task type (issue #16): a new task type
-// is a new handler (given to the worker in main.ts) and a new contract file, listed here.
+// is a name in the registry (tasks/task-types.ts), a new handler (given to the worker in
+// main.ts) and a new contract file, listed here.
 
 export { TaskPieces, wirePieces, type TaskWireShape, type WirePieces, type WireTask } from './task.ts';
 export {
