@@ -5,20 +5,7 @@
 
 import { useEffect, useState } from 'preact/hooks';
 import { api } from './api.ts';
-
-export interface Feature {
-  enabled: boolean;
-  /** The settings (environment variables) that enable it. */
-  settings: string[];
-  /** What enabling it takes, in a sentence. */
-  about: string;
-}
-
-export interface Capabilities {
-  c2pa: Feature;
-  ipfsExport: Feature & { ownProof: boolean };
-  player: { hlsJsUrl: string };
-}
+import type { Capabilities } from './wire.ts';
 
 let cached: Promise<Capabilities> | undefined;
 

@@ -8,11 +8,15 @@
 
 import type { Static } from '@sinclair/typebox';
 import type { PlaybackInfo, PlaybackSource, WireAsset } from '../../src/api/contract/asset.ts';
+import type { Capabilities } from '../../src/api/contract/capabilities.ts';
 import type { WireTask } from '../../src/api/contract/task.ts';
 import type { WEBHOOK_EVENTS, WebhookPatchBody, WireWebhook, WireWebhookLog } from '../../src/api/contract/webhook.ts';
 import type { ledgerRoute } from '../../src/llm/gateway/schemas.ts';
 
 export type { PlaybackInfo, PlaybackSource };
+
+/** GET /api/capabilities: what this server is set up to do (C2PA signing, IPFS exports, its hls.js). */
+export type { Capabilities };
 
 /** An asset as GET /api/asset/{id} answers it (spec/API.md section C). */
 export type Asset = WireAsset;

@@ -1,7 +1,7 @@
-import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../accounts/index.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
+import { Capabilities } from './contract/capabilities.ts';
 import { playerScriptPath } from './player-routes.ts';
 import type { PublicBase } from './public-base.ts';
 import type { TranscodeRules } from './validate-transcode.ts';
@@ -20,46 +20,6 @@ export interface CapabilitiesDeps {
   exportProofConfigured?: boolean | undefined;
   publicBase: PublicBase;
 }
-
-const Feature = (description: string) =>
-  Type.Object(
-    {
-      enabled: Type.Boolean({ description: 'Whether requests for it are accepted by this server now' }),
-      settings: Type.Array(Type.String(), {
-        description: "The server settings (environment variables) that enable it; set by the server's operator",
-      }),
-      about: Type.String({ description: 'What it takes to enable, in a sentence' }),
-    },
-    { description, additionalProperties: false },
-  );
-
-export const Capabilities = Type.Object(
-  {
-    c2pa: Feature('`c2pa: true` on POST /api/transcode, /api/asset/request-upload and /api/asset/upload/url'),
-    ipfsExport: Type.Composite(
-      [
-        Feature("POST /api/asset/{id}/export `{ipfs: {}}`: to the server's own Storacha space"),
-        Type.Object({
-          ownProof: Type.Boolean({
-            description:
-              "An export that brings its own delegation to the server's agent (`ipfs.credentials.proof`) is accepted",
-          }),
-        }),
-      ],
-      { additionalProperties: false },
-    ),
-    player: Type.Object(
-      {
-        hlsJsUrl: Type.String({
-          description: "This server's copy of hls.js (a classic script defining `Hls`), for pages that embed a player",
-        }),
-      },
-      { additionalProperties: false },
-    ),
-  },
-  { additionalProperties: false },
-);
-export type Capabilities = Static<typeof Capabilities>;
 
 const C2PA_SETTINGS = ['MEDIAPLANE_C2PA_KEY', 'MEDIAPLANE_C2PA_CERTS'];
 const IPFS_SETTINGS = ['MEDIAPLANE_DWEB_EXPORT_PROOF'];
