@@ -11,7 +11,7 @@ import type { PlaybackInfo, PlaybackSource, WireAsset } from '../../src/api/cont
 import type { Capabilities } from '../../src/api/contract/capabilities.ts';
 import type { WireTask } from '../../src/api/contract/task.ts';
 import type { WEBHOOK_EVENTS, WebhookPatchBody, WireWebhook, WireWebhookLog } from '../../src/api/contract/webhook.ts';
-import type { ledgerRoute } from '../../src/llm/gateway/schemas.ts';
+import type { ledgerRoute, modelsRoute } from '../../src/llm/gateway/schemas.ts';
 
 export type { PlaybackInfo, PlaybackSource };
 
@@ -40,3 +40,6 @@ export type DeliveryLog = WireWebhookLog;
 /** GET /api/ledger (docs/llm.md "Pricing and credits"): what the chat's cost panel shows. */
 export type Ledger = Static<(typeof ledgerRoute)['response'][200]>;
 export type LedgerEntry = Ledger['entries'][number];
+
+/** GET /v1/models: the models the orchestrators offer, each warm or not, priced or not. */
+export type ModelList = Static<(typeof modelsRoute)['response'][200]>;

@@ -12,7 +12,7 @@ import { DetailedApiError, withRetryAfter } from '../api-detail.ts';
 import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
 import { useLoad } from '../hooks.ts';
 import type { PageProps } from '../router.ts';
-import type { Ledger, LedgerEntry } from '../wire.ts';
+import type { Ledger, LedgerEntry, ModelList } from '../wire.ts';
 import { CostPanel, ledgerAfter, readLedger } from './chat-cost.tsx';
 import { NoModel } from './chat-no-model.tsx';
 import {
@@ -24,13 +24,6 @@ import {
   settingsError,
 } from './chat-settings.tsx';
 import { type ChatMessage, type StreamProgress, streamChat } from './chat-stream.ts';
-
-interface Model {
-  id: string;
-  warm?: boolean;
-  /** Whether an orchestrator that may answer it charges (so requests need credit). */
-  priced?: boolean;
-}
 
 function Conversation({ messages, live }: { messages: ChatMessage[]; live: StreamProgress | undefined }) {
   if (messages.length === 0 && !live) return <p class="hint">No messages yet.</p>;
@@ -143,7 +136,7 @@ function useChat(settings: Settings, onEnd: (requestId: string | undefined) => v
 }
 
 export function ChatPage(_props: PageProps) {
-  const models = useLoad(() => api<{ data: Model[] }>('GET', '/v1/models'), []);
+  const models = useLoad(() => api<ModelList>('GET', '/v1/models'), []);
   const [chosen, setSettings] = useState<Settings>({ model: '', temperature: 1, maxTokens: 64, json: false });
   const [text, setText] = useState('');
   const cost = useCost();
