@@ -18,9 +18,10 @@ import { parseArgs } from 'node:util';
 import { startRunResources } from './test-resources.ts';
 
 // A new file that asserts a duration, leans on a lease or heartbeat, or kills processes
-// belongs here; everything else runs beside other files. A play in Chromium is no timing:
-// the player page waits up to 20 s for one second of playback (test/helpers/player), so the
-// files that play run in the first turn.
+// belongs here, and so does one whose heavy encodes are awaited within fixed bounds (under a
+// first turn's load they ran past them); everything else runs beside other files. A play in
+// Chromium alone is no timing: the player page waits up to 20 s for one second of playback
+// (test/helpers/player).
 const SERIAL = new Set([
   'test/api/http-limits.test.ts', // a socket closed within 5x the 400 ms request timeout
   'test/api/upload-restart.test.ts', // SIGKILLs the service mid-upload and starts it again
@@ -35,6 +36,10 @@ const SERIAL = new Set([
   'test/webhooks/limits.test.ts', // a delivery within 2.5 s while another receiver hangs
   'test/transcode/chunked-acceptance.test.ts', // two worker processes, SIGKILLs one mid-chunk; Chromium plays
   'test/api/key-limits.test.ts', // bursts of 200 requests over two API processes within one 10 s rate window
+  'test/transcode/playback.test.ts', // a dozen ladders queued at once, each awaited within 180 s
+  'test/transcode/per-title-playback.test.ts', // per-title ladders (analysis and encodes) awaited within fixed bounds
+  'test/console/story.test.ts', // an upload, a clip and a chat, each awaited within fixed bounds in one page
+  'test/console/first-hour.test.ts', // a worker encodes two videos, each awaited within a fixed bound in one page
 ]);
 
 // Most files wait on timers, sockets and child processes more than they compute: twice as
