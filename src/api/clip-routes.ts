@@ -1,7 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../accounts/index.ts';
-import { type AssetRow, type AssetSpec, type AssetStore, assetSourceKey, CLIP_TASK_TYPE } from '../assets/index.ts';
+import {
+  type AssetRow,
+  type AssetSpec,
+  type AssetStore,
+  assetSourceKey,
+  CLIP_TASK_TYPE,
+  processingSpecOf,
+} from '../assets/index.ts';
 import { NotFoundError, ValidationError } from '../lib/errors.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { AssetSchema, toWireAsset } from './contract/asset.ts';
@@ -40,15 +47,9 @@ async function sourceAsset(
 }
 
 /** The processing the clip inherits from its source: its ladder, segment length and MP4s (not C2PA signing, which is asked per asset). */
-function inheritedSpec(
-  spec: AssetSpec & { targetSegmentSizeSecs?: number },
-): AssetSpec & { targetSegmentSizeSecs?: number } {
-  const { staticMp4, profiles, targetSegmentSizeSecs } = spec;
-  return {
-    ...(staticMp4 === undefined ? {} : { staticMp4 }),
-    ...(profiles === undefined ? {} : { profiles }),
-    ...(targetSegmentSizeSecs === undefined ? {} : { targetSegmentSizeSecs }),
-  };
+function inheritedSpec(spec: AssetSpec): AssetSpec {
+  const { c2pa: _asked, ...inherited } = processingSpecOf(spec);
+  return inherited;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type AssetOutput, UPLOAD_TASK_TYPE } from '../../assets/index.ts';
+import { type AssetOutput, type ProcessingSpec, processingSpecOf, UPLOAD_TASK_TYPE } from '../../assets/index.ts';
 import { mediaUrl } from '../public-base.ts';
 import { withoutQuery } from './asset.ts';
 import type { TaskWireShape } from './task.ts';
@@ -10,17 +10,16 @@ import type { TaskWireShape } from './task.ts';
 
 export { UPLOAD_TASK_TYPE };
 
-/** The params the asset routes (api/asset-routes.ts) give an upload task; the asset store adds assetId and playbackId. */
-export interface UploadTaskParams {
+/**
+ * The params the asset routes (api/asset-routes.ts) give an upload task: the asset's
+ * processing spec (assets/processing.ts) and its input; the asset store adds assetId and playbackId.
+ */
+export type UploadTaskParams = ProcessingSpec & {
   assetId?: string;
   playbackId?: string;
   /** The URL to fetch; for a direct upload the store's source key (`key`), not shown. */
   input?: { url?: string; key?: string };
-  staticMp4?: boolean;
-  profiles?: unknown[];
-  c2pa?: boolean;
-  targetSegmentSizeSecs?: number;
-}
+};
 
 export const uploadTaskWire: TaskWireShape = {
   params: (stored) => {
@@ -28,11 +27,7 @@ export const uploadTaskWire: TaskWireShape = {
     const upload: Record<string, unknown> = {};
     // The URL's query may carry a signature (issue #15): never shown, in any phase.
     if (typeof p.input?.url === 'string') upload.url = withoutQuery(p.input.url);
-    if (p.staticMp4 !== undefined) upload.staticMp4 = p.staticMp4;
-    if (p.profiles) upload.profiles = p.profiles;
-    if (p.c2pa !== undefined) upload.c2pa = p.c2pa;
-    if (p.targetSegmentSizeSecs !== undefined) upload.targetSegmentSizeSecs = p.targetSegmentSizeSecs;
-    return { upload };
+    return { upload: { ...upload, ...processingSpecOf(p) } };
   },
   // What the asset got (its full form is GET /api/asset/{outputAssetId}); no store key shows.
   output: (stored, _task, base) => {
