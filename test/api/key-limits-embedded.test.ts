@@ -14,12 +14,13 @@ import { openDb } from '../../src/db/index.ts';
 import { Billing } from '../../src/llm/gateway/index.ts';
 import { Ledger } from '../../src/llm/ledger.ts';
 import { startTestServer, transcodeBody, type TestServer } from '../helpers/server.ts';
-import { freshWindow } from '../helpers/rate-window.ts';
+import { installRateClockOn, type TestRateClock } from '../helpers/rate-window.ts';
 
 const WINDOW_MS = 20_000;
 
 describe('key limits (embedded database, one process)', () => {
   let server: TestServer;
+  let clock: TestRateClock;
   const create = async (owner: string, argv: string[] = []) => {
     const k = await server.running.core.accounts.createKey(owner);
     if (argv.length > 0) await cli(['update', k.id, ...argv]);
@@ -45,12 +46,13 @@ describe('key limits (embedded database, one process)', () => {
       // No auth cache: a setting changed by the CLI holds at the next request.
       settings: { rateWindowMs: WINDOW_MS, authCacheMs: 0, gatewayPollMs: 60_000 },
     });
+    clock = await installRateClockOn(server.running.core.db);
   });
   after(() => server?.stop());
 
   it('lets exactly 10 of 30 concurrent requests of a 10-per-window key through, on both APIs, each refusal in its shape', async () => {
     const k = await create('alice', ['--rpm', '10']);
-    await freshWindow(WINDOW_MS, 8000);
+    await clock.freshWindow(WINDOW_MS, 8000);
     const answers = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
         server
@@ -90,7 +92,7 @@ describe('key limits (embedded database, one process)', () => {
   it('answers a key past its requests window 429 before it looks up the model: an unknown one, or one outside its allowlist', async () => {
     // No orchestrator here: every model is unknown (404) while the window lasts.
     const k = await create('ivy', ['--rpm', '3', '--models', 'tiny/allowed,tiny/other']);
-    await freshWindow(WINDOW_MS, 8000);
+    await clock.freshWindow(WINDOW_MS, 8000);
     const chat = (model: string) =>
       server.call('POST', '/v1/chat/completions', {
         key: k.key,
@@ -224,7 +226,7 @@ describe('key limits (embedded database, one process)', () => {
   });
 
   it('answers bad keys from one address 401 twenty times a window, then 429; a good key from there still works', async () => {
-    await freshWindow(WINDOW_MS, 8000);
+    await clock.freshWindow(WINDOW_MS, 8000);
     const good = await create('gina');
     const bad = await Promise.all(
       Array.from({ length: 25 }, (_, i) => server.call('GET', '/api/task', { key: `mp_not-a-key-${i}` })),
@@ -248,7 +250,7 @@ describe('a limited key’s charge (billing with the limiter, embedded database)
     const db = await openDb({});
     const limiter = new KeyLimiter(db, { windowMs: 60_000, authFailuresPerWindow: 20 });
     try {
-      await freshWindow(60_000, 8000);
+      await (await installRateClockOn(db)).freshWindow(60_000, 8000);
       const accounts = new Accounts(db, { limiter });
       const made = await accounts.createKey('hana', {
         tokensPerMinute: 100,

@@ -34,6 +34,24 @@ export interface TestRateClock {
   close(): Promise<void>;
 }
 
+type Query = (sql: string, params?: unknown[]) => Promise<unknown[]>;
+
+/** public first: what the service creates and reads stays there; the clock before pg_catalog. */
+const SEARCH_PATH = `public, ${SCHEMA}, pg_catalog`;
+
+function clockOver(query: Query, close: () => Promise<void>): TestRateClock {
+  return {
+    async freshWindow(windowMs, needMs) {
+      const [row] = (await query(`SELECT (extract(epoch FROM ${SCHEMA}.clock_timestamp()) * 1000)::bigint AS now`)) as {
+        now: string | number;
+      }[];
+      const left = windowMs - (Number(row?.now) % windowMs);
+      if (left < needMs) await query(`UPDATE ${SCHEMA}.shift SET ms = ms + $1`, [left + 1]);
+    },
+    close,
+  };
+}
+
 /**
  * Installs the test clock in the PostgreSQL database at `url` and makes it every new
  * session's (ALTER DATABASE ... SET search_path): call it before any process connects.
@@ -43,17 +61,21 @@ export async function installRateClock(url: string): Promise<TestRateClock> {
   await client.connect();
   for (const sql of INSTALL) await client.query(sql);
   const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  // public first: what the service creates and reads stays there; the clock before pg_catalog,
-  // which a search_path that names it searches in its place, not first.
-  await client.query(`ALTER DATABASE "${name}" SET search_path = public, ${SCHEMA}, pg_catalog`);
-  return {
-    async freshWindow(windowMs, needMs) {
-      const { rows } = await client.query<{ now: string }>(
-        `SELECT (extract(epoch FROM ${SCHEMA}.clock_timestamp()) * 1000)::bigint AS now`,
-      );
-      const left = windowMs - (Number(rows[0]?.now) % windowMs);
-      if (left < needMs) await client.query(`UPDATE ${SCHEMA}.shift SET ms = ms + $1`, [left + 1]);
-    },
-    close: () => client.end(),
-  };
+  await client.query(`ALTER DATABASE "${name}" SET search_path = ${SEARCH_PATH}`);
+  return clockOver(
+    async (sql, params) => (await client.query(sql, params)).rows,
+    () => client.end(),
+  );
+}
+
+/** The same on an embedded database, whose one session every query of the process shares. */
+export async function installRateClockOn(db: {
+  query(sql: string, params?: readonly unknown[]): Promise<unknown[]>;
+}): Promise<TestRateClock> {
+  for (const sql of INSTALL) await db.query(sql);
+  await db.query(`SET search_path = ${SEARCH_PATH}`);
+  return clockOver(
+    (sql, params) => db.query(sql, params),
+    async () => {},
+  );
 }
