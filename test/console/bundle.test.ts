@@ -41,7 +41,7 @@ it('the console bundle takes nothing of the server but its registries of names',
   );
   assert.deepEqual(serverPackages, []);
   assert.ok(
-    inputs.some((f) => f.startsWith('node_modules/preact/')),
+    inputs.some((f) => f.includes('node_modules/preact/')),
     'the bundle has the console itself',
   );
 });
