@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { LimitSettings } from '../../src/accounts/index.ts';
-import { freshWindow } from '../helpers/rate-window.ts';
-import { databaseKinds, startTestServer, type TestServer, transcodeBody } from '../helpers/server.ts';
+import { installRateClock, installRateClockOn, type TestRateClock } from '../helpers/rate-window.ts';
+import { databaseFor, databaseKinds, startTestServer, type TestServer, transcodeBody } from '../helpers/server.ts';
 
 const WINDOW_MS = 20_000;
 const REFUSED = { transcode: 429, 'upload/url': 429, 'request-upload': 429, clip: 429, retry: 429 };
@@ -40,14 +40,22 @@ const OUTPUT = {
 for (const { kind, skip } of await databaseKinds()) {
   describe(`a key's task limits, admitted in one place (${kind})`, { skip }, () => {
     let server: TestServer;
+    let clock: TestRateClock;
     before(async () => {
+      // PostgreSQL's clock is installed before the server connects; the embedded one in its session.
+      const databaseUrl = await databaseFor(kind);
+      const onServer = databaseUrl ? await installRateClock(databaseUrl) : undefined;
       server = await startTestServer({
-        database: kind,
+        databaseUrl,
         roles: { api: true, worker: false },
         settings: { rateWindowMs: WINDOW_MS, authCacheMs: 0 },
       });
+      clock = onServer ?? (await installRateClockOn(server.running.core.db));
     });
-    after(() => server?.stop());
+    after(async () => {
+      await server?.stop();
+      await clock?.close();
+    });
 
     const call = (key: string, method: string, path: string, body?: unknown) =>
       server.call(method, path, { key, ...(body === undefined ? {} : { body }) });
@@ -174,7 +182,7 @@ for (const { kind, skip } of await databaseKinds()) {
     });
 
     it('refuses the deferred request of a transcode past the key’s requests window, in the same shape', async () => {
-      await freshWindow(WINDOW_MS, 8000);
+      await clock.freshWindow(WINDOW_MS, 8000);
       const k = await keyWithWork('dee', { requestsPerMinute: 4 });
       // keyWithWork made 2 requests in this window; two more fit, the next is past it.
       const answers = [];

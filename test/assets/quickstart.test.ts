@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type BrowserPlayer, startBrowserPlayer } from '../helpers/browser.ts';
+import { TEST_ENCODE_ENV } from '../helpers/encode-defaults.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { makeClip } from '../helpers/media.ts';
 import { startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
@@ -119,7 +120,10 @@ async function freePort(): Promise<number> {
 
 /** Runs `script` in bash, stopping at the first failing command, in the project's folder. */
 function bash(script: string, env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, env: { ...process.env, ...env } });
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+    cwd: ROOT,
+    env: { ...process.env, ...TEST_ENCODE_ENV, ...env },
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
+import { seedEmbeddedDb } from '../helpers/embedded-template.ts';
+import { TEST_ENCODE_ENV } from '../helpers/encode-defaults.ts';
 import { sampleSum } from '../helpers/llm.ts';
 
 // The `mediaplane` command as a user runs it: a real process, real exit codes and output.
@@ -16,6 +18,12 @@ const dirs: string[] = [];
 const tempDir = () => {
   const d = mkdtempSync(join(tmpdir(), 'mediaplane-cli-'));
   dirs.push(d);
+  return d;
+};
+/** A data dir that starts with a migrated embedded database, as the test servers' do. */
+const seededDir = async () => {
+  const d = tempDir();
+  await seedEmbeddedDb(d);
   return d;
 };
 after(() => {
@@ -55,8 +63,8 @@ describe('mediaplane CLI', () => {
     assert.match(unknown.stderr, /unknown flag --colour/);
   });
 
-  it('creates, lists and revokes keys with no server running (embedded database)', () => {
-    const env = { MEDIAPLANE_DATA_DIR: tempDir() };
+  it('creates, lists and revokes keys with no server running (embedded database)', async () => {
+    const env = { MEDIAPLANE_DATA_DIR: await seededDir() };
     const created = cli(['keys', 'create', '--owner', 'alice'], env);
     assert.equal(created.code, 0, created.stderr);
     const lines = created.stdout.trim().split('\n');
@@ -72,7 +80,7 @@ describe('mediaplane CLI', () => {
   });
 
   it('creates a key while `mediaplane start` holds the embedded database, and stops gracefully on SIGTERM', async () => {
-    const dataDir = tempDir();
+    const dataDir = await seededDir();
     const env = { ...process.env, MEDIAPLANE_DATA_DIR: dataDir, MEDIAPLANE_PORT: '0', MEDIAPLANE_LOG_LEVEL: 'info' };
     const server = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -102,9 +110,10 @@ describe('mediaplane CLI', () => {
 
 describe('mediaplane start: every role on one port', () => {
   it('queues a transcode and answers chat completions (openai client, non-streaming and streaming)', async () => {
-    const dataDir = tempDir();
+    const dataDir = await seededDir();
     const env = {
       ...process.env,
+      ...TEST_ENCODE_ENV,
       MEDIAPLANE_DATA_DIR: dataDir,
       MEDIAPLANE_PORT: '0',
       MEDIAPLANE_MODELS_DIR: MODELS,
