@@ -3,38 +3,19 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Registry as MetricsRegistry } from 'prom-client';
 import { SigningKeyStore } from './access/index.ts';
-import type { Accounts } from './accounts/index.ts';
 import { buildApp, IdempotencyKeys } from './api/index.ts';
-import type { AssetStore, UploadStaging } from './assets/index.ts';
+import type { UploadStaging } from './assets/index.ts';
 import type { Config } from './config/index.ts';
-import type { Db } from './db/index.ts';
-import type { Logger } from './lib/log.ts';
+import type { Core } from './core.ts';
 import { readOrCreate } from './lib/state-file.ts';
-import type { BuiltinStore } from './storage/builtin/index.ts';
-import { type AgentSigner, validateDwebProof } from './storage/dweb/index.ts';
-import { CLIENT_TASK_TYPES, ENCODING_TASK_TYPES, type Queue, type TaskStore } from './tasks/index.ts';
-import type { C2paSigner } from './transcode/index.ts';
+import { validateDwebProof } from './storage/dweb/index.ts';
+import { CLIENT_TASK_TYPES, ENCODING_TASK_TYPES } from './tasks/index.ts';
 import { registerKeyMetrics, UsageStore } from './usage/index.ts';
-import type { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
+import type { WebhookDispatcher } from './webhooks/index.ts';
 
 // The API side of the composition root (main.ts): the stores only the API reads are built
 // here and handed in with the core's, so nothing under src/api/ builds one
 // (test/api/composition.test.ts).
-
-/** What the API reads of the service's core (main.ts Core). */
-export interface ApiCore {
-  config: Config;
-  log: Logger;
-  db: Db;
-  accounts: Accounts;
-  tasks: TaskStore;
-  queue: Queue;
-  webhooks: WebhookStore;
-  builtinStore: BuiltinStore;
-  assets: AssetStore;
-  agent: AgentSigner;
-  c2paSigner: C2paSigner | undefined;
-}
 
 /** What the process gives the API beside the core. */
 export interface ApiRole {
@@ -53,7 +34,7 @@ async function requesterSalt(config: Config): Promise<string> {
 }
 
 /** The HTTP server of this `version`: the transcoding API under /api with the api role, and the operational routes. */
-export async function createApp(core: ApiCore, { api, ...role }: ApiRole, version: string): Promise<FastifyInstance> {
+export async function createApp(core: Core, { api, ...role }: ApiRole, version: string): Promise<FastifyInstance> {
   const { config, db } = core;
   if (config.metricsPerKey) registerKeyMetrics(db, role.metrics);
   return buildApp({

@@ -14,10 +14,10 @@ import {
   UploadStaging,
   uploadSweepJobs,
 } from './assets/index.ts';
-import { type BuiltinStore, createBuiltinStore } from './storage/builtin/index.ts';
+import { createBuiltinStore } from './storage/builtin/index.ts';
 import { configuredBase, publicBase, TRANSCODE_TASK_TYPE, webhookPayload, type PublicBase } from './api/index.ts';
 import type { Config } from './config/index.ts';
-import { dbSocketPath, openDb, serveDbSocket, type Db } from './db/index.ts';
+import { dbSocketPath, openDb, serveDbSocket } from './db/index.ts';
 import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
@@ -25,13 +25,16 @@ import { ensurePrivateDir } from './lib/private-dir.ts';
 import { ENCODING_TASK_TYPES, Queue, TaskStore, Worker } from './tasks/index.ts';
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
-import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, type C2paSigner } from './transcode/index.ts';
-import { dwebStoreFactory, loadAgent, type AgentSigner } from './storage/dweb/index.ts';
+import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner } from './transcode/index.ts';
+import { dwebStoreFactory, loadAgent } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 import { startOrchestrator } from './llm/orchestrator/index.ts';
 import { localOrchestratorSecret, orchestratorOptions, startGateway } from './main-llm.ts';
 import { createRetentionSweep } from './main-retention.ts';
 import { createApp } from './main-api.ts';
+import type { Core } from './core.ts';
+
+export type { Core } from './core.ts';
 
 export { orchestratorOptions, startGateway, tuningFromConfig } from './main-llm.ts';
 export { createRetentionSweep } from './main-retention.ts';
@@ -41,23 +44,6 @@ export { createRetentionSweep } from './main-retention.ts';
 
 export const VERSION = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
   .version as string;
-
-export interface Core {
-  config: Config;
-  log: Logger;
-  db: Db;
-  accounts: Accounts;
-  tasks: TaskStore;
-  queue: Queue;
-  webhooks: WebhookStore;
-  /** The built-in store (issue #27): assets, and transcodes that name no storage. */
-  builtinStore: BuiltinStore;
-  assets: AssetStore;
-  /** The service's UCAN identity users delegate their Storacha space to. */
-  agent: AgentSigner;
-  /** Undefined when C2PA signing is not configured. */
-  c2paSigner: C2paSigner | undefined;
-}
 
 export async function openCore(config: Config, log: Logger): Promise<Core> {
   // Before anything is written in it: the database's WAL holds secrets (issue #25).

@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
 import { type BrowserPlayer, startBrowserPlayer } from '../helpers/browser.ts';
-import { ffprobe } from '../helpers/media.ts';
+import { ffprobe, frameAt as frameAtFile, psnr } from '../helpers/media.ts';
 import { refused } from '../helpers/sdk.ts';
 import { databaseKinds, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
 
@@ -43,23 +43,9 @@ async function makeSource(codec: 'h264' | 'vp9'): Promise<string> {
   return file;
 }
 
-/** Frame `index` of `file` (in presentation order) as a PNG. */
-async function frameAt(file: string, index: number, name: string): Promise<string> {
-  const out = path.join(work, `${name}.png`);
-  await run('ffmpeg', [
-    ...['-v', 'error', '-y', '-i', file, '-vf', `select=eq(n\\,${index})`, '-fps_mode', 'passthrough'],
-    ...['-frames:v', '1', out],
-  ]);
-  return out;
-}
-
-/** PSNR (dB) of two pictures of one size; ffmpeg says `inf` for identical ones. */
-async function psnr(a: string, b: string): Promise<number> {
-  const { stderr } = await run('ffmpeg', ['-v', 'info', '-i', a, '-i', b, '-lavfi', 'psnr', '-f', 'null', '-']);
-  const m = /average:(inf|[\d.]+)/.exec(stderr);
-  assert.ok(m?.[1], `ffmpeg printed no PSNR: ${stderr.slice(-400)}`);
-  return m[1] === 'inf' ? Number.POSITIVE_INFINITY : Number(m[1]);
-}
+/** Frame `index` of `file` as a PNG named `name` in this file's folder. */
+const frameAt = (file: string, index: number, name: string): Promise<string> =>
+  frameAtFile(file, index, path.join(work, `${name}.png`));
 
 async function frameCount(file: string): Promise<number> {
   const { stdout } = await run('ffprobe', [

@@ -16,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { cutClip } from '../../src/assets/clip-cut.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { probe } from '../../src/transcode/index.ts';
+import { frameAt as frameAtFile, psnr } from '../helpers/media.ts';
 
 const run = promisify(execFile);
 const work = mkdtempSync(path.join(tmpdir(), 'mediaplane-clip-vfr-'));
@@ -57,23 +58,9 @@ async function frameTimes(file: string): Promise<Array<{ t: number; duration: nu
     .sort((a, b) => a.t - b.t);
 }
 
-/** Frame `index` of `file` (in presentation order) as a PNG. */
-async function frameAt(file: string, index: number, name: string): Promise<string> {
-  const out = path.join(work, `${name}.png`);
-  await run('ffmpeg', [
-    ...['-v', 'error', '-y', '-i', file, '-vf', `select=eq(n\\,${index})`, '-fps_mode', 'passthrough'],
-    ...['-frames:v', '1', out],
-  ]);
-  return out;
-}
-
-/** PSNR (dB) of two pictures of one size; ffmpeg says `inf` for identical ones. */
-async function psnr(a: string, b: string): Promise<number> {
-  const { stderr } = await run('ffmpeg', ['-v', 'info', '-i', a, '-i', b, '-lavfi', 'psnr', '-f', 'null', '-']);
-  const m = /average:(inf|[\d.]+)/.exec(stderr);
-  assert.ok(m?.[1], `ffmpeg printed no PSNR: ${stderr.slice(-400)}`);
-  return m[1] === 'inf' ? Number.POSITIVE_INFINITY : Number(m[1]);
-}
+/** Frame `index` of `file` as a PNG named `name` in this file's folder. */
+const frameAt = (file: string, index: number, name: string): Promise<string> =>
+  frameAtFile(file, index, path.join(work, `${name}.png`));
 
 /** Cuts [start, end) of `input` into `name`.mp4 as the clip task does. */
 async function cut(input: string, range: { start: number; end: number }, name: string) {

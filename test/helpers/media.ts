@@ -72,6 +72,23 @@ export async function ffprobe(
   return JSON.parse(stdout) as { streams: ProbedStream[]; format: { duration?: string } };
 }
 
+/** Frame `index` of `file` (in presentation order) written as the PNG `out`. */
+export async function frameAt(file: string, index: number, out: string): Promise<string> {
+  await run('ffmpeg', [
+    ...['-v', 'error', '-y', '-i', file, '-vf', `select=eq(n\\,${index})`, '-fps_mode', 'passthrough'],
+    ...['-frames:v', '1', out],
+  ]);
+  return out;
+}
+
+/** PSNR (dB) of two pictures of one size; ffmpeg says `inf` for identical ones. */
+export async function psnr(a: string, b: string): Promise<number> {
+  const { stderr } = await run('ffmpeg', ['-v', 'info', '-i', a, '-i', b, '-lavfi', 'psnr', '-f', 'null', '-']);
+  const m = /average:(inf|[\d.]+)/.exec(stderr);
+  if (!m?.[1]) throw new Error(`ffmpeg printed no PSNR: ${stderr.slice(-400)}`);
+  return m[1] === 'inf' ? Number.POSITIVE_INFINITY : Number(m[1]);
+}
+
 /** Decodes a file or playlist end to end; resolves with ffmpeg's error output (empty when clean). */
 export async function decodeErrors(file: string): Promise<string> {
   const { stderr } = await run('ffmpeg', ['-v', 'error', '-nostdin', '-i', file, '-f', 'null', '-'], {
