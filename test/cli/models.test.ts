@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startBanner } from '../../src/cli/banner.ts';
+import { COMPILE_CACHE_ENV } from '../helpers/compile-cache.ts';
 import { type FakeHub, startFakeHub } from '../helpers/model-hub.ts';
 import { MODELS_DIR, STORIES } from '../helpers/llm.ts';
 import { startTestServer } from '../helpers/server.ts';
@@ -50,7 +51,7 @@ function cli(
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...COMPILE_CACHE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -102,10 +103,9 @@ describe('mediaplane models pull', () => {
     assert.deepEqual(readdirSync(folder), [Q4], 'the file alone, no .part left');
     assert.ok(readFileSync(join(folder, Q4)).equals(BYTES));
 
-    const listed = await cli(['models', 'list'], env);
+    const [listed, again] = await Promise.all([cli(['models', 'list'], env), cli(['models', 'pull', MODEL], env)]);
     assert.equal(listed.code, 0);
     assert.match(listed.stdout, new RegExp(`^${MODEL}  ${Q4}  1\\.2 MB$`, 'm'));
-    const again = await cli(['models', 'pull', MODEL], env);
     assert.match(again.stdout, /is already installed/);
     assert.equal(hub.ranges.length, 2, 'nothing downloaded again');
 
@@ -185,13 +185,15 @@ describe('mediaplane models pull', () => {
 
   it('says so when the model is not on the hub, or the quantization is not there', async () => {
     const root = tempDir();
-    const missing = await cli(['models', 'pull', 'acme/nothing'], envFor(root));
+    const [missing, q, bad] = await Promise.all([
+      cli(['models', 'pull', 'acme/nothing'], envFor(root)),
+      cli(['models', 'pull', MODEL, '--quantization', 'Q2_K'], envFor(root)),
+      cli(['models', 'pull', 'not a model'], envFor(root)),
+    ]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /model acme\/nothing is not on the model hub http:\/\/127\.0\.0\.1:\d+/);
-    const q = await cli(['models', 'pull', MODEL, '--quantization', 'Q2_K'], envFor(root));
     assert.equal(q.code, 1);
     assert.match(q.stderr, new RegExp(`no GGUF file matching Q2_K; it has: ${Q8}, ${Q4}`));
-    const bad = await cli(['models', 'pull', 'not a model'], envFor(root));
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /is not a model name: ORG\/NAME/);
   });
