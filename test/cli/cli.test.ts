@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
+import { COMPILE_CACHE_ENV } from '../helpers/compile-cache.ts';
 import { seedEmbeddedDb } from '../helpers/embedded-template.ts';
 import { TEST_ENCODE_ENV } from '../helpers/encode-defaults.ts';
 import { sampleSum } from '../helpers/llm.ts';
@@ -30,58 +31,78 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+/** Runs the CLI without blocking this process, so that independent runs overlap. */
 function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    env: { ...process.env, ...env },
-    encoding: 'utf8',
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ...COMPILE_CACHE_ENV, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
     timeout: 60_000,
   });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
 }
 
 describe('mediaplane CLI', () => {
-  it('prints usage and per-command help', () => {
-    const top = cli(['--help']);
-    assert.equal(top.code, 0);
-    for (const c of ['start', 'api', 'worker', 'keys']) assert.match(top.stdout, new RegExp(`\\n  ${c} `));
-    for (const c of ['start', 'api', 'worker', 'keys']) {
-      const h = cli([c, '--help']);
-      assert.equal(h.code, 0, c);
-      assert.match(h.stdout, /Usage/);
+  it('prints usage and per-command help', async () => {
+    const commands = ['start', 'api', 'worker', 'keys'];
+    const [top, unknown, ...helps] = await Promise.all([
+      cli(['--help']),
+      cli(['frobnicate']),
+      ...commands.map((c) => cli([c, '--help'])),
+    ]);
+    assert.equal(top?.code, 0);
+    for (const c of commands) assert.match(top?.stdout ?? '', new RegExp(`\\n  ${c} `));
+    for (const [i, c] of commands.entries()) {
+      const h = helps[i];
+      assert.equal(h?.code, 0, c);
+      assert.match(h?.stdout ?? '', /Usage/);
     }
-    assert.match(cli(['start', '--help']).stdout, /MEDIAPLANE_PORT/);
-    assert.equal(cli(['frobnicate']).code, 2);
+    assert.match(helps[0]?.stdout ?? '', /MEDIAPLANE_PORT/, 'start --help names the settings');
+    assert.equal(unknown?.code, 2);
   });
 
-  it('stops start-up on a bad setting, naming it and the rule', () => {
-    const r = cli(['start'], { MEDIAPLANE_PORT: 'eighty', MEDIAPLANE_DATA_DIR: tempDir() });
+  it('stops start-up on a bad setting, naming it and the rule', async () => {
+    const [r, flag, unknown] = await Promise.all([
+      cli(['start'], { MEDIAPLANE_PORT: 'eighty', MEDIAPLANE_DATA_DIR: tempDir() }),
+      cli(['api', '--worker-concurrency', '0'], { MEDIAPLANE_DATA_DIR: tempDir() }),
+      cli(['api', '--colour', 'blue']),
+    ]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /MEDIAPLANE_PORT="eighty": must be a whole number/);
-    const flag = cli(['api', '--worker-concurrency', '0'], { MEDIAPLANE_DATA_DIR: tempDir() });
     assert.match(flag.stderr, /--worker-concurrency="0": must be >= 1/);
-    const unknown = cli(['api', '--colour', 'blue']);
     assert.match(unknown.stderr, /unknown flag --colour/);
   });
 
   it('creates, lists and revokes keys with no server running (embedded database)', async () => {
     const env = { MEDIAPLANE_DATA_DIR: await seededDir() };
-    const created = cli(['keys', 'create', '--owner', 'alice'], env);
+    const created = await cli(['keys', 'create', '--owner', 'alice'], env);
     assert.equal(created.code, 0, created.stderr);
     const lines = created.stdout.trim().split('\n');
     assert.equal(lines.length, 1, 'the key alone on stdout');
     assert.match(lines[0] ?? '', /^mp_[A-Za-z0-9_-]{32}$/);
-    const list = cli(['keys', 'list', '--json'], env);
+    const list = await cli(['keys', 'list', '--json'], env);
     const keys = JSON.parse(list.stdout) as { id: string; owner: string; prefix: string }[];
     assert.equal(keys.length, 1);
     assert.equal(keys[0]?.owner, 'alice');
     assert.ok(!list.stdout.includes(lines[0] ?? '-'), 'list never shows the key');
-    assert.equal(cli(['keys', 'revoke', keys[0]?.id ?? ''], env).code, 0);
-    assert.equal(cli(['keys', 'revoke', keys[0]?.id ?? ''], env).code, 1);
+    assert.equal((await cli(['keys', 'revoke', keys[0]?.id ?? ''], env)).code, 0);
+    assert.equal((await cli(['keys', 'revoke', keys[0]?.id ?? ''], env)).code, 1);
   });
 
   it('creates a key while `mediaplane start` holds the embedded database, and stops gracefully on SIGTERM', async () => {
     const dataDir = await seededDir();
-    const env = { ...process.env, MEDIAPLANE_DATA_DIR: dataDir, MEDIAPLANE_PORT: '0', MEDIAPLANE_LOG_LEVEL: 'info' };
+    const env = {
+      ...process.env,
+      ...COMPILE_CACHE_ENV,
+      MEDIAPLANE_DATA_DIR: dataDir,
+      MEDIAPLANE_PORT: '0',
+      MEDIAPLANE_LOG_LEVEL: 'info',
+    };
     const server = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     server.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -95,7 +116,7 @@ describe('mediaplane CLI', () => {
         }
       });
     });
-    const created = cli(['keys', 'create', '--owner', 'bob'], { MEDIAPLANE_DATA_DIR: dataDir });
+    const created = await cli(['keys', 'create', '--owner', 'bob'], { MEDIAPLANE_DATA_DIR: dataDir });
     assert.equal(created.code, 0, created.stderr);
     const key = created.stdout.trim();
     const res = await fetch(`${url}/api/task`, { headers: { authorization: `Bearer ${key}` } });
@@ -113,6 +134,7 @@ describe('mediaplane start: every role on one port', () => {
     const dataDir = await seededDir();
     const env = {
       ...process.env,
+      ...COMPILE_CACHE_ENV,
       ...TEST_ENCODE_ENV,
       MEDIAPLANE_DATA_DIR: dataDir,
       MEDIAPLANE_PORT: '0',
@@ -135,7 +157,7 @@ describe('mediaplane start: every role on one port', () => {
           }
         });
       });
-      const key = cli(['keys', 'create', '--owner', 'alice'], { MEDIAPLANE_DATA_DIR: dataDir }).stdout.trim();
+      const key = (await cli(['keys', 'create', '--owner', 'alice'], { MEDIAPLANE_DATA_DIR: dataDir })).stdout.trim();
       const task = await fetch(`${url}/api/transcode`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
