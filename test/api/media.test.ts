@@ -63,7 +63,13 @@ function served(settings: () => Promise<Partial<Record<SettingKey, unknown>>> = 
     const prefix = await putFiles(server.running.core.builtinStore);
     state = { server, prefix, base: `${server.url}/media/${prefix}` };
   });
-  after(() => state?.server.stop());
+  // Every test here awaits its answers, so nothing is in flight: connections left open are
+  // closed first. Without it, the bucket proxy's server held one connection (no response open
+  // on it) until the 72 s keep-alive timeout before its graceful close returned.
+  after(() => {
+    state?.server.running.app?.server.closeAllConnections();
+    return state?.server.stop();
+  });
   return () => {
     assert.ok(state, 'the server started');
     return state;

@@ -56,9 +56,19 @@ function job(url: string, outputs: TranscodeJob['outputs']): TranscodeJob {
 before(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'mp-chunked-'));
   scratch.push(root);
-  clip = await makeClip({ width: 640, height: 360, seconds: 40 });
+  // A 2 s input (cached for the run, as other files use it) for the short run: under either
+  // threshold, it needs no 40 s encode to show that nothing is split.
+  const [long, short] = await Promise.all([
+    makeClip({ width: 640, height: 360, seconds: 40 }),
+    makeClip({ width: 320, height: 240, seconds: 2 }),
+  ]);
+  clip = long;
   ranged = serveRanges(clip);
-  web = await startHttp({ '/ranged.mp4': ranged.route, '/plain.mp4': serveFile(clip) });
+  web = await startHttp({
+    '/ranged.mp4': ranged.route,
+    '/plain.mp4': serveFile(clip),
+    '/short.mp4': serveRanges(short).route,
+  });
 });
 after(async () => {
   await web?.close();
@@ -77,21 +87,26 @@ describe('a chunked transcode (pieces run by hand)', () => {
   before(async () => {
     const handler = createTranscodeHandler(deps(), { split: true });
     const single = createTranscodeHandler(deps());
-    // The single run of the same job, for the comparisons.
-    await single(job(web.url('/ranged.mp4'), outputs), await fakeContext(scratch, { taskId: 'single' }));
-    const ctx = await fakeContext(scratch, { taskId: 'parent' });
-    pieces = await splitPieces(handler, job(web.url('/ranged.mp4'), outputs), ctx);
-    output = (await runPieces(createChunkedHandlers(deps()), pieces, {
-      parentId: 'parent',
-      scratch,
-      after: async (i) => {
-        // After the audio and the first chunk: the early playlists.
-        if (i !== 1) return;
-        const text = await readFile(task('parent', 'hls/360p/index.m3u8'), 'utf8');
-        const pl = parseMediaPlaylist(text);
-        early = { segments: pl.segments.length, ended: pl.ended };
-      },
-    })) as Record<string, unknown>;
+    // The single run of the same job, for the comparisons, beside the chunked run (other task
+    // ids, other folders): the pieces' short ffmpeg runs leave the cores idle between them.
+    const singleRun = (async () =>
+      single(job(web.url('/ranged.mp4'), outputs), await fakeContext(scratch, { taskId: 'single' })))();
+    const chunkedRun = (async () => {
+      const ctx = await fakeContext(scratch, { taskId: 'parent' });
+      pieces = await splitPieces(handler, job(web.url('/ranged.mp4'), outputs), ctx);
+      output = (await runPieces(createChunkedHandlers(deps()), pieces, {
+        parentId: 'parent',
+        scratch,
+        after: async (i) => {
+          // After the audio and the first chunk: the early playlists.
+          if (i !== 1) return;
+          const text = await readFile(task('parent', 'hls/360p/index.m3u8'), 'utf8');
+          const pl = parseMediaPlaylist(text);
+          early = { segments: pl.segments.length, ended: pl.ended };
+        },
+      })) as Record<string, unknown>;
+    })();
+    await Promise.all([singleRun, chunkedRun]);
   });
 
   it('splits into the audio, 5 chunks of 4 segments and the stitch', () => {
@@ -126,16 +141,23 @@ describe('a chunked transcode (pieces run by hand)', () => {
   });
 
   it('keeps the single run video timestamps exactly, across every seam (TS and fMP4)', async () => {
-    for (const [tree, ext] of [
+    // The probes and decodes of both trees at once; the checks in order after.
+    const trees = [
       ['hls', 'ts'],
       ['fmp4', 'mp4'],
-    ]) {
-      const chunked = await videoPackets(
-        await joined(task('parent', `${tree}/360p`), path.join(root, `c-${tree}.${ext}`)),
-      );
-      const single = await videoPackets(
-        await joined(task('single', `${tree}/360p`), path.join(root, `s-${tree}.${ext}`)),
-      );
+    ] as const;
+    const probed = await Promise.all(
+      trees.map(async ([tree, ext]) => {
+        const c = joined(task('parent', `${tree}/360p`), path.join(root, `c-${tree}.${ext}`));
+        const [chunked, single, errors] = await Promise.all([
+          c.then(videoPackets),
+          joined(task('single', `${tree}/360p`), path.join(root, `s-${tree}.${ext}`)).then(videoPackets),
+          c.then(decodeErrors),
+        ]);
+        return { tree, chunked, single, errors };
+      }),
+    );
+    for (const { tree, chunked, single, errors } of probed) {
       assert.equal(chunked.length, 1200);
       assert.deepEqual(
         chunked.map((p) => [p.pts, p.dts]),
@@ -144,7 +166,7 @@ describe('a chunked transcode (pieces run by hand)', () => {
       );
       // A keyframe starts each 2 s segment.
       assert.equal(chunked.filter((p) => p.key).length >= 20, true);
-      assert.equal(await decodeErrors(path.join(root, `c-${tree}.${ext}`)), '');
+      assert.equal(errors, '');
     }
   });
 
@@ -158,13 +180,22 @@ describe('a chunked transcode (pieces run by hand)', () => {
   });
 
   it('joins MP4s with the frames and duration of the single run, with the audio', async () => {
-    for (const r of ['240p', '360p']) {
-      const chunked = await frameCount(task('parent', `mp4/${r}.mp4`));
-      const single = await frameCount(task('single', `mp4/${r}.mp4`));
+    // Every count and decode at once; the checks in order after.
+    const counted = await Promise.all(
+      ['240p', '360p'].map(async (r) => {
+        const [chunked, single, errors] = await Promise.all([
+          frameCount(task('parent', `mp4/${r}.mp4`)),
+          frameCount(task('single', `mp4/${r}.mp4`)),
+          decodeErrors(task('parent', `mp4/${r}.mp4`)),
+        ]);
+        return { chunked, single, errors };
+      }),
+    );
+    for (const { chunked, single, errors } of counted) {
       assert.equal(chunked.frames, single.frames);
       assert.equal(chunked.frames, 1200);
       assert.ok(Math.abs(chunked.duration - single.duration) < 1 / 30, `${chunked.duration} vs ${single.duration}`);
-      assert.equal(await decodeErrors(task('parent', `mp4/${r}.mp4`)), '');
+      assert.equal(errors, '');
     }
   });
 
@@ -226,7 +257,7 @@ describe('a chunked transcode of a source without ranges', () => {
       },
     });
     const out = (await handler(
-      { ...job(web.url('/ranged.mp4'), { hls: { path: '/o' } }), profiles: [PROFILES[0]] },
+      { ...job(web.url('/short.mp4'), { hls: { path: '/o' } }), profiles: [PROFILES[0]] },
       ctx,
     )) as {
       hls: { path: string };
