@@ -19,9 +19,19 @@ import { startTestServer, type TestServer, transcodeBody } from '../helpers/serv
 
 const run = promisify(execFile);
 const dirs: string[] = [];
+/** What the file started before its tests: each is awaited (settled) before the folders go. */
+const pending: Promise<unknown>[] = [];
 after(async () => {
+  await Promise.allSettled(pending);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
+
+/** `work`, started now and awaited by the tests that read it; a failure fails those tests. */
+function begin<T>(work: Promise<T>): Promise<T> {
+  pending.push(work);
+  work.catch(() => undefined);
+  return work;
+}
 
 async function transcode(o: {
   input: string;
@@ -71,6 +81,40 @@ async function fragmentCheck(init: string, fragment: string): Promise<{ keyFirst
   const { stdout } = await run('ffprobe', [...args, '-read_intervals', '%+#1', joined]);
   return { keyFirst: stdout.trim().startsWith('K'), errors: await decodeErrors(joined) };
 }
+
+// The file's heavy work starts at once and runs side by side (issue 41): the test server, and
+// the two encodes of the variable-frame-rate input (the segment durations below). The H.264
+// rendition is encoded once and written to HLS (TS) and fMP4 by the tee muxer, each format
+// with its own segmenter; AV1 (never in TS) goes to fMP4 by itself.
+const vfrInput = sample('07_chrome_screen_recording_h264_annexb_vfr_no_audio.mkv');
+let vfrH264: Promise<{ dir: string }>;
+let vfrAv1: Promise<{ dir: string }>;
+let serverStarted: Promise<TestServer>;
+before(() => {
+  serverStarted = begin(startTestServer({ roles: { api: true, worker: false } }));
+  vfrH264 = begin(
+    transcode({
+      input: vfrInput,
+      outputs: { hls: { path: '/hls' }, fmp4: { path: '/fmp4' } },
+      profiles: [{ name: 'sd', width: 640, height: 360, bitrate: 1_000_000 }],
+      segmentSecs: 4,
+      preset: 'veryfast',
+    }),
+  );
+  vfrAv1 = begin(
+    transcode({
+      input: vfrInput,
+      outputs: { fmp4: { path: '/fmp4' } },
+      profiles: [{ name: 'av1', width: 426, height: 240, bitrate: 400_000, encoder: 'AV1' }],
+      segmentSecs: 4,
+      preset: 'veryfast',
+    }),
+  );
+});
+after(async () => {
+  const server = await serverStarted?.catch(() => undefined);
+  await server?.stop();
+});
 
 describe('AV1 and VP9 renditions (fMP4 and MP4 outputs)', () => {
   let result: { out: TranscodeFileOutput; dir: string };
@@ -142,7 +186,6 @@ describe('segment durations of a variable-frame-rate input', () => {
   // Sample 07 (a Chrome screen recording) with 4 s segments gave a 4.034 s segment: an x264
   // scene-cut keyframe one frame before a cut, where hlsenc's drifting cut time let it start
   // the segment early, so the next one ran long. The default preset (veryfast) has scene cuts.
-  const input = sample('07_chrome_screen_recording_h264_annexb_vfr_no_audio.mkv');
   const within = (durations: number[], what: string) => {
     assert.ok(durations.length >= 8, `${what}: ${durations.length} segments`);
     for (const [i, d] of durations.slice(0, -1).entries())
@@ -150,29 +193,14 @@ describe('segment durations of a variable-frame-rate input', () => {
   };
 
   it('keeps every segment but the last within the target in HLS (TS)', async () => {
-    const { dir } = await transcode({
-      input,
-      outputs: { hls: { path: '/hls' } },
-      profiles: [{ name: 'sd', width: 640, height: 360, bitrate: 1_000_000 }],
-      segmentSecs: 4,
-      preset: 'veryfast',
-    });
+    const { dir } = await vfrH264;
     within(await segmentDurations(path.join(dir, 'hls/sd/index.m3u8')), 'hls sd');
   });
 
   it('keeps every segment but the last within the target in fMP4, for H.264 and AV1', async () => {
-    const { dir } = await transcode({
-      input,
-      outputs: { fmp4: { path: '/fmp4' } },
-      profiles: [
-        { name: 'sd', width: 640, height: 360, bitrate: 1_000_000 },
-        { name: 'av1', width: 426, height: 240, bitrate: 400_000, encoder: 'AV1' },
-      ],
-      segmentSecs: 4,
-      preset: 'veryfast',
-    });
-    for (const name of ['sd', 'av1'])
-      within(await segmentDurations(path.join(dir, `fmp4/${name}/index.m3u8`)), `fmp4 ${name}`);
+    const [sd, other] = await Promise.all([vfrH264, vfrAv1]);
+    within(await segmentDurations(path.join(sd.dir, 'fmp4/sd/index.m3u8')), 'fmp4 sd');
+    within(await segmentDurations(path.join(other.dir, 'fmp4/av1/index.m3u8')), 'fmp4 av1');
   });
 });
 
@@ -180,10 +208,9 @@ describe('POST /api/transcode: the codec, name and C2PA rules', () => {
   let server: TestServer;
   let key: string;
   before(async () => {
-    server = await startTestServer({ roles: { api: true, worker: false } });
+    server = await serverStarted;
     key = await server.key('alice');
   });
-  after(() => server.stop());
 
   const profile = (over: Record<string, unknown>) => ({ name: 'p', width: 640, height: 360, bitrate: 1e6, ...over });
   const post = (body: Record<string, unknown>) => server.call('POST', '/api/transcode', { key, body });
