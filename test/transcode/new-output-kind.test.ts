@@ -4,8 +4,15 @@
 // tee), starts a service from the copy with a low chunk threshold, and runs a short input
 // (one run) and a long one (split into pieces): the fixture's files and its result under its
 // key are in both, every frame listed once.
+//
+// The service runs the copy's src/, so this file imports no module of the checkout's src/
+// beyond two leaves (the embedded template's database, the range parser): the helpers that
+// import main.ts (server.ts, chunked-helpers.ts) would load all of src/ a second time, several
+// seconds on a loaded 2-core host.
 import assert from 'node:assert/strict';
+import { createReadStream, statSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,8 +20,7 @@ import { after, before, describe, it } from 'node:test';
 import { seedEmbeddedDb } from '../helpers/embedded-template.ts';
 import { startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { makeClip } from '../helpers/media.ts';
-import { waitFor } from '../helpers/server.ts';
-import { serveRanges } from './chunked-helpers.ts';
+import { parseRange } from '../../src/storage/range-proxy.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KIND = 'frames';
@@ -105,6 +111,33 @@ async function filesTheDocsName(kind: string): Promise<string[]> {
   });
 }
 
+/** Serves `file` with byte ranges, as chunked-helpers.ts's serveRanges does (the split reads ranges). */
+function serveRanges(file: string): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const size = statSync(file).size;
+    const range = parseRange(req.headers.range, size);
+    if (range === null) return void res.writeHead(416).end();
+    const part = range ?? { start: 0, end: size - 1 };
+    res.writeHead(range ? 206 : 200, {
+      'accept-ranges': 'bytes',
+      'content-length': part.end - part.start + 1,
+      ...(range ? { 'content-range': `bytes ${part.start}-${part.end}/${size}` } : {}),
+    });
+    createReadStream(file, { start: part.start, end: part.end }).pipe(res);
+  };
+}
+
+/** Polls `check` every 50 ms until it gives a value, for up to `timeoutMs` (server.ts's waitFor). */
+async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** The changes the docs list for `kind`, made in the copy: the files it touched. */
 async function addKind(copy: string, kind: string, source: string): Promise<string[]> {
   const touched: string[] = [];
@@ -152,10 +185,17 @@ async function startCopy(copy: string, dataDir: string): Promise<Service> {
       dataDir,
       allowPrivateUrls: true,
       pollMs: 50,
-      heartbeatMs: 200,
-      leaseMs: 2000,
+      // Leases are not what this file is about: long enough that a busy host's slow
+      // heartbeats never stop a run and run it again.
+      heartbeatMs: 1000,
+      leaseMs: 15_000,
       retryBackoffMs: 50,
       shutdownGraceMs: 2000,
+      // The three transcodes run at once (a chunked one's pieces beside the others).
+      workerConcurrency: 4,
+      // The API's stop waits for its keep-alive sockets: an idle one left open at close (a
+      // pooled client socket) held it up for the default 72 s keep-alive.
+      keepAliveTimeoutMs: 2000,
       logLevel: 'warn',
       x264Preset: 'ultrafast',
       perTitle: false,
@@ -174,6 +214,8 @@ let copy: string;
 let touched: Record<string, string[]>;
 let service: Service;
 let web: TestHttp;
+/** The transcodes the tests check, posted together once the service is up. */
+let runs: Record<'short' | 'chunked' | 'whole', Promise<{ output: any; pieces: unknown }>>;
 
 before(async () => {
   copy = await mkdtemp(path.join(os.tmpdir(), 'mp-new-kind-'));
@@ -186,9 +228,23 @@ before(async () => {
     [WHOLE_KIND]: await addKind(copy, WHOLE_KIND, fixture(WHOLE_KIND, false)),
   };
   const clip = (seconds: number) => makeClip({ width: 320, height: 180, seconds, fps: String(FPS) });
-  const [short, long] = await Promise.all([clip(3), clip(13)]);
-  web = await startHttp({ '/short.mp4': serveRanges(short).route, '/long.mp4': serveRanges(long).route });
-  service = await startCopy(copy, path.join(copy, 'data'));
+  // The service starts while the inputs are made; both settle before either is used, so a
+  // failure of one leaves the other where after() stops it.
+  const starting = startCopy(copy, path.join(copy, 'data')).then((s) => {
+    service = s;
+  });
+  const clips = Promise.all([clip(3), clip(13)]);
+  await Promise.allSettled([starting, clips]);
+  const [short, long] = await clips;
+  await starting;
+  web = await startHttp({ '/short.mp4': serveRanges(short), '/long.mp4': serveRanges(long) });
+  runs = {
+    short: transcode('/short.mp4', KIND),
+    chunked: transcode('/long.mp4', KIND),
+    whole: transcode('/long.mp4', WHOLE_KIND),
+  };
+  // Each test awaits its own and fails with its error; none is an unhandled rejection meanwhile.
+  for (const run of Object.values(runs)) run.catch(() => {});
 });
 after(async () => {
   await Promise.all([service?.stop(), web?.close()]);
@@ -243,21 +299,21 @@ describe('a new output kind added as the docs say', () => {
   });
 
   it('appears in a single run, every frame listed', async () => {
-    const { output, pieces } = await transcode('/short.mp4', KIND);
+    const { output, pieces } = await runs.short;
     assert.equal(pieces, undefined, 'a 3 s input is not split');
     assert.equal(output.hls.path, '/hls/index.m3u8');
     assert.deepEqual(await frameList(output, KIND), { frames: 3 * FPS, lines: 3 * FPS });
   });
 
   it('appears in a chunked run, its pieces stitched: every frame listed once', async () => {
-    const { output, pieces } = await transcode('/long.mp4', KIND);
+    const { output, pieces } = await runs.chunked;
     assert.deepEqual(pieces, { chunks: 3, chunkSecs: 4, audio: true });
     assert.equal(output.hls.path, '/hls/index.m3u8');
     assert.deepEqual(await frameList(output, KIND), { frames: 13 * FPS, lines: 13 * FPS });
   });
 
   it('a kind that cannot be chunked makes a long input one run, with every output', async () => {
-    const { output, pieces } = await transcode('/long.mp4', WHOLE_KIND);
+    const { output, pieces } = await runs.whole;
     assert.equal(pieces, undefined, 'not split');
     assert.equal(output.hls.path, '/hls/index.m3u8');
     assert.deepEqual(await frameList(output, WHOLE_KIND), { frames: 13 * FPS, lines: 13 * FPS });
