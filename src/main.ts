@@ -18,6 +18,7 @@ import { createBuiltinStore } from './storage/builtin/index.ts';
 import { configuredBase, publicBase, TRANSCODE_TASK_TYPE, webhookPayload, type PublicBase } from './api/index.ts';
 import type { Config } from './config/index.ts';
 import { dbSocketPath, openDb, serveDbSocket } from './db/index.ts';
+import { closeApp } from './lib/http-server.ts';
 import { createLogger, type Logger } from './lib/log.ts';
 import { processMetrics } from './lib/metrics.ts';
 import type { Registry as MetricsRegistry } from 'prom-client';
@@ -253,7 +254,7 @@ export async function startRoles(
         const gateway = await startGateway(app, core, { orchestrators, metrics, localSecret });
         closers.unshift(() => gateway.close());
       }
-      closers.unshift(() => app.close());
+      closers.unshift(() => closeApp(app));
       // After the server: the last batch of request counts is written before the database closes.
       closers.push(async () => core.accounts.limiter?.close());
       running.url = await app.listen({ port: config.port, host: config.host });

@@ -163,6 +163,22 @@ function answerAndClose(socket: Socket, status: number, answer: object): void {
 }
 
 /**
+ * Closes `app` without waiting out its keep-alive sockets. Node's server.close() ends only the
+ * sockets idle at that moment: one whose request was in flight stays open after its answer
+ * until keepAliveTimeout (72 s by default), and a graceful stop waited that long. The idle
+ * ones are closed again every 100 ms until the server has closed; a request in flight is
+ * never cut.
+ */
+export async function closeApp(app: FastifyInstance): Promise<void> {
+  const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
+  try {
+    await app.close();
+  } finally {
+    clearInterval(sweep);
+  }
+}
+
+/**
  * Fails as listen would (EADDRINUSE, EACCES, EADDRNOTAVAIL) when `port` on `host` cannot be
  * had, and lets it go again at once. A server checks this before it spends its start-up (the
  * database, migrations, engines) on a port it will not get: a second `mediaplane start` would
