@@ -28,7 +28,13 @@ export interface RunResources {
 export async function startRunResources(): Promise<RunResources> {
   const dir = mkdtempSync(path.join(tmpdir(), 'mediaplane-test-run-'));
   const notes: string[] = [];
-  const env: NodeJS.ProcessEnv = { ...process.env, [MEDIA_CACHE_ENV]: path.join(dir, 'media') };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    [MEDIA_CACHE_ENV]: path.join(dir, 'media'),
+    // Every test file's process, and every service or CLI process a test starts, strips and
+    // compiles much of src/: Node's module compile cache does that once per run for all of them.
+    NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.join(dir, 'compile-cache'),
+  };
   let browser: BrowserServer | undefined;
   const postgres = async () => {
     const server = await testPostgres();
