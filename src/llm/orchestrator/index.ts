@@ -12,6 +12,7 @@ import { processMetrics, serveMetrics } from '../../lib/metrics.ts';
 import {
   bodyDeadline,
   clientErrorHandler,
+  closeApp,
   noSniff,
   type ServerTimeouts,
   serverTimeoutOptions,
@@ -180,7 +181,7 @@ export async function startOrchestrator(deps: OrchestratorDeps): Promise<{ url?:
     url,
     async close() {
       registration.stop();
-      await own?.close();
+      if (own) await closeApp(own);
       await engine.close();
     },
   };
