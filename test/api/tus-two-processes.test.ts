@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { testPostgres } from '../helpers/postgres.ts';
-import { S3_MIN_PART_BYTES, startS3, type TestS3 } from '../helpers/s3.ts';
+import { S3_MIN_PART_BYTES, startS3, storeSettings, type TestS3 } from '../helpers/s3.ts';
 import { databaseFor, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
 import { bigVideo, requestUpload, sha256, sha256File } from '../helpers/uploads.ts';
 
@@ -27,13 +27,7 @@ describe('tus uploads across two API processes, staged in the bucket', { skip },
   before(async () => {
     s3 = await startS3({ minPartBytes: S3_MIN_PART_BYTES });
     bucket = await s3.createBucket();
-    const settings = {
-      storeUrl: `s3://${bucket}/media`,
-      storeEndpoint: s3.endpoint,
-      storeRegion: s3.region,
-      storeAccessKeyId: s3.credentials.accessKeyId,
-      storeSecretAccessKey: s3.credentials.secretAccessKey,
-    };
+    const settings = storeSettings(s3, bucket);
     const databaseUrl = await databaseFor('postgres');
     api = await startTestServer({ databaseUrl, roles: { api: true, worker: false }, settings });
     apiWorker = await startTestServer({ databaseUrl, roles: { api: true, worker: true }, settings });

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { decodeErrors, ffprobe, makeClip } from '../helpers/media.ts';
 import { testPostgres } from '../helpers/postgres.ts';
 import { spawnWorkerChild } from '../helpers/worker-process.ts';
-import { startS3, type TestS3 } from '../helpers/s3.ts';
+import { startS3, storeSettings, type TestS3 } from '../helpers/s3.ts';
 import { databaseFor, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
 
 // Issue #28, faults: a `clip` task whose worker is SIGKILLed mid-way runs again like any task
@@ -47,13 +47,7 @@ describe('a clip task whose worker is killed mid-way', { skip }, () => {
   before(async () => {
     s3 = await startS3();
     const bucket = await s3.createBucket();
-    const store = {
-      storeUrl: `s3://${bucket}/media`,
-      storeEndpoint: s3.endpoint,
-      storeRegion: s3.region,
-      storeAccessKeyId: s3.credentials.accessKeyId,
-      storeSecretAccessKey: s3.credentials.secretAccessKey,
-    };
+    const store = storeSettings(s3, bucket);
     storeEnv = {
       MEDIAPLANE_STORE_URL: store.storeUrl,
       MEDIAPLANE_STORE_ENDPOINT: store.storeEndpoint,

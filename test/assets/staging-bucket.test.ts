@@ -14,15 +14,14 @@ import {
   BucketStagingArea,
   type StagedBytes,
   stagingAreaFor,
-  type UploadGrant,
   UploadStaging,
   uploadSweepJobs,
 } from '../../src/assets/index.ts';
 import { BadRequestError, PayloadTooLargeError } from '../../src/lib/errors.ts';
 import { type BuiltinStore, createBuiltinStore } from '../../src/storage/builtin/index.ts';
-import { S3_MIN_PART_BYTES, startS3, type TestS3 } from '../helpers/s3.ts';
+import { S3_MIN_PART_BYTES, startS3, storeSettings, type TestS3 } from '../helpers/s3.ts';
 import { waitFor } from '../helpers/server.ts';
-import { sha256 } from '../helpers/uploads.ts';
+import { sha256, uploadGrants } from '../helpers/uploads.ts';
 
 const HOUR = 3600_000;
 
@@ -48,17 +47,7 @@ describe('UploadStaging in a bucket', () => {
     const area = stagingAreaFor(store, dataDir);
     return new UploadStaging({ area, store, maxBytes: 20 * 1024 * 1024, allowance, sessions });
   };
-  let n = 0;
-  const grant = (expiresInMs = HOUR): UploadGrant => {
-    n++;
-    return {
-      assetId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-      playbackId: `pb${n}`,
-      taskId: `task-${n}`,
-      owner: 'alice',
-      expiresAt: new Date(Date.now() + expiresInMs),
-    };
-  };
+  const grant = uploadGrants();
   const stagedKeys = async (assetId: string) =>
     (await s3.keys(bucket)).filter((k) => k.startsWith(`media/uploads/${assetId}/`));
 
@@ -68,11 +57,7 @@ describe('UploadStaging in a bucket', () => {
     root = mkdtempSync(path.join(tmpdir(), 'mediaplane-staging-bucket-'));
     store = createBuiltinStore({
       dataDir: root,
-      storeUrl: `s3://${bucket}/media`,
-      storeEndpoint: s3.endpoint,
-      storeRegion: s3.region,
-      storeAccessKeyId: s3.credentials.accessKeyId,
-      storeSecretAccessKey: s3.credentials.secretAccessKey,
+      ...storeSettings(s3, bucket),
       s3MaxAttempts: 2,
       uploadPartSizeBytes: 8 * 1024 * 1024,
       inputTimeoutMs: 30_000,

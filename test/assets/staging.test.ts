@@ -17,12 +17,11 @@ import {
   UploadStaging,
   uploadSweepJobs,
 } from '../../src/assets/index.ts';
-import type { StagedBytes, UploadGrant } from '../../src/assets/index.ts';
+import type { StagedBytes } from '../../src/assets/index.ts';
 import { PayloadTooLargeError } from '../../src/lib/errors.ts';
 import { FolderStore } from '../../src/storage/builtin/index.ts';
 import { waitFor } from '../helpers/server.ts';
-
-const HOUR = 3600_000;
+import { uploadGrants } from '../helpers/uploads.ts';
 
 /**
  * One owner's allowance, as AssetStore keeps it in the database (test/assets/store.test.ts
@@ -63,17 +62,7 @@ describe('UploadStaging', () => {
   };
   const stagingIn = (folder: string) =>
     new UploadStaging({ area: new FolderStagingArea(folder, store), store, maxBytes: 10_000, allowance, sessions });
-  let n = 0;
-  const grant = (expiresInMs = HOUR): UploadGrant => {
-    n++;
-    return {
-      assetId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-      playbackId: `pb${n}`,
-      taskId: `task-${n}`,
-      owner: 'alice',
-      expiresAt: new Date(Date.now() + expiresInMs),
-    };
-  };
+  const grant = uploadGrants();
   const bytes = (size: number, byte = 0x61) => Buffer.alloc(size, byte);
 
   before(() => {

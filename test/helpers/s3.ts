@@ -46,6 +46,17 @@ export interface TestS3 {
   close(): Promise<void>;
 }
 
+/** The built-in store's settings for `bucket` of `s3`, objects under `prefix`. */
+export function storeSettings(s3: TestS3, bucket: string, prefix = 'media') {
+  return {
+    storeUrl: `s3://${bucket}/${prefix}`,
+    storeEndpoint: s3.endpoint,
+    storeRegion: s3.region,
+    storeAccessKeyId: s3.credentials.accessKeyId,
+    storeSecretAccessKey: s3.credentials.secretAccessKey,
+  };
+}
+
 /** S3's smallest part but the last (https://docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html). */
 export const S3_MIN_PART_BYTES = 5 * 1024 * 1024;
 

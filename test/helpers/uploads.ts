@@ -8,7 +8,23 @@ import { createReadStream } from 'node:fs';
 import { request } from 'node:http';
 import { promisify } from 'node:util';
 import { Upload, type UploadOptions } from 'tus-js-client';
+import type { UploadGrant } from '../../src/assets/index.ts';
 import { cachedMedia } from './media-cache.ts';
+
+/** Numbered upload grants of alice's, each valid for `expiresInMs` from now (an hour by default). */
+export function uploadGrants(): (expiresInMs?: number) => UploadGrant {
+  let n = 0;
+  return (expiresInMs = 3600_000) => {
+    n++;
+    return {
+      assetId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+      playbackId: `pb${n}`,
+      taskId: `task-${n}`,
+      owner: 'alice',
+      expiresAt: new Date(Date.now() + expiresInMs),
+    };
+  };
+}
 
 export interface UploadUrls {
   url: string;
