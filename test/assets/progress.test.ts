@@ -16,7 +16,9 @@ describe('the progress of an asset while it is processed', () => {
 
   before(async () => {
     clip = await makeClip({ width: 1280, height: 720, seconds: 30 });
-    server = await startTestServer({});
+    // The service's own encode settings (the tests' ultrafast and no analysis would leave too
+    // few steps to watch): what a person uploading sees.
+    server = await startTestServer({ settings: { x264Preset: 'veryfast', perTitle: true } });
     key = await server.key('alice');
   });
 
