@@ -10,6 +10,7 @@ import { assetSettings } from './assets.ts';
 import { accessSettings } from './access.ts';
 import { usageSettings } from './usage.ts';
 import { limitSettings } from './limits.ts';
+import { liveSettings } from './live.ts';
 
 // Every setting the service reads, in one table per domain: name, type, default, description
 // (STYLE.md, practice 2). `--help` and the README's settings table are generated from it.
@@ -313,6 +314,7 @@ export const settings = {
   ...accessSettings,
   ...usageSettings,
   ...limitSettings,
+  ...liveSettings,
 };
 
 export type Settings = typeof settings;

@@ -6,7 +6,7 @@ interface Base<T> {
   env: string;
   description: string;
   /** Roles that read this setting; used only to group the help text. */
-  group: 'server' | 'database' | 'tasks' | 'transcode' | 'storage' | 'dweb' | 'c2pa' | 'llm' | 'orchestrator';
+  group: 'server' | 'database' | 'tasks' | 'transcode' | 'storage' | 'dweb' | 'c2pa' | 'llm' | 'orchestrator' | 'live';
   default: T;
   /** Shown instead of the default in docs when the default is computed at start-up. */
   defaultText?: string;

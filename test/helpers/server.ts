@@ -103,6 +103,9 @@ export async function startTestServer(opts: {
       retryBackoffMs: 50,
       shutdownGraceMs: 2000,
       logLevel: 'info',
+      // Live ingest listens only in the tests that ask for it (on ports they pick).
+      rtmpPort: 0,
+      srtPort: 0,
       ...TEST_ENCODE_SETTINGS,
       ...opts.settings,
     },
