@@ -5,7 +5,7 @@
 
 /** A path regex for one folder of src/ (and everything under it). */
 const folder = (name) => `^src/${name}/`;
-const DOMAINS = '^src/(access|accounts|api|assets|config|db|lib|llm|storage|tasks|transcode|usage|webhooks)/';
+const DOMAINS = '^src/(access|accounts|api|assets|config|db|lib|llm|storage|tasks|transcode|usage|webhooks|live)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -107,6 +107,41 @@ module.exports = {
       severity: 'error',
       from: { path: [folder('tasks'), folder('transcode'), folder('storage'), folder('webhooks'), folder('llm')] },
       to: { path: folder('assets'), pathNot: '^src/assets/event-names\\.ts$' },
+    },
+    {
+      name: 'ingest-listeners-know-no-streams',
+      comment:
+        'The RTMP server and the SRT relay speak their wire protocol and hand a publish to the gate of live/ingest-types.ts: who may publish, and what becomes of the media, is the runtime\'s (live/node.ts, live/session.ts). So a listener never reads the stream store, the database or the ladder.',
+      severity: 'error',
+      from: { path: ['^src/live/rtmp/', '^src/live/srt/'] },
+      to: {
+        path: '^src/',
+        pathNot: ['^src/live/rtmp/', '^src/live/srt/', '^src/live/ingest-types\\.ts$', '^src/live/amf0\\.ts$', folder('lib'), '^src/transcode/media-input\\.ts$'],
+      },
+    },
+    {
+      name: 'llhls-is-a-packager',
+      comment:
+        'live/llhls/ turns fragmented MP4 into low-latency HLS and knows nothing else: no streams, no ingest, no HTTP, so a second node or the store can serve what it makes.',
+      severity: 'error',
+      from: { path: '^src/live/llhls/' },
+      to: { path: '^src/', pathNot: ['^src/live/llhls/', folder('lib')] },
+    },
+    {
+      name: 'live-below-the-api',
+      comment:
+        'live/ takes streams in and makes their ladder; the API edge shows them. It never reaches the LLM side, the asset pipeline or the webhook dispatcher (its events reach the outbox in SQL, as assets\' do).',
+      severity: 'error',
+      from: { path: folder('live') },
+      to: { path: [folder('llm'), folder('assets'), folder('webhooks')] },
+    },
+    {
+      name: 'no-domain-to-live',
+      comment:
+        "Only the API edge and main.ts use live/; the domains below it know nothing of it, but the names of its webhook events (live/event-names.ts, a leaf that imports nothing).",
+      severity: 'error',
+      from: { path: [folder('tasks'), folder('transcode'), folder('storage'), folder('webhooks'), folder('llm'), folder('assets')] },
+      to: { path: folder('live'), pathNot: '^src/live/event-names\\.ts$' },
     },
     {
       name: 'access-below-the-api',
