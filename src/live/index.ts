@@ -1,0 +1,30 @@
+// Live streams (spec/API.md section D): streams in over RTMP and SRT, a low-latency HLS ladder out.
+export { STREAM_EVENT_NAMES, type StreamEventName } from './event-names.ts';
+export {
+  DEFAULT_LIVE_PROFILES,
+  H264_PROFILES,
+  type H264Profile,
+  PROFILE_BOUNDS,
+  type Profile,
+  profileProblems,
+  rungsFor,
+  SOURCE_RENDITION,
+} from './profiles.ts';
+export type {
+  LiveCounters,
+  LiveLadder,
+  LivePlayback,
+  MultistreamTarget,
+  ServedRendition,
+  StreamRecord,
+} from './types.ts';
+export type {
+  FlvSink,
+  IngestListener,
+  IngestProtocol,
+  PublishAttempt,
+  PublishDecision,
+  PublishGate,
+  PublishRefusal,
+  SourceInfo,
+} from './ingest-types.ts';
