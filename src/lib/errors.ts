@@ -129,6 +129,12 @@ export class InvalidStateError extends MediaplaneError {
   readonly statusCode = 400;
 }
 
+/** The resource's state refuses the action (terminate a stream that is not live): 409. */
+export class ConflictError extends MediaplaneError {
+  readonly code = 'conflict';
+  readonly statusCode = 409;
+}
+
 export class PayloadTooLargeError extends MediaplaneError {
   readonly code = 'payload_too_large';
   readonly statusCode = 413;
