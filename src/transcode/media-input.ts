@@ -11,7 +11,7 @@ import { InternalError, UnsupportedMediaError } from '../lib/errors.ts';
 // that lacks them, so no call can forget them.
 
 /** Who wrote a file that ffmpeg opens, which says what it may be. */
-export type InputOrigin = 'user' | 'ours' | 'our-concat';
+export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'live-srt';
 
 // The containers a user's video may come in: every demuxer here reads its one file and opens
 // nothing else (the mp4 demuxer's external data references, `enable_drefs`, stay off: its
@@ -32,6 +32,8 @@ interface InputProfile {
   formats: readonly string[];
   /** Options before the input: the concat lists we write are named by `-f`, never guessed. */
   lead: readonly string[];
+  /** A live input's protocols: its source is a URL of ours on loopback, given as is (not a file). */
+  protocols?: readonly string[];
 }
 
 const PROFILES = {
@@ -40,6 +42,9 @@ const PROFILES = {
   // A list we wrote, naming files we wrote by absolute path; its entries inherit the lists, so
   // they may only be our own formats, never another list.
   'our-concat': { formats: ['concat', ...OUR_FORMATS], lead: ['-f', 'concat', '-safe', '0'] },
+  // An SRT publish that live/srt/'s relay forwards to a remux ffmpeg listening on loopback:
+  // MPEG-TS over SRT (libsrt speaks UDP itself), nothing else.
+  'live-srt': { formats: ['mpegts'], lead: ['-f', 'mpegts'], protocols: ['srt'] },
 } as const satisfies Record<InputOrigin, InputProfile>;
 
 /** The range proxy (storage/range-proxy.ts) on loopback: the only URL ffmpeg is ever given. */
@@ -53,6 +58,13 @@ const RANGE_PROXY = /^http:\/\/127\.0\.0\.1:\d+\//;
  */
 export function inputArgs(source: string, origin: InputOrigin = 'user'): string[] {
   const profile: InputProfile = PROFILES[origin];
+  if (profile.protocols)
+    return [
+      ...profile.lead,
+      ...['-format_whitelist', profile.formats.join(',')],
+      ...['-protocol_whitelist', profile.protocols.join(',')],
+      ...['-i', source],
+    ];
   const proxied = RANGE_PROXY.test(source);
   return [
     ...profile.lead,
