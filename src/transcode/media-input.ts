@@ -11,7 +11,7 @@ import { InternalError, UnsupportedMediaError } from '../lib/errors.ts';
 // that lacks them, so no call can forget them.
 
 /** Who wrote a file that ffmpeg opens, which says what it may be. */
-export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'live-srt';
+export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'live-srt' | 'live-flv';
 
 // The containers a user's video may come in: every demuxer here reads its one file and opens
 // nothing else (the mp4 demuxer's external data references, `enable_drefs`, stay off: its
@@ -45,6 +45,9 @@ const PROFILES = {
   // An SRT publish that live/srt/'s relay forwards to a remux ffmpeg listening on loopback:
   // MPEG-TS over SRT (libsrt speaks UDP itself), nothing else.
   'live-srt': { formats: ['mpegts'], lead: ['-f', 'mpegts'], protocols: ['srt'] },
+  // A publisher's FLV (either ingest's) on the live ladder's stdin, named FLV by `-f`, never
+  // probed: onMetaData, audio and video tags, nothing that opens anything else.
+  'live-flv': { formats: ['flv', 'live_flv'], lead: ['-f', 'flv'], protocols: ['pipe'] },
 } as const satisfies Record<InputOrigin, InputProfile>;
 
 /** The range proxy (storage/range-proxy.ts) on loopback: the only URL ffmpeg is ever given. */
