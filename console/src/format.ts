@@ -25,3 +25,12 @@ export function duration(seconds: number | undefined): string {
 export function dateTime(ms: number | undefined): string {
   return ms === undefined ? '' : new Date(ms).toLocaleString();
 }
+
+/** A rate in bytes per second as bits, the way bitrates are read: 152000 -> "1.2 Mb/s". */
+export function bitRate(bytesPerSecond: number | undefined): string {
+  if (bytesPerSecond === undefined) return '';
+  const bits = bytesPerSecond * 8;
+  if (bits >= 1e6) return `${(bits / 1e6).toFixed(1)} Mb/s`;
+  if (bits >= 1e3) return `${Math.round(bits / 1e3)} kb/s`;
+  return `${Math.round(bits)} b/s`;
+}

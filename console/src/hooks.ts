@@ -48,3 +48,14 @@ export function useInterval(tick: () => void, ms: number, active: boolean): void
     return () => clearInterval(t);
   }, [ms, active]);
 }
+
+/** Whether the tab is visible: polls pause while it is hidden. */
+export function useVisible(): boolean {
+  const [visible, setVisible] = useState(document.visibilityState === 'visible');
+  useEffect(() => {
+    const on = () => setVisible(document.visibilityState === 'visible');
+    document.addEventListener('visibilitychange', on);
+    return () => document.removeEventListener('visibilitychange', on);
+  }, []);
+  return visible;
+}

@@ -10,13 +10,15 @@ import { cueAt, parseStoryboard, type StoryboardCue } from '../storyboard.ts';
 // shows the storyboard frame of the time under the pointer (or the keyboard's value), the
 // time, mute, full screen and a rendition switch over hls.js's levels. The browser's native
 // controls stay off: with them there were two seek bars and two time displays.
+// A live stream's page plays with `live`: hls.js in low-latency mode (Apple's LL-HLS, RFC
+// 8216bis: parts and blocking playlist reloads) and no seek bar, since the edge moves.
 
 interface Level {
   height: number;
   bitrate: number;
 }
 
-function useHls(video: HTMLVideoElement | null, src: string) {
+function useHls(video: HTMLVideoElement | null, src: string, live: boolean) {
   const hls = useRef<Hls | null>(null);
   const [levels, setLevels] = useState<Level[]>([]);
   const [playing, setPlaying] = useState<number | undefined>(undefined);
@@ -32,7 +34,7 @@ function useHls(video: HTMLVideoElement | null, src: string) {
         else setError(new Error('This browser cannot play HLS.'));
         return;
       }
-      const h = new HlsJs();
+      const h = new HlsJs(live ? { lowLatencyMode: true } : {});
       hls.current = h;
       h.on(HlsJs.Events.MANIFEST_PARSED, (_e, d) =>
         setLevels(d.levels.map((l) => ({ height: l.height, bitrate: l.bitrate }))),
@@ -50,7 +52,7 @@ function useHls(video: HTMLVideoElement | null, src: string) {
       hls.current?.destroy();
       hls.current = null;
     };
-  }, [video, src]);
+  }, [video, src, live]);
   const choose = (level: number) => {
     // currentLevel switches at once (the buffer is flushed); -1 is automatic again.
     if (hls.current) hls.current.currentLevel = level;
@@ -162,8 +164,13 @@ function SeekBar(props: { video: HTMLVideoElement | null; cues: StoryboardCue[];
   );
 }
 
-/** Play, seek, time, mute and full screen: the player's one set of controls. */
-function Controls(props: { video: HTMLVideoElement | null; box: HTMLElement | null; cues: StoryboardCue[] }) {
+/** Play, seek, time, mute and full screen: the player's one set of controls (live: no seek, no time). */
+function Controls(props: {
+  video: HTMLVideoElement | null;
+  box: HTMLElement | null;
+  cues: StoryboardCue[];
+  live: boolean;
+}) {
   const { video } = props;
   const { time, total, paused, muted } = useMediaState(video);
   const toggle = () => {
@@ -180,10 +187,16 @@ function Controls(props: { video: HTMLVideoElement | null; box: HTMLElement | nu
       <button type="button" class="btn player-btn" onClick={toggle} aria-label={paused ? 'Play' : 'Pause'}>
         <Icon name={paused ? 'play' : 'pause'} />
       </button>
-      <SeekBar video={video} cues={props.cues} time={time} total={total} />
-      <span class="player-time" aria-hidden="true">
-        {duration(time)} / {duration(total)}
-      </span>
+      {props.live ? (
+        <span class="player-live">Live</span>
+      ) : (
+        <>
+          <SeekBar video={video} cues={props.cues} time={time} total={total} />
+          <span class="player-time" aria-hidden="true">
+            {duration(time)} / {duration(total)}
+          </span>
+        </>
+      )}
       <button
         type="button"
         class="btn player-btn"
@@ -206,8 +219,11 @@ export function Player(props: {
   src: string;
   poster?: string | undefined;
   storyboard?: string | undefined;
+  /** A live stream: hls.js in low-latency mode, no seek bar. */
+  live?: boolean;
   onVideo?(video: HTMLVideoElement | null): void;
 }) {
+  const live = props.live ?? false;
   const [video, setVideo] = useState<HTMLVideoElement | null>(null);
   const onVideo = useRef(props.onVideo);
   onVideo.current = props.onVideo;
@@ -217,7 +233,7 @@ export function Player(props: {
     setVideo(el);
     onVideo.current?.(el);
   }, []);
-  const { levels, playing, error, choose } = useHls(video, props.src);
+  const { levels, playing, error, choose } = useHls(video, props.src, live);
   const cues = useStoryboard(props.storyboard);
   const select = useId();
   const [box, setBox] = useState<HTMLDivElement | null>(null);
@@ -236,7 +252,7 @@ export function Player(props: {
             else v.pause();
           }}
         />
-        <Controls video={video} box={box} cues={cues} />
+        <Controls video={video} box={box} cues={cues} live={live} />
       </div>
       <div class="controls">
         <label for={select}>Rendition</label>

@@ -10,7 +10,7 @@ import { useEffect, useId, useState } from 'preact/hooks';
 import { apiRaw, nextLink } from '../api.ts';
 import { Button, ErrorText, Field } from '../components/index.ts';
 import { dateTime } from '../format.ts';
-import { useInterval } from '../hooks.ts';
+import { useInterval, useVisible } from '../hooks.ts';
 import { href, type PageProps } from '../router.ts';
 import { TaskDetail } from './task-detail.tsx';
 import { CLIENT_TASK_TYPES } from '../../../src/tasks/task-types.ts';
@@ -79,13 +79,7 @@ function useTaskList() {
   useEffect(() => {
     void first();
   }, []);
-  const [visible, setVisible] = useState(document.visibilityState === 'visible');
-  useEffect(() => {
-    const on = () => setVisible(document.visibilityState === 'visible');
-    document.addEventListener('visibilitychange', on);
-    return () => document.removeEventListener('visibilitychange', on);
-  }, []);
-  const live = visible && s.tasks.some(isActive);
+  const live = useVisible() && s.tasks.some(isActive);
   useInterval(() => void refresh(), POLL_MS, live);
   return { ...s, live, more, reload: first };
 }

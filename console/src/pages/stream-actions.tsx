@@ -1,0 +1,88 @@
+// A stream's actions: suspend or resume (PATCH suspended: a suspended stream's key is refused,
+// and a live publisher is cut off), and delete after an inline confirmation (a question in
+// the page is keyboard and screen reader friendly, as the webhook page's).
+
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Button, ErrorText } from '../components/index.ts';
+import { navigate } from '../router.ts';
+import type { Stream } from '../wire.ts';
+
+function Suspend({ stream, onChanged }: { stream: Stream; onChanged(): Promise<void> }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const toggle = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await api('PATCH', `/api/stream/${encodeURIComponent(stream.id)}`, { suspended: !stream.suspended });
+      await onChanged();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div>
+      <p class="hint">
+        {stream.suspended
+          ? 'Suspended: publishing with its key is refused.'
+          : 'Suspending refuses its key and cuts off a publisher that is live now.'}
+      </p>
+      <Button busy={busy} onClick={toggle} aria-describedby="suspend-error">
+        {stream.suspended ? 'Resume stream' : 'Suspend stream'}
+      </Button>
+      <ErrorText error={error} id="suspend-error" />
+    </div>
+  );
+}
+
+function Delete({ stream }: { stream: Stream }) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const remove = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await api('DELETE', `/api/stream/${encodeURIComponent(stream.id)}`);
+      navigate('streams');
+    } catch (e) {
+      setError(e);
+      setBusy(false);
+    }
+  };
+  if (!asking)
+    return (
+      <Button variant="danger" onClick={() => setAsking(true)}>
+        Delete stream
+      </Button>
+    );
+  return (
+    <fieldset class="card">
+      <legend class="visually-hidden">Confirm deletion</legend>
+      <p>
+        Delete “{stream.name}”? Its key stops working{stream.isActive ? ' and its live publisher is cut off' : ''}. This
+        cannot be undone.
+      </p>
+      <div class="row">
+        <Button variant="danger" busy={busy} onClick={remove} aria-describedby="delete-error">
+          Yes, delete it
+        </Button>
+        <Button onClick={() => setAsking(false)}>Keep it</Button>
+      </div>
+      <ErrorText error={error} id="delete-error" />
+    </fieldset>
+  );
+}
+
+export function StreamActions({ stream, onChanged }: { stream: Stream; onChanged(): Promise<void> }) {
+  return (
+    <section class="card stream-actions" aria-labelledby="actions-h">
+      <h2 id="actions-h">Suspend or delete</h2>
+      <Suspend stream={stream} onChanged={onChanged} />
+      <Delete stream={stream} />
+    </section>
+  );
+}
