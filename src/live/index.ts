@@ -10,6 +10,7 @@ export {
   rungsFor,
   SOURCE_RENDITION,
 } from './profiles.ts';
+export { type CreateStream, type StreamPatch, type StreamRow, StreamStore, streamFromRow } from './store.ts';
 export type {
   LiveCounters,
   LiveLadder,

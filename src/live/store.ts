@@ -1,0 +1,344 @@
+import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Db, Queryable } from '../db/index.ts';
+import { NotFoundError } from '../lib/errors.ts';
+import { isUuid } from '../lib/ids.ts';
+import type { StreamEventName } from './event-names.ts';
+import type { IngestProtocol } from './ingest-types.ts';
+import type { Profile } from './profiles.ts';
+import type { LiveCounters, MultistreamTarget, StreamRecord } from './types.ts';
+
+// All SQL of live streams, in one place (as assets/store.ts holds the assets'). A state change
+// that makes a webhook event (stream.started, stream.idle) writes it through the migration's
+// stream_event in the same statement, from the row the change RETURNED.
+
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+function randomText(length: number): string {
+  let s = '';
+  for (let i = 0; i < length; i++) s += ALPHABET[randomInt(ALPHABET.length)];
+  return s;
+}
+
+/**
+ * Livepeer's key form (groups joined by `-`), longer: 4 groups of 6 base36 characters, about
+ * 124 random bits, so guessing one is hopeless even without the key's rpm.
+ */
+const newStreamKey = (): string => [6, 6, 6, 6].map(randomText).join('-');
+/** 16 random lowercase letters and digits (~82 bits), as an asset's playback id. */
+const newPlaybackId = (): string => randomText(16);
+const keyHash = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+/** A stream as its row reads (from a query: Date; from an outbox event's JSON: ISO string). */
+export interface StreamRow {
+  id: string;
+  owner: string;
+  project_id: string;
+  key_id: string | null;
+  name: string;
+  stream_key?: string;
+  playback_id: string;
+  profiles: Profile[] | null;
+  record: boolean;
+  recording_spec: { profiles?: Profile[] | null } | null;
+  playback_policy: Record<string, unknown> | null;
+  multistream: { targets?: MultistreamTarget[] } | null;
+  user_tags: Record<string, unknown> | null;
+  creator_id: unknown;
+  suspended: boolean;
+  is_active: boolean;
+  session_id: string | null;
+  protocol: IngestProtocol | null;
+  is_healthy: boolean | null;
+  issues: string[] | null;
+  ingest_rate: number;
+  outgoing_rate: number;
+  source_segments: number;
+  transcoded_segments: number;
+  source_segments_duration: number;
+  transcoded_segments_duration: number;
+  source_bytes: number;
+  transcoded_bytes: number;
+  created_at: Date | string;
+  last_seen: Date | string | null;
+  last_terminated_at: Date | string | null;
+}
+
+const COLUMNS = `id, owner, project_id, key_id, name, stream_key, playback_id, profiles, record, recording_spec,
+  playback_policy, multistream, user_tags, creator_id, suspended, is_active, session_id, protocol, is_healthy, issues,
+  ingest_rate, outgoing_rate, source_segments, transcoded_segments, source_segments_duration,
+  transcoded_segments_duration, source_bytes, transcoded_bytes, created_at, last_seen, last_terminated_at`;
+
+const dateOf = (d: Date | string): Date => (d instanceof Date ? d : new Date(d));
+const optionalDate = (d: Date | string | null): Date | undefined => (d === null ? undefined : dateOf(d));
+
+/**
+ * The stream of a row, from a query or from an outbox event (whose row has no key: then
+ * `streamKey` is empty, and the wire shape leaves it out).
+ */
+export function streamFromRow(r: StreamRow): StreamRecord {
+  return {
+    id: r.id,
+    owner: r.owner,
+    projectId: r.project_id,
+    keyId: r.key_id ?? undefined,
+    name: r.name,
+    streamKey: r.stream_key ?? '',
+    playbackId: r.playback_id,
+    profiles: r.profiles,
+    record: r.record,
+    recordingSpec: r.recording_spec ?? undefined,
+    playbackPolicy: r.playback_policy ?? undefined,
+    multistream: { targets: r.multistream?.targets ?? [] },
+    userTags: r.user_tags ?? undefined,
+    creatorId: r.creator_id ?? undefined,
+    suspended: r.suspended,
+    isActive: r.is_active,
+    isHealthy: r.is_healthy,
+    issues: r.issues ?? [],
+    sessionId: r.session_id ?? undefined,
+    protocol: r.protocol ?? undefined,
+    ingestRate: Number(r.ingest_rate),
+    outgoingRate: Number(r.outgoing_rate),
+    sourceSegments: Number(r.source_segments),
+    transcodedSegments: Number(r.transcoded_segments),
+    sourceSegmentsDuration: Number(r.source_segments_duration),
+    transcodedSegmentsDuration: Number(r.transcoded_segments_duration),
+    sourceBytes: Number(r.source_bytes),
+    transcodedBytes: Number(r.transcoded_bytes),
+    createdAt: dateOf(r.created_at),
+    lastSeen: optionalDate(r.last_seen),
+    lastTerminatedAt: optionalDate(r.last_terminated_at),
+  };
+}
+
+/** What POST /api/stream makes. */
+export interface CreateStream {
+  owner: string;
+  projectId: string;
+  keyId?: string | undefined;
+  name: string;
+  profiles?: Profile[] | null | undefined;
+  record?: boolean | undefined;
+  recordingSpec?: { profiles?: Profile[] | null } | undefined;
+  playbackPolicy?: Record<string, unknown> | null | undefined;
+  multistream?: { targets?: MultistreamTarget[] } | undefined;
+  userTags?: Record<string, unknown> | undefined;
+  creatorId?: unknown;
+}
+
+/** What PATCH /api/stream/{id} changes; null removes a field that may be absent. */
+export interface StreamPatch {
+  name?: string | undefined;
+  suspended?: boolean | undefined;
+  record?: boolean | undefined;
+  profiles?: Profile[] | null | undefined;
+  recordingSpec?: { profiles?: Profile[] | null } | undefined;
+  playbackPolicy?: Record<string, unknown> | null | undefined;
+  multistream?: { targets?: MultistreamTarget[] } | undefined;
+  userTags?: Record<string, unknown> | undefined;
+  creatorId?: unknown;
+}
+
+/** The columns a PATCH field writes, in one list: its SQL is built from it. */
+const PATCH_COLUMNS: { field: keyof StreamPatch; column: string; json: boolean }[] = [
+  { field: 'name', column: 'name', json: false },
+  { field: 'suspended', column: 'suspended', json: false },
+  { field: 'record', column: 'record', json: false },
+  { field: 'profiles', column: 'profiles', json: true },
+  { field: 'recordingSpec', column: 'recording_spec', json: true },
+  { field: 'playbackPolicy', column: 'playback_policy', json: true },
+  { field: 'multistream', column: 'multistream', json: true },
+  { field: 'userTags', column: 'user_tags', json: true },
+  { field: 'creatorId', column: 'creator_id', json: true },
+];
+
+const jsonOrNull = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+
+export class StreamStore {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** A new stream with a fresh key and playback id. */
+  async create(c: CreateStream): Promise<StreamRecord> {
+    const key = newStreamKey();
+    const rows = await this.#db.query<StreamRow>(
+      `INSERT INTO streams (id, owner, project_id, key_id, name, stream_key, stream_key_hash, playback_id, profiles,
+         record, recording_spec, playback_policy, multistream, user_tags, creator_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
+      [
+        randomUUID(),
+        c.owner,
+        c.projectId,
+        c.keyId ?? null,
+        c.name,
+        key,
+        keyHash(key),
+        newPlaybackId(),
+        jsonOrNull(c.profiles),
+        c.record ?? false,
+        jsonOrNull(c.recordingSpec),
+        jsonOrNull(c.playbackPolicy),
+        JSON.stringify({ targets: c.multistream?.targets ?? [] }),
+        jsonOrNull(c.userTags),
+        jsonOrNull(c.creatorId),
+      ],
+    );
+    return this.#one(rows);
+  }
+
+  /** The owner's stream; another owner's, a deleted one or an id that is no UUID: NotFoundError. */
+  async get(owner: string, id: string): Promise<StreamRecord> {
+    if (!isUuid(id)) throw new NotFoundError();
+    return this.#one(
+      await this.#db.query<StreamRow>(
+        `SELECT ${COLUMNS} FROM streams WHERE id = $1 AND owner = $2 AND deleted_at IS NULL`,
+        [id, owner],
+      ),
+    );
+  }
+
+  /** The owner's streams, newest first; the cursor is the last id of the previous page. */
+  async list(
+    owner: string,
+    o: { limit: number; cursor?: string | undefined },
+  ): Promise<{ streams: StreamRecord[]; next: string | null }> {
+    if (o.cursor !== undefined && !isUuid(o.cursor)) return { streams: [], next: null };
+    const rows = await this.#db.query<StreamRow>(
+      `SELECT ${COLUMNS} FROM streams WHERE owner = $1 AND deleted_at IS NULL
+         AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM streams WHERE id = $2 AND owner = $1))
+       ORDER BY created_at DESC, id DESC LIMIT $3`,
+      [owner, o.cursor ?? null, o.limit + 1],
+    );
+    const more = rows.length > o.limit;
+    const streams = (more ? rows.slice(0, o.limit) : rows).map(streamFromRow);
+    return { streams, next: more ? (streams.at(-1)?.id ?? null) : null };
+  }
+
+  /** PATCH: the fields given (null clears profiles, playbackPolicy); the stream as it is now. */
+  async update(owner: string, id: string, patch: StreamPatch): Promise<StreamRecord> {
+    if (!isUuid(id)) throw new NotFoundError();
+    const params: unknown[] = [id, owner];
+    const sets = PATCH_COLUMNS.filter((c) => patch[c.field] !== undefined).map((c) => {
+      const v = patch[c.field];
+      params.push(c.json ? jsonOrNull(v) : v);
+      return `${c.column} = $${params.length}${c.json ? '::jsonb' : ''}`;
+    });
+    if (sets.length === 0) return this.get(owner, id);
+    return this.#one(
+      await this.#db.query<StreamRow>(
+        `UPDATE streams SET ${sets.join(', ')} WHERE id = $1 AND owner = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+        params,
+      ),
+    );
+  }
+
+  /** DELETE: the stream is gone from every read and its key publishes no more; the stream as it was. */
+  async remove(owner: string, id: string): Promise<StreamRecord> {
+    if (!isUuid(id)) throw new NotFoundError();
+    return this.#one(
+      await this.#db.query<StreamRow>(
+        `UPDATE streams SET deleted_at = now() WHERE id = $1 AND owner = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+        [id, owner],
+      ),
+    );
+  }
+
+  /** The owner cut the publisher off (terminate): `lastTerminatedAt`. */
+  async terminated(owner: string, id: string): Promise<void> {
+    await this.#db.query(
+      'UPDATE streams SET last_terminated_at = now() WHERE id = $1 AND owner = $2 AND deleted_at IS NULL',
+      [id, owner],
+    );
+  }
+
+  /** The stream a playback id names (GET /api/playback/{playbackId}); undefined when none. */
+  async byPlaybackId(playbackId: string): Promise<StreamRecord | undefined> {
+    const rows = await this.#db.query<StreamRow>(
+      `SELECT ${COLUMNS} FROM streams WHERE playback_id = $1 AND deleted_at IS NULL`,
+      [playbackId],
+    );
+    return rows[0] && streamFromRow(rows[0]);
+  }
+
+  /**
+   * The stream a publisher's key names: found by the key's hash, then the key itself compared
+   * in constant time. undefined for an unknown key or a deleted stream (suspended ones are
+   * returned: the gate says why it refuses).
+   */
+  async findByKey(streamKey: string): Promise<StreamRecord | undefined> {
+    const rows = await this.#db.query<StreamRow>(
+      `SELECT ${COLUMNS} FROM streams WHERE stream_key_hash = $1 AND deleted_at IS NULL`,
+      [keyHash(streamKey)],
+    );
+    const row = rows[0];
+    if (!row?.stream_key) return undefined;
+    const given = Buffer.from(streamKey);
+    const kept = Buffer.from(row.stream_key);
+    return given.length === kept.length && timingSafeEqual(given, kept) ? streamFromRow(row) : undefined;
+  }
+
+  /**
+   * A publish started: isActive, its session, lastSeen and `stream.started`, in one statement.
+   * False when the stream is already active (a second publisher won the race), suspended or deleted.
+   */
+  async started(streamId: string, o: { sessionId: string; protocol: IngestProtocol }): Promise<boolean> {
+    const rows = await this.#change(
+      `UPDATE streams SET is_active = true, session_id = $2, protocol = $3, last_seen = now(), is_healthy = true,
+         issues = '[]', ingest_rate = 0, outgoing_rate = 0
+       WHERE id = $1 AND NOT is_active AND NOT suspended AND deleted_at IS NULL`,
+      [streamId, o.sessionId, o.protocol],
+      'stream.started',
+    );
+    return rows.length > 0;
+  }
+
+  /** The live session's counters (every ~2 s while live); lastSeen with them. */
+  async report(streamId: string, c: LiveCounters): Promise<void> {
+    await this.#db.query(
+      `UPDATE streams SET last_seen = now(), is_healthy = $2, issues = $3::jsonb, ingest_rate = $4, outgoing_rate = $5,
+         source_segments = $6, transcoded_segments = $7, source_segments_duration = $8,
+         transcoded_segments_duration = $9, source_bytes = $10, transcoded_bytes = $11
+       WHERE id = $1 AND is_active`,
+      [
+        streamId,
+        c.isHealthy,
+        JSON.stringify(c.issues),
+        c.ingestRate,
+        c.outgoingRate,
+        Math.round(c.sourceSegments),
+        Math.round(c.transcodedSegments),
+        c.sourceSegmentsDuration,
+        c.transcodedSegmentsDuration,
+        c.sourceBytes,
+        c.transcodedBytes,
+      ],
+    );
+  }
+
+  /** The session ended: isActive false and `stream.idle`, in one statement; nothing when another session took over. */
+  async idle(streamId: string, sessionId: string): Promise<void> {
+    await this.#change(
+      `UPDATE streams SET is_active = false, last_seen = now(), ingest_rate = 0, outgoing_rate = 0
+       WHERE id = $1 AND session_id = $2 AND is_active`,
+      [streamId, sessionId],
+      'stream.idle',
+    );
+  }
+
+  /** Runs `update` (an UPDATE of streams with no RETURNING) and writes `event` of each row it changed. */
+  async #change(update: string, params: readonly unknown[], event: StreamEventName, q: Queryable = this.#db) {
+    return q.query<{ id: string }>(
+      `WITH s AS (${update} RETURNING *) SELECT s.id, stream_event(to_jsonb(s), $${params.length + 1}) FROM s`,
+      [...params, event],
+    );
+  }
+
+  #one(rows: StreamRow[]): StreamRecord {
+    const row = rows[0];
+    if (!row) throw new NotFoundError();
+    return streamFromRow(row);
+  }
+}
