@@ -1,0 +1,390 @@
+import { InputUnreadableError } from '../../lib/errors.ts';
+import { type Box, BoxSplitter, type InitInfo, readFragment, readInit, type TrackFragment } from './fmp4.ts';
+import { mediaPlaylist, type PlaylistSegment, type RenditionReport } from './playlist.ts';
+import { holds, isNextPart, type ReloadDirectives, refusal } from './reload.ts';
+import { ChangeWaiters } from './waiters.ts';
+
+// One rendition of a live ladder packaged as low-latency HLS (RFC 8216bis) from the fragmented
+// MP4 one ffmpeg writes: each moof+mdat is a part, a part that starts with a keyframe starts a
+// segment. Parts and segments live in memory for the window; blocked requests share one wake-up.
+
+export interface LlhlsTiming {
+  partTargetSecs: number;
+  segmentTargetSecs: number;
+  windowSecs: number;
+}
+
+export interface RenditionStats {
+  /** Complete segments so far (the whole session), their media seconds and bytes. */
+  segments: number;
+  segmentsSecs: number;
+  bytes: number;
+  /** Media time of the newest part's end. */
+  mediaSecs: number;
+  /** Wall ms of the newest part. */
+  lastPartAt?: number;
+  /** The longest complete segment (the source passthrough's keyframe check). */
+  maxSegmentSecs: number;
+  /** From the init segment: avc1.PPCCLL,mp4a.40.2. */
+  codecs?: string;
+  width?: number;
+  height?: number;
+  /** Requests held right now (blocking playlist reloads and hinted parts). */
+  blocked: number;
+}
+
+export type PlaylistAnswer = { status: 200; body: string } | { status: 400 | 404 | 503; reason: string };
+
+export interface PlaylistRequest extends ReloadDirectives {
+  uriQuery?: string | undefined;
+  signal?: AbortSignal | undefined;
+  others?: readonly LiveRendition[] | undefined;
+}
+
+interface Part {
+  bytes: Buffer;
+  duration: number;
+  independent: boolean;
+}
+
+interface Segment extends PlaylistSegment {
+  parts: Part[];
+  bytes: number;
+  /** The segment's file, joined on its first request. */
+  whole?: Buffer;
+}
+
+interface Run {
+  number: number;
+  init?: { bytes: Buffer; info: InitInfo };
+  /** ftyp (and anything before moov) waiting for its moov. */
+  initBoxes: Buffer[];
+  /** The moof waiting for its mdat. */
+  moof?: Buffer | undefined;
+  /** Media time of the run's first part, and the media time it maps to (time continues across runs). */
+  firstTime?: number;
+  offset: number;
+}
+
+/** A box bigger than this is a broken stream, not a part (a part of a 4K source is a few MB). */
+const MAX_BOX_BYTES = 64 * 1024 * 1024;
+/** RFC 8216bis, 6.2.5.2: a server SHOULD answer 503 when it cannot answer within three target durations. */
+const HOLD_TARGET_DURATIONS = 3;
+
+export class LiveRendition {
+  readonly name: string;
+  readonly #timing: LlhlsTiming;
+  readonly #now: () => number;
+  readonly #splitter = new BoxSplitter({ maxBoxBytes: MAX_BOX_BYTES });
+  readonly #waiters = new ChangeWaiters();
+  #run: Run = { number: 0, initBoxes: [], offset: 0 };
+  #runs = new Map<number, Run>([[0, this.#run]]);
+  #segments: Segment[] = [];
+  #nextMsn = 0;
+  #discontinuitySequence = 0;
+  #discontinuityPending = false;
+  #ended = false;
+  #longestPart = 0;
+  /** One frame (sample) of the main track, from the first part. */
+  #frameSecs = 0;
+  #totals = {
+    segments: 0,
+    secs: 0,
+    bytes: 0,
+    maxSegmentSecs: 0,
+    mediaSecs: 0,
+    lastPartAt: undefined as number | undefined,
+  };
+
+  constructor(o: { name: string; timing: LlhlsTiming; now?: () => number }) {
+    this.name = o.name;
+    this.#timing = o.timing;
+    this.#now = o.now ?? Date.now;
+  }
+
+  /** Its first part is there. */
+  get ready(): boolean {
+    return this.#segments.length > 0;
+  }
+
+  /** ffmpeg's fMP4 bytes as they come. Throws InputUnreadableError on a malformed stream. */
+  write(chunk: Buffer): void {
+    if (this.#ended) return;
+    for (const box of this.#splitter.push(chunk)) this.#onBox(box);
+  }
+
+  /** A new ffmpeg run follows: a new init-{run}.mp4 and an EXT-X-DISCONTINUITY before its first segment. */
+  restart(): void {
+    if (this.#ended) return;
+    // The dead run's partial box is not the start of the next run's bytes.
+    this.#splitter.reset();
+    this.#beginRun();
+  }
+
+  #beginRun(): void {
+    this.#closeOpenSegment();
+    const number = this.#run.number + 1;
+    this.#run = { number, initBoxes: [], offset: this.#totals.mediaSecs };
+    this.#runs.set(number, this.#run);
+    this.#discontinuityPending = this.#segments.length > 0;
+    this.#waiters.wake();
+  }
+
+  /** EXT-X-ENDLIST; blocked requests are answered. */
+  end(): void {
+    if (this.#ended) return;
+    this.#closeOpenSegment();
+    this.#ended = true;
+    this.#waiters.wake();
+  }
+
+  stats(): RenditionStats {
+    const init = this.#latestInit();
+    const t = this.#totals;
+    return {
+      segments: t.segments,
+      segmentsSecs: t.secs,
+      bytes: t.bytes,
+      mediaSecs: t.mediaSecs,
+      maxSegmentSecs: t.maxSegmentSecs,
+      blocked: this.#waiters.waiting,
+      ...(t.lastPartAt === undefined ? {} : { lastPartAt: t.lastPartAt }),
+      ...(init?.codecs === undefined ? {} : { codecs: init.codecs }),
+      ...(init?.width === undefined ? {} : { width: init.width }),
+      ...(init?.height === undefined ? {} : { height: init.height }),
+    };
+  }
+
+  /** The media playlist; with `msn` (and `part`) a blocking reload (RFC 8216bis, 6.2.5.2). */
+  async playlist(req: PlaylistRequest): Promise<PlaylistAnswer> {
+    // A server MUST ignore the directives once the playlist has EXT-X-ENDLIST (6.2.5.2).
+    const refused = this.#ended ? undefined : refusal(req, this.#segments, this.#partTarget());
+    if (refused !== undefined) return { status: 400, reason: refused };
+    const { msn, part } = req;
+    const ready =
+      msn === undefined || this.#ended
+        ? () => this.ready || this.#ended
+        : () => this.#ended || holds(this.#segments, msn, part);
+    const outcome = await this.#waiters.until(ready, { holdMs: this.#holdMs(), signal: req.signal });
+    if (outcome === 'aborted') return { status: 503, reason: 'the request was aborted' };
+    if (outcome === 'timeout') {
+      const what = msn === undefined ? 'the first part' : part === undefined ? `segment ${msn}` : `part ${msn}.${part}`;
+      return { status: 503, reason: `${what} did not come within the hold limit` };
+    }
+    return { status: 200, body: this.#render(req) };
+  }
+
+  /** init-R.mp4, S.m4s, S.P.m4s; the next part (the hinted one) is waited for; undefined: 404. */
+  async file(name: string, signal?: AbortSignal): Promise<Buffer | undefined> {
+    const init = /^init-(\d{1,9})\.mp4$/.exec(name);
+    if (init !== null) return this.#runs.get(Number(init[1]))?.init?.bytes;
+    const segment = /^(\d{1,12})\.m4s$/.exec(name);
+    if (segment !== null) return this.#segmentFile(Number(segment[1]));
+    const part = /^(\d{1,12})\.(\d{1,6})\.m4s$/.exec(name);
+    if (part === null) return undefined;
+    const [msn, index] = [Number(part[1]), Number(part[2])];
+    const find = (): Buffer | undefined => this.#segment(msn)?.parts[index]?.bytes;
+    const next = (): boolean => !this.#ended && isNextPart(this.#segments, this.#nextMsn, msn, index);
+    if (find() === undefined && next()) {
+      await this.#waiters.until(() => find() !== undefined || !next(), {
+        holdMs: this.#holdMs(),
+        signal,
+      });
+    }
+    return find();
+  }
+
+  #onBox(box: Box): void {
+    switch (box.type) {
+      case 'ftyp':
+        // A new ffmpeg run without restart(): its init says so (the bytes after it are its own).
+        if (this.#run.firstTime !== undefined) this.#beginRun();
+        this.#run.initBoxes = [box.bytes];
+        return;
+      case 'moov': {
+        const bytes = Buffer.concat([...this.#run.initBoxes, box.bytes]);
+        this.#run.init = { bytes, info: readInit(bytes) };
+        this.#run.initBoxes = [];
+        return;
+      }
+      case 'moof':
+        this.#run.moof = box.bytes;
+        return;
+      case 'mdat': {
+        const moof = this.#run.moof;
+        this.#run.moof = undefined;
+        if (moof !== undefined) this.#addPart(moof, box.bytes);
+        return;
+      }
+      default:
+        // styp, sidx, prft, free, the closing mfra: nothing a live playlist needs.
+        return;
+    }
+  }
+
+  #addPart(moof: Buffer, mdat: Buffer): void {
+    const info = this.#run.init?.info;
+    if (info === undefined)
+      throw new InputUnreadableError('fragmented MP4 unreadable: a fragment before its init segment');
+    const main = mainTrackFragment(readFragment(moof, info.tracks), info);
+    const timescale = info.tracks.find((t) => t.trackId === main?.trackId)?.timescale ?? 1;
+    const duration = (main?.duration ?? 0) / timescale;
+    const start = (main?.baseMediaDecodeTime ?? 0) / timescale;
+    const hasVideo = info.tracks.some((t) => t.handler === 'vide');
+    const part: Part = {
+      bytes: Buffer.concat([moof, mdat]),
+      duration,
+      independent: !hasVideo || main?.startsWithSync === true,
+    };
+    const open = this.#openSegment();
+    const startsSegment = open === undefined || (hasVideo ? part.independent : this.#segmentFull(open.duration));
+    if (startsSegment) this.#closeOpenSegment();
+    const segment = startsSegment ? this.#newSegment() : (open as Segment);
+    segment.parts.push(part);
+    segment.duration += duration;
+    segment.bytes += part.bytes.length;
+    this.#longestPart = Math.max(this.#longestPart, duration);
+    if (main !== undefined && main.sampleCount > 0 && this.#frameSecs === 0) {
+      this.#frameSecs = main.duration / main.sampleCount / timescale;
+    }
+    this.#advanceMediaTime(start, duration);
+    this.#waiters.wake();
+  }
+
+  #advanceMediaTime(start: number, duration: number): void {
+    // Run 0 keeps ffmpeg's own clock; a later run continues where the previous one ended.
+    if (this.#run.firstTime === undefined) this.#run.firstTime = this.#run.number === 0 ? 0 : start;
+    this.#totals.mediaSecs = this.#run.offset + (start - this.#run.firstTime) + duration;
+    this.#totals.lastPartAt = this.#now();
+  }
+
+  /** Without video every part is independent: a segment ends when it reaches the target. */
+  #segmentFull(secs: number): boolean {
+    return secs + this.#partTarget() / 2 >= this.#timing.segmentTargetSecs;
+  }
+
+  #newSegment(): Segment {
+    const segment: Segment = {
+      msn: this.#nextMsn++,
+      run: this.#run.number,
+      discontinuity: this.#discontinuityPending,
+      programDateTime: this.#now(),
+      duration: 0,
+      complete: false,
+      parts: [],
+      bytes: 0,
+    };
+    this.#discontinuityPending = false;
+    this.#segments.push(segment);
+    return segment;
+  }
+
+  #openSegment(): Segment | undefined {
+    const last = this.#segments.at(-1);
+    return last !== undefined && !last.complete ? last : undefined;
+  }
+
+  #closeOpenSegment(): void {
+    const open = this.#openSegment();
+    if (open === undefined) return;
+    open.complete = true;
+    const t = this.#totals;
+    t.segments++;
+    t.secs += open.duration;
+    t.bytes += open.bytes;
+    t.maxSegmentSecs = Math.max(t.maxSegmentSecs, open.duration);
+    this.#trimWindow();
+  }
+
+  /** Drops the oldest segments while the rest still fill the window; their files then 404. */
+  #trimWindow(): void {
+    let total = this.#segments.reduce((sum, s) => sum + s.duration, 0);
+    while (this.#segments.length > 1 && total - (this.#segments[0] as Segment).duration >= this.#timing.windowSecs) {
+      total -= (this.#segments.shift() as Segment).duration;
+    }
+    const first = this.#segments[0];
+    // The first listed segment carries no EXT-X-DISCONTINUITY tag: the sequence counts it.
+    if (first?.discontinuity) {
+      first.discontinuity = false;
+      this.#discontinuitySequence++;
+    }
+    for (const number of this.#runs.keys()) {
+      if (number !== this.#run.number && !this.#segments.some((s) => s.run === number)) this.#runs.delete(number);
+    }
+  }
+
+  #segment(msn: number): Segment | undefined {
+    const first = this.#segments[0];
+    return first === undefined ? undefined : this.#segments[msn - first.msn];
+  }
+
+  #segmentFile(msn: number): Buffer | undefined {
+    const segment = this.#segment(msn);
+    if (segment === undefined || !segment.complete) return undefined;
+    segment.whole ??= Buffer.concat(segment.parts.map((p) => p.bytes));
+    return segment.whole;
+  }
+
+  /**
+   * PART-TARGET, which no part may exceed (RFC 8216bis, 4.4.4.9): ffmpeg cuts a fragment once it
+   * reaches -frag_duration, so a part runs up to one frame longer than the configured length.
+   * Known from the first part on, so the value stays put.
+   */
+  #partTarget(): number {
+    const cut = this.#timing.partTargetSecs + this.#frameSecs;
+    return Math.ceil(Math.max(cut, this.#longestPart) * 1000) / 1000;
+  }
+
+  /** EXT-X-TARGETDURATION: every segment's duration rounded to the nearest second fits (RFC 8216bis, 4.4.3.1). */
+  #targetDuration(): number {
+    const longest = Math.max(this.#totals.maxSegmentSecs, this.#openSegment()?.duration ?? 0);
+    return Math.max(1, Math.ceil(this.#timing.segmentTargetSecs), Math.round(longest));
+  }
+
+  /** The target duration unrounded, for the hold limit (a short segment target gives a short hold). */
+  #targetSecs(): number {
+    return Math.max(this.#timing.segmentTargetSecs, this.#totals.maxSegmentSecs, this.#openSegment()?.duration ?? 0);
+  }
+
+  #holdMs(): number {
+    return HOLD_TARGET_DURATIONS * this.#targetSecs() * 1000;
+  }
+
+  #latestInit(): InitInfo | undefined {
+    return this.#run.init?.info ?? this.#runs.get(this.#segments.at(-1)?.run ?? -1)?.init?.info;
+  }
+
+  /** Where this rendition's newest part is, for the others' EXT-X-RENDITION-REPORT. */
+  #report(): RenditionReport | undefined {
+    const last = this.#segments.at(-1);
+    if (last === undefined) return undefined;
+    return { name: this.name, lastMsn: last.msn, lastPart: last.parts.length - 1 };
+  }
+
+  #render(req: PlaylistRequest): string {
+    const others = (req.others ?? []).filter((r) => r !== this);
+    return mediaPlaylist({
+      segments: this.#segments,
+      discontinuitySequence: this.#discontinuitySequence,
+      targetDuration: this.#targetDuration(),
+      partTargetSecs: this.#partTarget(),
+      ended: this.#ended,
+      preloadHint: this.#preloadHint(),
+      reports: others.flatMap((r) => r.#report() ?? []),
+      uriQuery: req.uriQuery,
+    });
+  }
+
+  /** The next part's name: a new segment is predicted once the open one is about full. */
+  #preloadHint(): { msn: number; part: number } | undefined {
+    const open = this.#openSegment();
+    if (open === undefined || this.#segmentFull(open.duration)) return { msn: this.#nextMsn, part: 0 };
+    return { msn: open.msn, part: open.parts.length };
+  }
+}
+
+/** The track whose time and keyframes cut segments: video when there is one. */
+function mainTrackFragment(fragments: TrackFragment[], info: InitInfo): TrackFragment | undefined {
+  const video = info.tracks.find((t) => t.handler === 'vide');
+  return fragments.find((f) => f.trackId === video?.trackId) ?? fragments[0];
+}

@@ -1,0 +1,69 @@
+import { type ChildProcessByStdio, execFile, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { after } from 'node:test';
+import { promisify } from 'node:util';
+
+// The fragmented MP4 the live ladder's ffmpeg writes (one rendition: H.264 + AAC, a keyframe
+// each second, fragments of 250 ms), made by real ffmpeg for the LL-HLS packager's tests.
+
+const run = promisify(execFile);
+
+export const PART_US = 250_000;
+
+/** ffmpeg's arguments for `secs` of a 320x240 30 fps source with a tone, as fMP4 on stdout. */
+function fmp4Args(o: { secs: number; realtime: boolean }): string[] {
+  return [
+    ...['-hide_banner', '-loglevel', 'error', '-nostdin'],
+    ...(o.realtime ? ['-re'] : []),
+    ...['-f', 'lavfi', '-i', `testsrc2=size=320x240:rate=30:duration=${o.secs}`],
+    ...(o.realtime ? ['-re'] : []),
+    ...['-f', 'lavfi', '-i', `sine=duration=${o.secs}`],
+    ...['-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', '30', '-sc_threshold', '0'],
+    ...['-c:a', 'aac', '-f', 'mp4', '-movflags', 'empty_moov+default_base_moof+frag_keyframe'],
+    ...['-frag_duration', String(PART_US), 'pipe:1'],
+  ];
+}
+
+const files = new Map<number, Promise<Buffer>>();
+
+/** The whole fMP4 of `secs` seconds, made once per test file. */
+export function fmp4File(secs: number): Promise<Buffer> {
+  let file = files.get(secs);
+  if (file === undefined) {
+    file = run('ffmpeg', fmp4Args({ secs, realtime: false }), { encoding: 'buffer', maxBuffer: 64 << 20 }).then(
+      (r) => r.stdout,
+    );
+    files.set(secs, file);
+  }
+  return file;
+}
+
+/** ffmpeg writing `secs` seconds in real time (-re); killed when the test file ends if still running. */
+export function liveFmp4(secs: number): ChildProcessByStdio<null, Readable, Readable> {
+  const child = spawn('ffmpeg', fmp4Args({ secs, realtime: true }), { stdio: ['ignore', 'pipe', 'pipe'] });
+  after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return child;
+}
+
+/** ffprobe's reading of a file: its streams' codecs and the number of video frames. */
+export async function probe(path: string): Promise<{ codecs: string[]; videoFrames: number }> {
+  const { stdout } = await run('ffprobe', [
+    ...['-v', 'error', '-count_frames', '-show_entries', 'stream=codec_name,nb_read_frames', '-of', 'json', path],
+  ]);
+  const streams = (JSON.parse(stdout) as { streams: { codec_name: string; nb_read_frames?: string }[] }).streams;
+  const video = streams.find((s) => s.codec_name === 'h264');
+  return { codecs: streams.map((s) => s.codec_name), videoFrames: Number(video?.nb_read_frames ?? 0) };
+}
+
+/** The top-level boxes of a whole file (sizes are 32-bit in ffmpeg's output). */
+export function topLevelBoxes(file: Buffer): { type: string; bytes: Buffer }[] {
+  const boxes: { type: string; bytes: Buffer }[] = [];
+  for (let at = 0; at < file.length; ) {
+    const size = file.readUInt32BE(at);
+    boxes.push({ type: file.toString('latin1', at + 4, at + 8), bytes: file.subarray(at, at + size) });
+    at += size;
+  }
+  return boxes;
+}
