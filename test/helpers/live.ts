@@ -87,10 +87,15 @@ export function decodeFrameCells(
 // The publisher
 
 export interface TestSourceOptions {
-  /** rtmp://127.0.0.1:PORT/live/KEY, srt://127.0.0.1:PORT?streamid=KEY, or for 'hls' the playlist's path. */
+  /** rtmp://127.0.0.1:PORT/live/KEY, srt://127.0.0.1:PORT?streamid=KEY, or for 'hls' and 'file' a path. */
   url: string;
-  /** 'hls': bare ffmpeg writing ordinary HLS into the playlist's folder (the latency baseline). */
-  protocol: 'rtmp' | 'srt' | 'hls';
+  /**
+   * 'hls': bare ffmpeg writing ordinary HLS into the playlist's folder (the latency baseline);
+   * 'file': an FLV file (a recorded source that benches publish again with `-c copy`).
+   */
+  protocol: 'rtmp' | 'srt' | 'hls' | 'file';
+  /** Paced at the frame rate (-re; default true): false writes a 'file' as fast as it encodes. */
+  realtime?: boolean;
   /** How long the source lasts (ffmpeg ends the publish then). */
   seconds: number;
   width?: number;
@@ -138,10 +143,11 @@ process.once('exit', () => {
 });
 
 /** The generated source, paced by -re: picture with the frame code, a sine for audio. */
-function sourceArgs(o: { width: number; height: number; fps: number; seconds: number }): string[] {
+function sourceArgs(o: { width: number; height: number; fps: number; seconds: number; realtime: boolean }): string[] {
+  const re = o.realtime ? ['-re'] : [];
   return [
-    ...['-re', '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${o.fps}`],
-    ...['-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000'],
+    ...[...re, '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${o.fps}`],
+    ...[...re, '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000'],
     ...['-t', String(o.seconds), '-map', '0:v', '-map', '1:a'],
     ...['-vf', frameCodeFilter(o.width, o.height)],
   ];
@@ -159,7 +165,7 @@ function encodeArgs(o: TestSourceOptions, fps: number, width: number, height: nu
 }
 
 function outputArgs(o: TestSourceOptions, url: string): string[] {
-  if (o.protocol === 'rtmp') return ['-f', 'flv', url];
+  if (o.protocol === 'rtmp' || o.protocol === 'file') return ['-f', 'flv', '-y', url];
   if (o.protocol === 'srt') return ['-f', 'mpegts', url];
   const dir = path.dirname(o.url);
   return [
@@ -181,7 +187,7 @@ export async function publishTestSource(o: TestSourceOptions): Promise<TestPubli
   const garbage = o.garbageAfterSeconds !== undefined ? await garbageProxy(o) : undefined;
   const args = [
     ...['-hide_banner', '-nostdin', '-loglevel', 'warning', '-progress', 'pipe:1', '-stats_period', '0.1'],
-    ...sourceArgs({ width, height, fps, seconds: o.seconds }),
+    ...sourceArgs({ width, height, fps, seconds: o.seconds, realtime: o.realtime ?? true }),
     ...encodeArgs(o, fps, width, height),
     ...(o.extraOutputArgs ?? []),
     ...outputArgs(o, garbage?.url ?? o.url),
