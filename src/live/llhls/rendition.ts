@@ -31,6 +31,8 @@ export interface RenditionStats {
   height?: number;
   /** Requests held right now (blocking playlist reloads and hinted parts). */
   blocked: number;
+  /** Times the held requests were woken (at most one per part, restart or end). */
+  wakeUps: number;
 }
 
 export type PlaylistAnswer = { status: 200; body: string } | { status: 400 | 404 | 503; reason: string };
@@ -148,6 +150,7 @@ export class LiveRendition {
       mediaSecs: t.mediaSecs,
       maxSegmentSecs: t.maxSegmentSecs,
       blocked: this.#waiters.waiting,
+      wakeUps: this.#waiters.wakeUps,
       ...(t.lastPartAt === undefined ? {} : { lastPartAt: t.lastPartAt }),
       ...(init?.codecs === undefined ? {} : { codecs: init.codecs }),
       ...(init?.width === undefined ? {} : { width: init.width }),
