@@ -1,124 +1,10 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { test } from 'node:test';
 import { createSocket } from 'node:dgram';
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { Writable } from 'node:stream';
-import { after, test, type TestContext } from 'node:test';
-import type { FlvSink, PublishAttempt, PublishDecision } from '../../src/live/ingest-types.ts';
-import { type SrtRelay, startSrtRelay } from '../../src/live/srt/index.ts';
-import { createLogger } from '../../src/lib/log.ts';
-import { ffprobe } from '../helpers/media.ts';
+import { flowing, KEY, probeFlv, publish, startRelay } from './srt-harness.ts';
 
 // The SRT relay with real ffmpeg publishers (libsrt callers) and a stand-in gate whose sinks
 // write each publish's FLV to a file, as the live runtime's would read it.
-
-const KEY = 'srtkey-0123456789abcdef';
-const dir = await mkdtemp(path.join(tmpdir(), 'srt-relay-'));
-after(() => rm(dir, { recursive: true, force: true }));
-
-interface Ended {
-  kind: string;
-  reason: string;
-  file: string;
-}
-
-interface Harness {
-  relay: SrtRelay;
-  attempts: PublishAttempt[];
-  /** Each accepted publish's end, in the order they were accepted. */
-  ends: Promise<Ended>[];
-  logs: string[];
-}
-
-let files = 0;
-
-/** A relay on a free port whose gate takes KEY (and refuses anything else as BadName). */
-async function startRelay(t: TestContext, o: { idleTimeoutMs?: number } = {}): Promise<Harness> {
-  const logs: string[] = [];
-  const log = createLogger({
-    level: 'info',
-    destination: new Writable({
-      write(chunk, _enc, cb) {
-        logs.push(String(chunk));
-        cb();
-      },
-    }),
-  });
-  const attempts: PublishAttempt[] = [];
-  const ends: Promise<Ended>[] = [];
-  const gate = async (attempt: PublishAttempt): Promise<PublishDecision> => {
-    attempts.push(attempt);
-    if (attempt.streamKey !== KEY) return { accepted: false, code: 'BadName', description: 'no stream has this key' };
-    const file = path.join(dir, `publish-${++files}.flv`);
-    let ended!: (e: Ended) => void;
-    ends.push(new Promise((resolve) => (ended = resolve)));
-    const sink: FlvSink = { flv: createWriteStream(file), ended: (kind, reason) => ended({ kind, reason, file }) };
-    return { accepted: true, sink };
-  };
-  const relay = await startSrtRelay({
-    host: '127.0.0.1',
-    port: 0,
-    log,
-    gate,
-    ffmpegPath: 'ffmpeg',
-    idleTimeoutMs: o.idleTimeoutMs ?? 10_000,
-  });
-  t.after(() => relay.close());
-  return { relay, attempts, ends, logs };
-}
-
-interface Publisher {
-  child: ChildProcess;
-  /** Exit code and stderr, once ffmpeg has exited. */
-  exited: Promise<{ code: number | null; stderr: string }>;
-}
-
-/** ffmpeg publishing a generated 320x240 15 fps source (H.264 or HEVC, AAC) over SRT in real time. */
-function publish(t: TestContext, o: { port: number; streamId: string; seconds: number; hevc?: boolean }): Publisher {
-  const video = o.hevc
-    ? ['-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'log-level=error:keyint=15']
-    : ['-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', '15'];
-  const child = spawn('ffmpeg', [
-    ...['-hide_banner', '-nostdin', '-v', 'error', '-re'],
-    ...['-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=15'],
-    ...['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000'],
-    ...['-t', String(o.seconds), ...video, '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '64k'],
-    ...['-f', 'mpegts', `srt://127.0.0.1:${o.port}?streamid=${encodeURIComponent(o.streamId)}`],
-  ]);
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => {
-    stderr += c.toString();
-  });
-  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) =>
-    child.on('close', (code) => resolve({ code, stderr })),
-  );
-  t.after(() => child.kill('SIGKILL'));
-  return { child, exited };
-}
-
-/** The codecs and duration of a written FLV. */
-async function probeFlv(file: string): Promise<{ codecs: string[]; duration: number }> {
-  const probed = await ffprobe(file);
-  return {
-    codecs: probed.streams.map((s) => s.codec_name).sort(),
-    duration: Number(probed.format.duration ?? 0),
-  };
-}
-
-/** Resolves once `file` has grown past `bytes` (the publish is flowing). */
-async function grown(file: string, bytes: number): Promise<void> {
-  for (;;) {
-    const size = await stat(file).then(
-      (s) => s.size,
-      () => 0,
-    );
-    if (size > bytes) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 test('an SRT publish with the stream key arrives as FLV with both tracks and its duration', async (t) => {
   const h = await startRelay(t);
@@ -138,4 +24,102 @@ test('an SRT publish with the stream key arrives as FLV with both tracks and its
   assert.equal(h.relay.remuxStarts, 1);
   assert.equal(h.relay.sessions, 0);
   assert.ok(!h.logs.join('').includes(KEY), 'the key is in a log line');
+});
+
+test('two publishers at once, one with the access-control stream id, each get their own remux', async (t) => {
+  const h = await startRelay(t);
+  const plain = publish(t, { port: h.relay.port, streamId: KEY, seconds: 4 });
+  const accessControl = publish(t, { port: h.relay.port, streamId: `#!::r=${KEY},m=publish`, seconds: 4 });
+  for (const p of [plain, accessControl]) {
+    const { code, stderr } = await p.exited;
+    assert.equal(code, 0, stderr);
+  }
+  assert.equal(h.ends.length, 2);
+  for (const end of h.ends) {
+    const ended = await end;
+    assert.equal(ended.kind, 'left');
+    const flv = await probeFlv(ended.file);
+    assert.deepEqual(flv.codecs, ['aac', 'h264']);
+    assert.ok(flv.duration > 3.2 && flv.duration < 4.6, `duration ${flv.duration}`);
+  }
+  assert.deepEqual(
+    h.attempts.map((a) => a.streamKey),
+    [KEY, KEY],
+  );
+  assert.equal(await h.remuxProcesses(), 2);
+});
+
+/** Datagrams no SRT peer sends: too short, too long, random, a handshake cut short, a conclusion without an induction. */
+function garbage(): Buffer[] {
+  const random = (n: number): Buffer => Buffer.from(Array.from({ length: n }, () => Math.floor(Math.random() * 256)));
+  const handshake = (type: number, length: number): Buffer => {
+    const b = Buffer.alloc(length);
+    b.writeUInt32BE(0x80000000, 0);
+    if (length >= 40) b.writeInt32BE(type, 36);
+    return b;
+  };
+  return [
+    Buffer.alloc(0),
+    random(1),
+    random(15),
+    random(16),
+    random(64),
+    random(1500),
+    random(1501),
+    random(9000),
+    handshake(1, 40),
+    handshake(-1, 64),
+    handshake(-1, 64 + 6),
+    Buffer.concat([handshake(-1, 64), Buffer.from([0, 5, 0xff, 0xff])]),
+    ...Array.from({ length: 200 }, (_, i) => random(16 + (i % 100))),
+  ];
+}
+
+test('garbage datagrams at the port do not disturb a running publish, and are logged once per peer', async (t) => {
+  const h = await startRelay(t);
+  const pub = publish(t, { port: h.relay.port, streamId: KEY, seconds: 5 });
+  await flowing(h, 0, 20_000);
+  const senders = [createSocket('udp4'), createSocket('udp4')];
+  t.after(() => {
+    for (const s of senders) s.close();
+  });
+  for (const sender of senders)
+    for (const packet of garbage())
+      await new Promise<void>((resolve) => sender.send(packet, h.relay.port, '127.0.0.1', () => resolve()));
+  const { code, stderr } = await pub.exited;
+  assert.equal(code, 0, stderr);
+  const ended = await h.ends[0];
+  assert.equal(ended?.kind, 'left');
+  const flv = await probeFlv(ended?.file ?? '');
+  assert.deepEqual(flv.codecs, ['aac', 'h264']);
+  assert.ok(flv.duration > 4.2 && flv.duration < 5.6, `duration ${flv.duration}`);
+  const dropLines = h.logs.filter((l) => l.includes('srt: dropped'));
+  assert.equal(dropLines.length, senders.length, dropLines.join(''));
+  assert.equal(h.attempts.length, 1);
+});
+
+test('disconnect() cuts a publish off: the publisher is told, the sink ends as cut', async (t) => {
+  const h = await startRelay(t);
+  const pub = publish(t, { port: h.relay.port, streamId: KEY, seconds: 14 });
+  await flowing(h, 0, 20_000);
+  h.attempts[0]?.disconnect('the stream was terminated');
+  const ended = await h.ends[0];
+  assert.deepEqual([ended?.kind, ended?.reason], ['cut', 'the stream was terminated']);
+  // Cut off, the publisher fails before its 14 s are over (a publish that ran out exits 0).
+  const { code } = await pub.exited;
+  assert.notEqual(code, 0);
+  assert.equal(h.relay.sessions, 0);
+});
+
+test('close() ends every publish as cut and stops its remux', async (t) => {
+  const h = await startRelay(t);
+  const pub = publish(t, { port: h.relay.port, streamId: KEY, seconds: 14 });
+  await flowing(h, 0, 20_000);
+  await h.relay.close();
+  const ended = await h.ends[0];
+  assert.deepEqual([ended?.kind, ended?.reason], ['cut', 'the ingest is closing']);
+  const flv = await probeFlv(ended?.file ?? '');
+  assert.deepEqual(flv.codecs, ['aac', 'h264']);
+  const { code } = await pub.exited;
+  assert.notEqual(code, 0);
 });

@@ -16,9 +16,10 @@ const ACCESS_CONTROL = '#!::';
 export function publishTarget(streamId: string | undefined): PublishTarget {
   if (streamId === undefined || streamId === '')
     return { refused: RejectReason.badRequest, why: 'no stream id: connect with ?streamid=STREAM_KEY' };
-  if (!streamId.startsWith(ACCESS_CONTROL)) return { streamKey: streamId };
+  const form = accessControlForm(streamId);
+  if (form === undefined) return { streamKey: streamId };
   const pairs = new Map<string, string>();
-  for (const item of streamId.slice(ACCESS_CONTROL.length).split(',')) {
+  for (const item of form.split(',')) {
     const eq = item.indexOf('=');
     if (eq <= 0)
       return { refused: RejectReason.badRequest, why: 'a malformed access-control stream id (#!::key=value,...)' };
@@ -33,4 +34,19 @@ export function publishTarget(streamId: string | undefined): PublishTarget {
   const resource = pairs.get('r');
   if (!resource) return { refused: RejectReason.badRequest, why: 'an access-control stream id without r=STREAM_KEY' };
   return { streamKey: resource };
+}
+
+/**
+ * The `key=value` list of an access-control stream id; undefined for a bare key. ffmpeg 5.1
+ * sends a URL's `streamid` as written, so `?streamid=%23!%3A%3Ar%3DKEY...` (the form a URL
+ * needs, `#` starting its fragment) arrives percent-encoded: it is read decoded.
+ */
+function accessControlForm(streamId: string): string | undefined {
+  if (streamId.startsWith(ACCESS_CONTROL)) return streamId.slice(ACCESS_CONTROL.length);
+  if (!/^%23!%3a%3a/i.test(streamId)) return undefined;
+  try {
+    return decodeURIComponent(streamId).slice(ACCESS_CONTROL.length);
+  } catch {
+    return undefined;
+  }
 }
