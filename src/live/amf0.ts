@@ -59,6 +59,11 @@ export class Amf0Reader {
     this.limits = limits;
   }
 
+  /** Bytes read so far: where the next value starts. */
+  get offset(): number {
+    return this.pos;
+  }
+
   /** Whether every byte has been read. */
   get done(): boolean {
     return this.pos >= this.buf.length;
