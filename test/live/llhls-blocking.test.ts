@@ -16,7 +16,8 @@ async function pieces(secs: number): Promise<{ init: Buffer; parts: Buffer[] }> 
   const init = Buffer.concat(boxes.slice(0, 2).map((b) => b.bytes));
   const parts: Buffer[] = [];
   for (let i = 2; i + 1 < boxes.length; i += 2) {
-    if (boxes[i]?.type === 'moof') parts.push(Buffer.concat([boxes[i]?.bytes ?? [], boxes[i + 1]?.bytes ?? []]));
+    const [moof, mdat] = [boxes[i], boxes[i + 1]];
+    if (moof?.type === 'moof' && mdat !== undefined) parts.push(Buffer.concat([moof.bytes, mdat.bytes]));
   }
   return { init, parts };
 }
