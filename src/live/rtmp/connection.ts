@@ -95,7 +95,7 @@ export class RtmpConnection {
 
   private onIdle(): void {
     const what = this.handshake ? 'the RTMP handshake was not done' : 'nothing was received';
-    this.cut(`${what} within ${Math.round(this.idleTimeoutMs / 1000)} s`);
+    this.cut(`${what} within ${this.idleTimeoutMs / 1000} s`);
   }
 
   private onData(chunk: Buffer): void {
