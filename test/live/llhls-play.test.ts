@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { promisify } from 'node:util';
+import { LiveRendition } from '../../src/live/llhls/index.ts';
+import { openChromium } from '../helpers/browser.ts';
+import { publishTestSource, watchLatency } from '../helpers/live.ts';
+import { PART_US } from './llhls-source.ts';
+
+// The packager alone played by hls.js in low-latency mode: the frame-numbered source (FLV, as
+// a publisher sends it) remuxed by ffmpeg into fragmented MP4 (-c copy, as the ladder's source
+// rendition), packaged by one LiveRendition behind a bare HTTP server, played in Chromium.
+// Measures glass-to-glass latency through the packager without any transcoding.
+
+const dir = await mkdtemp(path.join(tmpdir(), 'llhls-play-'));
+after(() => rm(dir, { recursive: true, force: true }));
+
+/** Serves one rendition as `/r/...` with CORS (the player page has another origin); counts blocking reloads. */
+async function serveRendition(rendition: LiveRendition) {
+  const seen = { blocking: 0, parts: 0, errors: [] as string[] };
+  const server = http.createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const headers = { 'access-control-allow-origin': '*', 'cache-control': 'no-cache' };
+    const name = url.pathname.replace(/^\/r\//, '');
+    const abort = new AbortController();
+    res.once('close', () => abort.abort());
+    if (name === 'index.m3u8') {
+      const msn = url.searchParams.get('_HLS_msn');
+      const part = url.searchParams.get('_HLS_part');
+      if (msn !== null) seen.blocking++;
+      const answer = await rendition.playlist({
+        ...(msn === null ? {} : { msn: Number(msn) }),
+        ...(part === null ? {} : { part: Number(part) }),
+        signal: abort.signal,
+      });
+      // A reload the player dropped when the page closed is no error.
+      if (answer.status !== 200 && !abort.signal.aborted)
+        seen.errors.push(`${req.url}: ${answer.status} ${answer.reason}`);
+      const body = answer.status === 200 ? answer.body : answer.reason;
+      return res.writeHead(answer.status, { ...headers, 'content-type': 'application/vnd.apple.mpegurl' }).end(body);
+    }
+    const file = await rendition.file(name, abort.signal);
+    if (/^\d+\.\d+\.m4s$/.test(name)) seen.parts++;
+    if (file === undefined) {
+      seen.errors.push(`${req.url}: 404`);
+      return res.writeHead(404, headers).end();
+    }
+    res.writeHead(200, { ...headers, 'content-type': 'video/mp4' }).end(file);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  after(() => new Promise<void>((r) => server.close(() => r())).then(() => server.closeAllConnections()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/r/index.m3u8`, seen };
+}
+
+test('hls.js in low-latency mode plays the packaged parts: blocking reloads, parts, latency', async (t) => {
+  const browser = await openChromium();
+  if (typeof browser === 'string') return t.skip(browser);
+  after(() => browser.close());
+  const fifo = path.join(dir, 'source.flv');
+  await promisify(execFile)('mkfifo', [fifo]);
+  const rendition = new LiveRendition({
+    name: 'source',
+    timing: { partTargetSecs: PART_US / 1e6, segmentTargetSecs: 1, windowSecs: 30 },
+  });
+  const remux = spawn(
+    'ffmpeg',
+    [
+      ...['-hide_banner', '-loglevel', 'error', '-nostdin', '-f', 'flv', '-i', fifo, '-c', 'copy'],
+      ...['-f', 'mp4', '-movflags', 'empty_moov+default_base_moof+frag_keyframe'],
+      ...['-frag_duration', String(PART_US), 'pipe:1'],
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  after(() => remux.kill('SIGKILL'));
+  remux.stdout.on('data', (chunk: Buffer) => rendition.write(chunk));
+  remux.once('exit', () => rendition.end());
+  const publish = await publishTestSource({ url: fifo, protocol: 'file', seconds: 12 });
+  after(() => publish.stop());
+  const { url, seen } = await serveRendition(rendition);
+
+  const report = await watchLatency(browser, { url, lowLatency: true, seconds: 6, source: publish });
+  t.diagnostic(
+    `glass-to-glass p50 ${Math.round(report.p50)} ms, p95 ${Math.round(report.p95)} ms; hls.js latency ` +
+      `${report.hlsLatency?.toFixed(2)} s (target ${report.hlsTargetLatency?.toFixed(2)} s); ` +
+      `${report.samples.length} frames, ${report.stalls.length} stalls; ${seen.blocking} blocking reloads, ${seen.parts} parts`,
+  );
+  assert.equal(report.error, undefined, report.log.join('\n'));
+  assert.ok(report.played, report.log.join('\n'));
+  assert.ok(report.samples.length > 100, `${report.samples.length} frames presented`);
+  assert.equal(report.unreadable, 0);
+  assert.ok(seen.blocking > 5, `${seen.blocking} blocking playlist reloads`);
+  assert.ok(seen.parts > 5, `${seen.parts} parts fetched`);
+  assert.deepEqual(seen.errors, []);
+});
