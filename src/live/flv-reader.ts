@@ -26,6 +26,8 @@ export interface FlvTagInfo {
   keyframe: boolean;
   /** A video or audio sequence header (decoder configuration), not media. */
   sequenceHeader: boolean;
+  /** The whole tag as it came (header, data, PreviousTagSize): what the ladder's ffmpeg is fed. */
+  raw: Buffer;
 }
 
 const FLV_HEADER = 9;
@@ -90,6 +92,8 @@ export class FlvReader {
   maxKeyframeGapMs: number | undefined;
   /** Whether onMetaData has been read. */
   metadataSeen = false;
+  /** The FLV header and PreviousTagSize0, once read (a restarted ladder's ffmpeg starts with them). */
+  headerBytes: Buffer | undefined;
 
   private pending: Buffer = Buffer.alloc(0);
   private headerRead = false;
@@ -145,6 +149,7 @@ export class FlvReader {
       throw new FlvFormatError(`an FLV header of version ${buf[3]} with data offset ${offset}`);
     if (buf.length < offset + PREVIOUS_TAG_SIZE) return 0;
     this.headerRead = true;
+    this.headerBytes = Buffer.from(buf.subarray(0, offset + PREVIOUS_TAG_SIZE));
     return offset + PREVIOUS_TAG_SIZE;
   }
 
@@ -159,7 +164,8 @@ export class FlvReader {
     if (buf.length < total) return 0;
     const timestampMs = (buf.readUIntBE(4, 3) | ((buf[7] ?? 0) << 24)) >>> 0;
     const data = buf.subarray(TAG_HEADER, TAG_HEADER + size);
-    const tag: FlvTagInfo = { kind: 'script', timestampMs, size, keyframe: false, sequenceHeader: false };
+    const raw = buf.subarray(0, total);
+    const tag: FlvTagInfo = { kind: 'script', timestampMs, size, keyframe: false, sequenceHeader: false, raw };
     if (type === VIDEO) this.readVideo(data, tag);
     else if (type === AUDIO) this.readAudio(data, tag);
     else this.readScript(data);

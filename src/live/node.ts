@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { Counter, type Registry } from 'prom-client';
+import type { Accounts } from '../accounts/index.ts';
+import type { Config } from '../config/index.ts';
+import type { Logger } from '../lib/log.ts';
+import { ladderCores, LiveAdmission } from './admission.ts';
+import type { IngestListener, PublishAttempt, PublishDecision, PublishGate, PublishRefusal } from './ingest-types.ts';
+import { rungsFor } from './profiles.ts';
+import { startRtmpServer } from './rtmp/index.ts';
+import { LiveSession, type SessionStore } from './session.ts';
+import { startSrtRelay } from './srt/index.ts';
+import type { LiveLadder, LivePlayback, StreamRecord } from './types.ts';
+
+// The live runtime of one node: the gate every publisher passes (key, suspension, already
+// live, CPU and stream count, the key's request rate), the sessions live here by stream and
+// playback id, and the listeners. Nothing starts for a publisher before the gate admits it.
+
+/** What the runtime reads and writes of streams (StreamStore in store.ts has these). */
+export interface LiveNodeStore extends SessionStore {
+  findByKey(streamKey: string): Promise<StreamRecord | undefined>;
+  started(streamId: string, o: { sessionId: string; protocol: 'rtmp' | 'srt' }): Promise<boolean>;
+}
+
+export type LiveNodeConfig = Pick<
+  Config,
+  | 'ffmpegPath'
+  | 'host'
+  | 'ingestHost'
+  | 'rtmpPort'
+  | 'srtPort'
+  | 'liveMaxStreams'
+  | 'liveCpuCapacity'
+  | 'liveSegmentSecs'
+  | 'livePartSecs'
+  | 'liveWindowSecs'
+  | 'liveIdleTimeoutMs'
+>;
+
+export interface LiveNodeOptions {
+  config: LiveNodeConfig;
+  log: Logger;
+  store: LiveNodeStore;
+  /** A publish counts as one request of the key that made the stream (its rpm), never as a transcode. */
+  accounts: Pick<Accounts, 'limiter' | 'keyView'>;
+  metrics?: Registry;
+}
+
+export class LiveNode implements LivePlayback {
+  private readonly o: LiveNodeOptions;
+  private readonly log: Logger;
+  private readonly admission: LiveAdmission;
+  private readonly byStream = new Map<string, LiveSession>();
+  private readonly byPlayback = new Map<string, LiveSession>();
+  private readonly laddersStarted: Counter | undefined;
+  private readonly refusals: Counter | undefined;
+  private listeners: IngestListener[] = [];
+  private closing = false;
+  /** Ladder processes started (also on /metrics): refused publishes start none. */
+  ladderStarts = 0;
+
+  constructor(o: LiveNodeOptions) {
+    this.o = o;
+    this.log = o.log.child({ role: 'live' });
+    const cores = o.config.liveCpuCapacity > 0 ? o.config.liveCpuCapacity : availableParallelism();
+    this.admission = new LiveAdmission({ capacity: cores, maxStreams: o.config.liveMaxStreams });
+    this.laddersStarted =
+      o.metrics &&
+      new Counter({
+        name: 'mediaplane_live_ladders_started_total',
+        help: 'Live ladder ffmpeg processes started (one per admitted publish, one more per restart without a rung)',
+        registers: [o.metrics],
+      });
+    this.refusals =
+      o.metrics &&
+      new Counter({
+        name: 'mediaplane_live_publishes_refused_total',
+        help: 'Publishes refused by the gate (no such key, suspended, already live, no capacity, over the rate)',
+        registers: [o.metrics],
+      });
+  }
+
+  /** The gate the listeners call; refusals say why in words for the person at the encoder. */
+  readonly gate: PublishGate = async (attempt) => {
+    try {
+      const decision = await this.decide(attempt);
+      if (!decision.accepted) {
+        this.refusals?.inc();
+        this.log.info(
+          { protocol: attempt.protocol, remote: attempt.remote, code: decision.code },
+          `live: publish refused: ${decision.description}`,
+        );
+      }
+      return decision;
+    } catch (err) {
+      this.log.error({ err, remote: attempt.remote }, 'live: the publish could not be checked');
+      return refuse('Rejected', 'the service cannot take a publish right now: try again in a moment');
+    }
+  };
+
+  private async decide(attempt: PublishAttempt): Promise<PublishDecision> {
+    if (this.closing) return refuse('Rejected', 'this node is shutting down: publish again in a moment');
+    const stream = await this.o.store.findByKey(attempt.streamKey);
+    if (!stream)
+      return refuse('BadName', 'no stream has this stream key: copy the key from the stream in the console or the API');
+    if (stream.suspended) return refuse('BadName', 'this stream is suspended: its owner can lift the suspension');
+    if (this.byStream.has(stream.id)) return ALREADY_LIVE;
+    const sessionId = randomUUID();
+    const admitted = this.admission.admit(sessionId, ladderCores(rungsFor(stream.profiles, {})));
+    if (!admitted.admitted) return refuse('Rejected', admitted.reason);
+    const refusal = (await this.overRate(stream)) ?? (await this.start(stream, sessionId, attempt));
+    if (refusal) {
+      this.admission.release(sessionId);
+      return refusal;
+    }
+    const session = this.byStream.get(stream.id);
+    return session ? { accepted: true, sink: session } : ALREADY_LIVE;
+  }
+
+  /** The key that made the stream counts the publish as a request; a refusal when its window is spent. */
+  private async overRate(stream: StreamRecord): Promise<PublishRefusal | undefined> {
+    const limiter = this.o.accounts.limiter;
+    if (!limiter || !stream.keyId) return undefined;
+    const view = await this.o.accounts.keyView(stream.owner, stream.keyId).catch(() => undefined);
+    const keyed = { keyId: stream.keyId, owner: stream.owner };
+    if (view?.limits?.requestsPerMinute == null && view?.limits?.tokensPerMinute == null) {
+      limiter.count(keyed);
+      return undefined;
+    }
+    try {
+      await limiter.admit({ ...keyed, limits: view.limits });
+      return undefined;
+    } catch (err) {
+      const why = err instanceof Error ? err.message : 'rate limit reached';
+      return refuse('Rejected', `the API key that made this stream is over its request rate (${why})`);
+    }
+  }
+
+  /** Marks the stream live (a compare-and-set: one publisher wins) and opens its session. */
+  private async start(
+    stream: StreamRecord,
+    sessionId: string,
+    attempt: PublishAttempt,
+  ): Promise<PublishRefusal | undefined> {
+    if (this.byStream.has(stream.id)) return ALREADY_LIVE;
+    if (!(await this.o.store.started(stream.id, { sessionId, protocol: attempt.protocol }))) return ALREADY_LIVE;
+    const c = this.o.config;
+    const session = new LiveSession({
+      stream,
+      sessionId,
+      attempt,
+      ffmpegPath: c.ffmpegPath,
+      timing: { segmentSecs: c.liveSegmentSecs, partSecs: c.livePartSecs, windowSecs: c.liveWindowSecs },
+      store: this.o.store,
+      log: this.log,
+      onLadderStart: () => {
+        this.ladderStarts++;
+        this.laddersStarted?.inc();
+      },
+      onCost: (cores) => this.admission.update(sessionId, cores),
+      onEnd: () => this.forget(session),
+    });
+    this.byStream.set(stream.id, session);
+    this.byPlayback.set(stream.playbackId, session);
+    this.log.info(
+      { streamId: stream.id, sessionId, protocol: attempt.protocol, remote: attempt.remote },
+      'live: publish accepted',
+    );
+    return undefined;
+  }
+
+  private forget(session: LiveSession): void {
+    this.admission.release(session.sessionId);
+    if (this.byStream.get(session.stream.id) === session) this.byStream.delete(session.stream.id);
+    if (this.byPlayback.get(session.stream.playbackId) === session) this.byPlayback.delete(session.stream.playbackId);
+  }
+
+  // --- LivePlayback
+
+  ladder(playbackId: string): LiveLadder | undefined {
+    return this.byPlayback.get(playbackId);
+  }
+
+  terminate(streamId: string, reason: string): boolean {
+    const session = this.byStream.get(streamId);
+    if (!session) return false;
+    session.cut(reason);
+    return true;
+  }
+
+  /** Streams live on this node now. */
+  get live(): number {
+    return this.byStream.size;
+  }
+
+  // --- listeners
+
+  /** Starts RTMP and SRT ingest (each unless its port is 0); the listeners with their ports. */
+  async listen(): Promise<IngestListener[]> {
+    const c = this.o.config;
+    const host = c.ingestHost ?? c.host;
+    const common = { host, log: this.log, gate: this.gate, idleTimeoutMs: c.liveIdleTimeoutMs };
+    try {
+      if (c.rtmpPort !== 0) this.listeners.push(await startRtmpServer({ ...common, port: c.rtmpPort }));
+      if (c.srtPort !== 0)
+        this.listeners.push(await startSrtRelay({ ...common, port: c.srtPort, ffmpegPath: c.ffmpegPath }));
+    } catch (err) {
+      await this.close();
+      throw err;
+    }
+    for (const l of this.listeners)
+      this.log.info({ protocol: l.protocol, host, port: l.port }, `live: ${l.protocol.toUpperCase()} ingest listening`);
+    return this.listeners;
+  }
+
+  /** Stops taking publishes, cuts every publisher off, ends every rendition and marks the streams idle. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const listeners = this.listeners;
+    this.listeners = [];
+    const sessions = [...this.byStream.values()];
+    await Promise.allSettled([
+      ...listeners.map((l) => l.close()),
+      ...sessions.map((s) => s.close('the server is shutting down')),
+    ]);
+  }
+}
+
+const ALREADY_LIVE: PublishRefusal = refuse('Rejected', 'this stream is already live from another publisher');
+
+function refuse(code: PublishRefusal['code'], description: string): PublishRefusal {
+  return { accepted: false, code, description };
+}
