@@ -29,15 +29,19 @@ const STDERR_TAIL = 4096;
 const KILL_DRAIN_MS = 2000;
 
 /**
- * The remux's command line. `-v error` still prints the muxer's codec refusal. The probe is
- * kept short: stream parameters come with the first keyframe, and every probed second is a
- * second of latency. `no_duration_filesize`: the FLV muxer cannot seek back into a pipe.
+ * The remux's command line. `-v error` still prints the muxer's codec refusal. Every second
+ * of probing is a second of latency before the first FLV byte, and ffmpeg's default (5 s) is
+ * all of it; yet cut too short (32 KB, 200 ms) the probe ends before the first audio packet,
+ * which an MPEG-TS muxer may hold back (ffmpeg's `muxdelay`, 0.7 s), and the FLV has no
+ * audio. 500 ms: both tracks, the first FLV byte about 1 s after the publisher starts on
+ * loopback (1.9 s with 1 s, 4.6 s with the default). `no_duration_filesize`: the FLV muxer
+ * cannot seek back into a pipe.
  */
 export function remuxArgs(o: { port: number; listenTimeoutMs: number }): string[] {
   const url = `srt://127.0.0.1:${o.port}?mode=listener&listen_timeout=${o.listenTimeoutMs * 1000}`;
   return [
     ...['-hide_banner', '-nostdin', '-v', 'error'],
-    ...['-probesize', '500000', '-analyzeduration', '1000000'],
+    ...['-probesize', '1000000', '-analyzeduration', '500000'],
     ...inputArgs(url, 'live-srt'),
     ...['-c', 'copy', '-f', 'flv', '-flvflags', 'no_duration_filesize', 'pipe:1'],
   ];
