@@ -2,40 +2,12 @@ import { InputUnreadableError } from '../../lib/errors.ts';
 import { type Box, BoxSplitter, type InitInfo, readFragment, readInit, type TrackFragment } from './fmp4.ts';
 import { mediaPlaylist, type PlaylistSegment, type RenditionReport } from './playlist.ts';
 import { holds, isNextPart, type ReloadDirectives, refusal } from './reload.ts';
+import type { LlhlsTiming, PlaylistAnswer, RenditionStats } from './types.ts';
 import { ChangeWaiters } from './waiters.ts';
 
 // One rendition of a live ladder packaged as low-latency HLS (RFC 8216bis) from the fragmented
 // MP4 one ffmpeg writes: each moof+mdat is a part, a part that starts with a keyframe starts a
 // segment. Parts and segments live in memory for the window; blocked requests share one wake-up.
-
-export interface LlhlsTiming {
-  partTargetSecs: number;
-  segmentTargetSecs: number;
-  windowSecs: number;
-}
-
-export interface RenditionStats {
-  /** Complete segments so far (the whole session), their media seconds and bytes. */
-  segments: number;
-  segmentsSecs: number;
-  bytes: number;
-  /** Media time of the newest part's end. */
-  mediaSecs: number;
-  /** Wall ms of the newest part. */
-  lastPartAt?: number;
-  /** The longest complete segment (the source passthrough's keyframe check). */
-  maxSegmentSecs: number;
-  /** From the init segment: avc1.PPCCLL,mp4a.40.2. */
-  codecs?: string;
-  width?: number;
-  height?: number;
-  /** Requests held right now (blocking playlist reloads and hinted parts). */
-  blocked: number;
-  /** Times the held requests were woken (at most one per part, restart or end). */
-  wakeUps: number;
-}
-
-export type PlaylistAnswer = { status: 200; body: string } | { status: 400 | 404 | 503; reason: string };
 
 export interface PlaylistRequest extends ReloadDirectives {
   uriQuery?: string | undefined;
@@ -70,6 +42,8 @@ interface Run {
 
 /** A box bigger than this is a broken stream, not a part (a part of a 4K source is a few MB). */
 const MAX_BOX_BYTES = 64 * 1024 * 1024;
+/** Distinct playlist texts kept between two changes (viewers with tokens of their own each have one). */
+const MAX_RENDERS = 256;
 /** RFC 8216bis, 6.2.5.2: a server SHOULD answer 503 when it cannot answer within three target durations. */
 const HOLD_TARGET_DURATIONS = 3;
 
@@ -79,6 +53,8 @@ export class LiveRendition {
   readonly #now: () => number;
   readonly #splitter = new BoxSplitter({ maxBoxBytes: MAX_BOX_BYTES });
   readonly #waiters = new ChangeWaiters();
+  /** Playlist texts since the last change, by query and sibling positions. */
+  readonly #renders = new Map<string, string>();
   #run: Run = { number: 0, initBoxes: [], offset: 0 };
   #runs = new Map<number, Run>([[0, this.#run]]);
   #segments: Segment[] = [];
@@ -129,7 +105,7 @@ export class LiveRendition {
     this.#run = { number, initBoxes: [], offset: this.#totals.mediaSecs };
     this.#runs.set(number, this.#run);
     this.#discontinuityPending = this.#segments.length > 0;
-    this.#waiters.wake();
+    this.#changed();
   }
 
   /** EXT-X-ENDLIST; blocked requests are answered. */
@@ -137,7 +113,7 @@ export class LiveRendition {
     if (this.#ended) return;
     this.#closeOpenSegment();
     this.#ended = true;
-    this.#waiters.wake();
+    this.#changed();
   }
 
   stats(): RenditionStats {
@@ -251,7 +227,7 @@ export class LiveRendition {
       this.#frameSecs = main.duration / main.sampleCount / timescale;
     }
     this.#advanceMediaTime(start, duration);
-    this.#waiters.wake();
+    this.#changed();
   }
 
   #advanceMediaTime(start: number, duration: number): void {
@@ -364,18 +340,35 @@ export class LiveRendition {
     return { name: this.name, lastMsn: last.msn, lastPart: last.parts.length - 1 };
   }
 
+  /** Something a playlist shows changed: its renders are stale, held requests re-check. */
+  #changed(): void {
+    this.#renders.clear();
+    this.#waiters.wake();
+  }
+
+  /**
+   * The playlist text. Held requests woken by one part all ask for the same text: it is
+   * rendered once per query and sibling positions, not once per request.
+   */
   #render(req: PlaylistRequest): string {
     const others = (req.others ?? []).filter((r) => r !== this);
-    return mediaPlaylist({
+    const reports = others.flatMap((r) => r.#report() ?? []);
+    const key = `${req.uriQuery ?? ''}\n${reports.map((r) => `${r.name}:${r.lastMsn}.${r.lastPart}`).join(',')}`;
+    const cached = this.#renders.get(key);
+    if (cached !== undefined) return cached;
+    if (this.#renders.size >= MAX_RENDERS) this.#renders.clear();
+    const text = mediaPlaylist({
       segments: this.#segments,
       discontinuitySequence: this.#discontinuitySequence,
       targetDuration: this.#targetDuration(),
       partTargetSecs: this.#partTarget(),
       ended: this.#ended,
       preloadHint: this.#preloadHint(),
-      reports: others.flatMap((r) => r.#report() ?? []),
+      reports,
       uriQuery: req.uriQuery,
     });
+    this.#renders.set(key, text);
+    return text;
   }
 
   /** The next part's name: a new segment is predicted once the open one is about full. */
