@@ -29,6 +29,10 @@ export async function startRunResources(): Promise<RunResources> {
   const dir = mkdtempSync(path.join(tmpdir(), 'mediaplane-test-run-'));
   const notes: string[] = [];
   const env: NodeJS.ProcessEnv = {
+    // `start` listens for live ingest on fixed ports (1935, 2935): the services and CLI runs the
+    // files start side by side would collide there, so ingest listens only where a test asks.
+    MEDIAPLANE_RTMP_PORT: '0',
+    MEDIAPLANE_SRT_PORT: '0',
     ...process.env,
     [MEDIA_CACHE_ENV]: path.join(dir, 'media'),
     // Every test file's process, and every service or CLI process a test starts, strips and

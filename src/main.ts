@@ -26,7 +26,8 @@ import { ensurePrivateDir } from './lib/private-dir.ts';
 import { ENCODING_TASK_TYPES, Queue, TaskStore, Worker } from './tasks/index.ts';
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
-import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner } from './transcode/index.ts';
+import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, setVodNiceness } from './transcode/index.ts';
+import { type IngestListener, LiveNode, StreamStore } from './live/index.ts';
 import { dwebStoreFactory, loadAgent } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 import { startOrchestrator } from './llm/orchestrator/index.ts';
@@ -198,6 +199,8 @@ export interface RoleSet {
   gateway?: boolean;
   /** A local orchestrator mounted on the same HTTP server (used by the local gateway). */
   orchestrator?: boolean;
+  /** Live ingest: the RTMP and SRT listeners (each unless its port is 0) and the ladders; needs the api role. */
+  ingest?: boolean;
 }
 
 /** The roles started in this process, and how to stop them. */
@@ -211,6 +214,9 @@ export interface StartedRoles {
   uploadSweep?: Sweeper;
   /** Delivers task events to webhooks (always built: the API's resend uses it; started with the api or worker role). */
   webhookDispatcher: WebhookDispatcher;
+  /** The live runtime (with the ingest role) and its listening ingests. */
+  live?: LiveNode;
+  ingest?: IngestListener[];
   core: Core;
   /** Graceful stop: stop taking work, finish or release running jobs, close the database. */
   stop(): Promise<void>;
@@ -234,7 +240,9 @@ export async function startRoles(
   try {
     if (roles.api || roles.gateway) {
       const uploadStaging = createUploadStaging(core);
-      const app = await createApp(core, { api: roles.api, webhookDispatcher, metrics, uploadStaging }, VERSION);
+      const live = roles.ingest ? createLiveNode(core, metrics) : undefined;
+      if (live) running.live = live;
+      const app = await createApp(core, { api: roles.api, webhookDispatcher, metrics, uploadStaging, live }, VERSION);
       if (roles.api) {
         const sweep = startUploadSweep(core, uploadStaging);
         running.uploadSweep = sweep;
@@ -274,6 +282,7 @@ export async function startRoles(
       closers.unshift(() => sweep.stop());
       log.info({ workerId: worker.id, concurrency: config.workerConcurrency }, 'worker started');
     }
+    if (running.live) await startIngest(running, { nextToWorker: roles.worker, closers });
     if (delivers) {
       webhookDispatcher.start();
       // Stopped after the worker and the API; what they write as they stop stays in the outbox
@@ -297,6 +306,43 @@ export async function startRoles(
     })());
   return running;
 }
+
+/**
+ * The live runtime of this process: its publish gate reads streams and counts a publish against
+ * the stream's key; its ladders' counter goes on /metrics.
+ */
+export function createLiveNode(core: Core, metrics?: MetricsRegistry): LiveNode {
+  const store = new StreamStore(core.db);
+  return new LiveNode({
+    config: core.config,
+    log: core.log,
+    store,
+    accounts: core.accounts,
+    ...(metrics ? { metrics } : {}),
+  });
+}
+
+/**
+ * Starts the ingest listeners once the API listens (players find the media routes there). Live is
+ * stopped first on shutdown: publishers cut off, renditions ended, streams marked idle while the
+ * database is open. Beside a worker, VOD's ffmpegs run niced so the ladders keep real time.
+ */
+async function startIngest(
+  running: StartedRoles,
+  o: { nextToWorker: boolean; closers: Array<() => Promise<void>> },
+): Promise<void> {
+  const live = running.live;
+  if (!live) return;
+  o.closers.unshift(() => live.close());
+  running.ingest = await live.listen();
+  if (o.nextToWorker) {
+    setVodNiceness(VOD_NICENESS_BESIDE_LIVE);
+    o.closers.push(async () => setVodNiceness(0));
+  }
+}
+
+/** How much lower VOD encodes run beside live ladders (nice 10 of 19: they still progress when live is idle). */
+const VOD_NICENESS_BESIDE_LIVE = 10;
 
 /** Stops gracefully on SIGTERM/SIGINT; a second signal exits at once. */
 export function stopOnSignals(running: StartedRoles, log: Logger): Promise<void> {

@@ -12,6 +12,7 @@ export interface BannerRoles {
   worker: boolean;
   gateway?: boolean;
   orchestrator?: boolean;
+  ingest?: boolean;
 }
 
 /** How this process was started, for the key command to print. */
@@ -94,6 +95,20 @@ function noModelRows(c: BannerConfig, models: readonly string[] | undefined, inv
   ];
 }
 
+/** Where publishers connect: one row per listening ingest (the host is the one players use, as an example). */
+function ingestRows(
+  ingest: readonly { protocol: 'rtmp' | 'srt'; port: number }[],
+  base: string | undefined,
+): Array<[string, string]> {
+  const host = base ? new URL(base).hostname : 'HOST';
+  const rows = ingest.map((l): [string, string] =>
+    l.protocol === 'rtmp'
+      ? ['RTMP', `rtmp://${host}:${l.port}/live/STREAM_KEY`]
+      : ['SRT', `srt://${host}:${l.port}?streamid=STREAM_KEY`],
+  );
+  return rows.length > 0 ? rows : [['Ingest', 'off (MEDIAPLANE_RTMP_PORT and MEDIAPLANE_SRT_PORT are 0)']];
+}
+
 /** The banner's text, ending with a blank line. */
 export function startBanner(o: {
   version: string;
@@ -103,6 +118,8 @@ export function startBanner(o: {
   invocation: Invocation;
   /** The models the local orchestrator offers; none gets a hint on how to pull one. */
   models?: readonly string[] | undefined;
+  /** The live ingests listening (RTMP, SRT); none with the ingest role says how to turn them on. */
+  ingest?: readonly { protocol: 'rtmp' | 'srt'; port: number }[] | undefined;
 }): string {
   const { roles, config: c } = o;
   const base = o.url?.replace(/\/+$/, '');
@@ -111,6 +128,7 @@ export function startBanner(o: {
   if (base && roles.gateway) rows.push(['LLM API', `${base}/v1 (OpenAI-compatible)`]);
   rows.push(['Data', resolve(c.dataDir)], ['Database', databaseText(c)], ['Store', storeText(c)]);
   if (roles.orchestrator) rows.push(['Models', modelsText(c)], ...noModelRows(c, o.models, o.invocation));
+  if (roles.ingest) rows.push(...ingestRows(o.ingest ?? [], base));
   if (base && (roles.api || roles.gateway)) rows.push(['API key', keyCommand(o.invocation)]);
   rows.push(['Stop', 'Ctrl+C (running tasks finish or are handed back)']);
   const width = Math.max(...rows.map(([k]) => k.length));
@@ -119,6 +137,7 @@ export function startBanner(o: {
     roles.worker && 'worker',
     roles.gateway && 'LLM gateway',
     roles.orchestrator && 'local orchestrator',
+    roles.ingest && 'live ingest',
   ].filter(Boolean);
   const lines = rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`);
   return `\nmediaplane ${o.version} is running: ${what.join(', ')}\n\n${lines.join('\n')}\n\n`;

@@ -22,12 +22,24 @@ interface RoleFlags {
   worker: boolean;
   gateway?: boolean;
   orchestrator?: boolean;
+  /** Live ingest (RTMP and SRT listeners, the ladders). */
+  ingest?: boolean;
+}
+
+/** A listening ingest, for the banner. */
+interface ListeningIngest {
+  protocol: 'rtmp' | 'srt';
+  port: number;
 }
 
 /** What the composition root lends the CLI (passed in, so the CLI imports no wiring). */
 export interface Roles {
   version: string;
-  startRoles(config: Config, roles: RoleFlags, log?: Logger): Promise<{ url?: string; stop(): Promise<void> }>;
+  startRoles(
+    config: Config,
+    roles: RoleFlags,
+    log?: Logger,
+  ): Promise<{ url?: string; ingest?: readonly ListeningIngest[]; stop(): Promise<void> }>;
   stopOnSignals(running: { stop(): Promise<void> }, log: Logger): Promise<void>;
   /** `mediaplane orchestrator`: the orchestrator alone, its options mapped from `config`. */
   startOrchestrator(config: Config, log: Logger): Promise<{ close(): Promise<void> }>;
@@ -94,7 +106,15 @@ function serve(roles: RoleFlags): ParsedCommand['run'] {
       // What the local orchestrator found at start (it reads the same folder): none gets a hint.
       const models = roles.orchestrator ? await listLocalModels(cfg.modelsDir) : undefined;
       process.stdout.write(
-        startBanner({ version: r.version, url: running.url, roles, config: cfg, invocation, models }),
+        startBanner({
+          version: r.version,
+          url: running.url,
+          roles,
+          config: cfg,
+          invocation,
+          models,
+          ingest: running.ingest,
+        }),
       );
     }
     await r.stopOnSignals(running, log);
@@ -108,7 +128,12 @@ const commands: Record<string, Command> = {
   start: {
     summary: 'run every role in one process: API, worker(s), gateway, a local orchestrator',
     help: `Usage: ./mediaplane start [--port 8080] [--data-dir ./data] [settings]\n\nRuns the transcoding API under /api, the worker(s), the LLM gateway and a local orchestrator\non one port, with the embedded database unless DATABASE_URL is set.\n\n${SETTINGS_NOTE}\n${settingsHelp()}`,
-    run: serve({ api: true, worker: true, gateway: true, orchestrator: true }),
+    run: serve({ api: true, worker: true, gateway: true, orchestrator: true, ingest: true }),
+  },
+  ingest: {
+    summary: 'run live ingest: RTMP and SRT listeners, the live ladders and the API that plays them',
+    help: `Usage: ./mediaplane ingest [settings]\n\nRuns the RTMP listener (MEDIAPLANE_RTMP_PORT, 0 turns it off), the SRT listener\n(MEDIAPLANE_SRT_PORT, 0 turns it off), one ladder per live stream, and the HTTP API that serves\ntheir low-latency HLS, without workers. \`start\` runs ingest too; \`api\` does not.\n\n${SETTINGS_NOTE}\n${settingsHelp(['server', 'database', 'live', 'transcode'])}`,
+    run: serve({ api: true, worker: false, ingest: true }),
   },
   api: {
     summary: 'run the HTTP API alone (start several against one PostgreSQL)',

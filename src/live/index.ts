@@ -29,3 +29,6 @@ export type {
   PublishRefusal,
   SourceInfo,
 } from './ingest-types.ts';
+export { LiveNode, type LiveNodeConfig, type LiveNodeOptions } from './node.ts';
+export { LiveAdmission, ladderCores } from './admission.ts';
+export { planLiveLadder, type LadderPlan } from './ladder.ts';

@@ -20,7 +20,7 @@ export type { OutputPlace } from './destination.ts';
 export { probe, requireVideo, type MediaInfo, type ProbeResult } from './probe.ts';
 export { planLadder, type Rendition } from './ladder.ts';
 export { buildFfmpegArgs } from './command.ts';
-export { FFMPEG_QUIET, runProcess, type RunOptions, type RunResult } from './run.ts';
+export { FFMPEG_QUIET, runProcess, setVodNiceness, type RunOptions, type RunResult } from './run.ts';
 export { inputArgs, refusedInput, type InputOrigin } from './media-input.ts';
 export { ProgressParser } from './progress.ts';
 export { createChunkedHandlers, PIECE_TYPES, piecesPrefix, removeEndedPieces } from './chunked/index.ts';

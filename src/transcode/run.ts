@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os';
 import { CancelledError, InternalError, TimeoutError } from '../lib/errors.ts';
 import { killGroup, SETPRIV_EXEC_FAILED, spawnTied } from '../lib/tied-process.ts';
 import { assertGuardedInputs } from './media-input.ts';
@@ -24,6 +25,26 @@ export interface RunResult {
 
 const TAIL = 8192;
 
+// Live takes priority over VOD on a node that runs both: a live ladder must keep real time, a
+// VOD encode may take longer. The niceness is the OS's per-process state, so it is set for the
+// process (by main.ts, when it starts live ingest beside a worker), not passed through every job.
+let vodNiceness = 0;
+
+/** The niceness (0-19) every ffmpeg and ffprobe that runProcess starts gets from now on. */
+export function setVodNiceness(niceness: number): void {
+  vodNiceness = Math.max(0, Math.min(19, Math.round(niceness)));
+}
+
+function lowerPriority(pid: number | undefined): void {
+  if (vodNiceness === 0 || pid === undefined) return;
+  try {
+    // setpriv execs the command in place (same pid), so the priority holds for ffmpeg itself.
+    setPriority(pid, vodNiceness);
+  } catch {
+    // Already gone.
+  }
+}
+
 /**
  * Runs a child process to its end. Abort (cancel, shutdown) and the timeout kill it with
  * SIGKILL: a cancelled job's half-written outputs are thrown away, so there is nothing
@@ -47,6 +68,7 @@ export function runProcess(cmd: string, args: string[], opts: RunOptions): Promi
   if (opts.signal.aborted) return Promise.reject(new CancelledError('cancelled', { cause: opts.signal.reason }));
   return new Promise((resolve, reject) => {
     const { child, wrapped } = spawnTied(cmd, args, { cwd: opts.cwd });
+    lowerPriority(child.pid);
     let stdout = '';
     let stderr = '';
     let stopped: Error | undefined;
