@@ -164,6 +164,37 @@ describe('RTMP server with publishers that misbehave', () => {
     assert.deepEqual(good.rec.ended, { kind: 'left', reason: 'the publisher stopped publishing' });
   });
 
+  it('ends a publish cut off while the gate decides, and one whose sink closes, as cut', async () => {
+    const ends: { kind: string; reason: string }[] = [];
+    const sinks: Writable[] = [];
+    let calls = 0;
+    const gate: PublishGate = async (attempt) => {
+      calls += 1;
+      if (calls === 1) attempt.disconnect('suspended meanwhile');
+      await new Promise((r) => setTimeout(r, 50));
+      const flv = new Writable({ write: (_c, _e, cb) => cb() });
+      sinks.push(flv);
+      return { accepted: true, sink: { flv, ended: (kind, reason) => ends.push({ kind, reason }) } };
+    };
+    const other = await startRtmpServer({ host: '127.0.0.1', port: 0, log, gate, idleTimeoutMs: 10_000 });
+    try {
+      const first = await ScriptedPublisher.connect(other.port);
+      clients.push(first);
+      assert.equal(await first.publish(KEY), undefined, 'the first publisher got an answer');
+      while (ends.length < 1) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(ends[0], { kind: 'cut', reason: 'suspended meanwhile' });
+      const second = await ScriptedPublisher.connect(other.port);
+      clients.push(second);
+      assert.equal((await second.publish(KEY))?.code, 'NetStream.Publish.Start');
+      sinks[1]?.destroy();
+      await second.closed;
+      while (ends.length < 2) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(ends[1], { kind: 'cut', reason: "the stream's media sink closed" });
+    } finally {
+      await other.close();
+    }
+  });
+
   it('stops reading a publisher while its sink is full, and loses nothing', async () => {
     let release = (): void => {};
     const held = new Promise<void>((resolve) => {

@@ -63,6 +63,7 @@ export class RtmpConnection {
   private ackedAt = 0;
   private closing = false;
   private outChunkSize = 128;
+  private cutReason: string | undefined;
 
   constructor(o: RtmpConnectionOptions) {
     this.id = o.id;
@@ -84,6 +85,7 @@ export class RtmpConnection {
   cut(reason: string): void {
     if (this.socket.destroyed) return;
     this.log.info({ remote: this.remote, connection: this.id, reason }, 'rtmp: connection cut off');
+    this.cutReason = reason;
     this.publish?.finish('cut', reason);
     this.socket.destroy();
   }
@@ -298,6 +300,8 @@ export class RtmpConnection {
   private onSocketClose(): void {
     clearTimeout(this.timer);
     this.closing = true;
+    // A publish still waiting for the gate when the connection was cut ends as cut once it answers.
+    if (this.cutReason !== undefined) this.publish?.finish('cut', this.cutReason);
     const how = this.reader.midMessage
       ? 'the publisher disconnected in the middle of a message'
       : 'the publisher disconnected';

@@ -76,7 +76,8 @@ export class Publish {
 
   media(message: RtmpMessage): void {
     const sink = this.sink;
-    if (this.state !== 'live' || !sink || message.streamId !== this.o.streamId) return;
+    // An empty audio or video message is no FLV tag a demuxer wants.
+    if (this.state !== 'live' || !sink || message.streamId !== this.o.streamId || message.payload.length === 0) return;
     const unreadable = unreadableMedia(message.typeId, message.payload);
     if (unreadable) {
       this.refuseMedia(unreadable);
@@ -119,7 +120,11 @@ export class Publish {
     }
     this.sink = decision.sink;
     this.state = 'live';
+    // A sink that fails or closes while the publisher is live takes no more media: cut it off.
     decision.sink.flv.on('error', () => this.o.disconnect("the stream's media sink failed"));
+    decision.sink.flv.on('close', () => {
+      if (this.state === 'live') this.o.disconnect("the stream's media sink closed");
+    });
     this.o.send(userControl(UserControlEvent.StreamBegin, this.o.streamId));
     this.o.send(this.status('status', 'NetStream.Publish.Start', 'Publishing.'));
     decision.sink.flv.write(FLV_HEADER);
