@@ -39,7 +39,10 @@ export interface Harness {
 let files = 0;
 
 /** A relay on a free port whose gate takes KEY (and refuses anything else as BadName). */
-export async function startRelay(t: TestContext, o: { idleTimeoutMs?: number } = {}): Promise<Harness> {
+export async function startRelay(
+  t: TestContext,
+  o: { idleTimeoutMs?: number; maxPending?: number; gateDelayMs?: number } = {},
+): Promise<Harness> {
   const logs: string[] = [];
   const log = createLogger({
     level: 'info',
@@ -55,6 +58,7 @@ export async function startRelay(t: TestContext, o: { idleTimeoutMs?: number } =
   const flvFiles: string[] = [];
   const gate = async (attempt: PublishAttempt): Promise<PublishDecision> => {
     attempts.push(attempt);
+    if (o.gateDelayMs) await new Promise((r) => setTimeout(r, o.gateDelayMs));
     if (attempt.streamKey !== KEY) return { accepted: false, code: 'BadName', description: 'no stream has this key' };
     const file = path.join(dir, `publish-${++files}.flv`);
     flvFiles.push(file);
@@ -71,6 +75,7 @@ export async function startRelay(t: TestContext, o: { idleTimeoutMs?: number } =
     gate,
     ffmpegPath: counted.path,
     idleTimeoutMs: o.idleTimeoutMs ?? 10_000,
+    ...(o.maxPending ? { maxPending: o.maxPending } : {}),
   });
   t.after(() => relay.close());
   return { relay, attempts, ends, flvFiles, logs, remuxProcesses: counted.starts };
@@ -101,7 +106,7 @@ export interface Publisher {
 /** ffmpeg publishing a generated 320x240 15 fps source (H.264 or HEVC, AAC) over SRT in real time. */
 export function publish(
   t: TestContext,
-  o: { port: number; streamId: string; seconds: number; hevc?: boolean },
+  o: { port: number; streamId: string; seconds: number; hevc?: boolean; passphrase?: string },
 ): Publisher {
   const video = o.hevc
     ? ['-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'log-level=error:keyint=15']
@@ -112,6 +117,7 @@ export function publish(
     ...['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000'],
     ...['-t', String(o.seconds), ...video, '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '64k'],
     // As an option: ffmpeg 5.1 takes a URL's streamid literally, without percent-decoding it.
+    ...(o.passphrase ? ['-passphrase', o.passphrase] : []),
     ...['-srt_streamid', o.streamId, '-f', 'mpegts', `srt://127.0.0.1:${o.port}`],
   ]);
   let stderr = '';

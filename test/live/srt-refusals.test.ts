@@ -61,3 +61,29 @@ test('a publisher that goes silent is cut off after the idle timeout, its FLV ke
   assert.deepEqual(flv.codecs, ['aac', 'h264']);
   assert.equal(h.relay.sessions, 0);
 });
+
+test('an encrypted publish (a passphrase) is rejected as such before the gate is asked', async (t) => {
+  const h = await startRelay(t);
+  const pub = publish(t, { port: h.relay.port, streamId: KEY, seconds: 4, passphrase: 'a-passphrase-of-ours' });
+  const { code, stderr } = await pub.exited;
+  assert.notEqual(code, 0);
+  assert.match(stderr, /reject/i);
+  assert.equal(h.attempts.length, 0);
+  const refusal = h.logs.find((l) => l.includes('srt: publish refused'));
+  assert.equal(JSON.parse(refusal ?? '{}').srtReason, 11, 'SRT_REJ_UNSECURE');
+});
+
+test('past the bound of handshakes waiting for the gate, a publisher is rejected as overload', async (t) => {
+  const h = await startRelay(t, { maxPending: 1, gateDelayMs: 1500 });
+  const first = publish(t, { port: h.relay.port, streamId: KEY, seconds: 3 });
+  while (h.attempts.length === 0) await new Promise((r) => setTimeout(r, 20));
+  const second = publish(t, { port: h.relay.port, streamId: KEY, seconds: 3 });
+  const refused = await second.exited;
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /reject/i);
+  const refusal = h.logs.find((l) => l.includes('srt: publish refused'));
+  assert.equal(JSON.parse(refusal ?? '{}').srtReason, 1402);
+  assert.equal((await first.exited).code, 0);
+  assert.equal((await h.ends[0])?.kind, 'left');
+  assert.equal(h.attempts.length, 1);
+});

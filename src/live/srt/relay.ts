@@ -17,7 +17,7 @@ import {
   writeHandshake,
 } from './handshake.ts';
 import { ControlType, HEADER_BYTES, MAX_PACKET_BYTES, packetTimestamp, readHeader } from './packet.ts';
-import { SrtSession } from './session.ts';
+import { SOCKET_BUFFERS, SrtSession } from './session.ts';
 import { type PublishTarget, publishTarget } from './stream-id.ts';
 
 // SRT ingest: one UDP socket on the SRT port, in front of one remux ffmpeg per accepted
@@ -64,6 +64,8 @@ const LOG_EVERY_MS = 10_000;
 const LOGGED_PEERS = 1024;
 /** A refusal is answered again, without asking the gate, to the caller's repeated conclusions. */
 const REFUSAL_MEMORY_MS = 10_000;
+/** Refusals remembered at once (each needs a cookie, so a real round trip, from its address). */
+const REFUSALS_KEPT = 4096;
 
 interface Pending {
   cut?: string;
@@ -87,7 +89,7 @@ class Relay implements SrtRelay {
 
   constructor(o: SrtRelayOptions) {
     this.#o = o;
-    this.#socket = createSocket(isIPv6(o.host) ? 'udp6' : 'udp4');
+    this.#socket = createSocket({ type: isIPv6(o.host) ? 'udp6' : 'udp4', ...SOCKET_BUFFERS });
     this.#socket.on('message', (msg, from) => this.#onMessage(msg, from));
     this.#socket.on('error', (err) => o.log.warn({ err: err.message }, 'srt: socket error'));
   }
@@ -232,6 +234,7 @@ class Relay implements SrtRelay {
       destinationSocketId: r.hs.socketId,
     });
     this.#send(packet, r.from);
+    if (this.#refused.size >= REFUSALS_KEPT) this.#refused.delete(this.#refused.keys().next().value ?? '');
     this.#refused.set(r.remote, { socketId: r.hs.socketId, packet, until: Date.now() + REFUSAL_MEMORY_MS });
     this.#o.log.info({ remote: r.remote, srtReason: r.reason, reason: r.why }, 'srt: publish refused');
   }

@@ -41,6 +41,13 @@ export interface SrtSessionOptions {
   onClosed(): void;
 }
 
+/**
+ * Kernel buffers of the relay's sockets: every publish's packets pass through Node's event
+ * loop, and a loop busy for a moment must not cost packets (SRT would resend them, but
+ * only within its latency). The kernel caps them at net.core.rmem_max / wmem_max.
+ */
+export const SOCKET_BUFFERS = { recvBufferSize: 4 * 1024 * 1024, sendBufferSize: 4 * 1024 * 1024 };
+
 const INDUCTION_RETRY_MS = 50;
 /** How long a remux gets to flush its FLV after the publisher's shutdown reached it. */
 const FLUSH_GRACE_MS = 3000;
@@ -66,7 +73,7 @@ export class SrtSession {
     this.#o = o;
     this.remote = o.remote;
     this.#publisherSocketId = o.conclusion.handshake.socketId;
-    this.#socket = createSocket('udp4');
+    this.#socket = createSocket({ type: 'udp4', ...SOCKET_BUFFERS });
     this.#socket.on('error', (err) => o.log.warn({ remote: o.remote, err: err.message }, 'srt: session socket error'));
     this.#socket.on('message', (msg, from) => {
       if (from.address === '127.0.0.1' && from.port === this.#remuxPort) this.#fromRemux(msg);
