@@ -13,7 +13,12 @@ const CONSOLE = '^console/src/';
 /** The top-level modules of console/src/ other than main.tsx: the plumbing every layer uses. */
 const PLUMBING = '^console/src/(?!main\\.tsx$)[^/]+$';
 /** The server's registries of names (task types, event names): names only, bundled for their values. */
-const REGISTRY = ['^src/tasks/task-types\\.ts$', '^src/tasks/event-names\\.ts$', '^src/assets/event-names\\.ts$'];
+const REGISTRY = [
+  '^src/tasks/task-types\\.ts$',
+  '^src/tasks/event-names\\.ts$',
+  '^src/assets/event-names\\.ts$',
+  '^src/live/event-names\\.ts$',
+];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -138,7 +143,12 @@ module.exports = {
   options: {
     // The server's modules are where the console's imports end: their own rules are src/'s
     // (.dependency-cruiser.cjs); following them would cruise the whole server here.
-    doNotFollow: { path: ['node_modules', '^src/(?!tasks/task-types\\.ts$|tasks/event-names\\.ts$|assets/event-names\\.ts$)'] },
+    doNotFollow: {
+      path: [
+        'node_modules',
+        '^src/(?!tasks/task-types\\.ts$|tasks/event-names\\.ts$|assets/event-names\\.ts$|live/event-names\\.ts$)',
+      ],
+    },
     // Type-only imports are dependencies too: a cycle of `import type` is still two modules
     // that know each other, and the rules above tell the kinds apart.
     tsPreCompilationDeps: true,

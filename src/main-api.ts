@@ -8,6 +8,7 @@ import type { UploadStaging } from './assets/index.ts';
 import type { Config } from './config/index.ts';
 import type { Core } from './core.ts';
 import { readOrCreate } from './lib/state-file.ts';
+import { type LivePlayback, StreamStore } from './live/index.ts';
 import { validateDwebProof } from './storage/dweb/index.ts';
 import { CLIENT_TASK_TYPES, ENCODING_TASK_TYPES } from './tasks/index.ts';
 import { registerKeyMetrics, UsageStore } from './usage/index.ts';
@@ -24,6 +25,8 @@ export interface ApiRole {
   webhookDispatcher: WebhookDispatcher;
   metrics: MetricsRegistry;
   uploadStaging: UploadStaging;
+  /** The live runtime of this process (roles `start` and `ingest`): the API serves its media and cuts its publishers off. */
+  live?: LivePlayback | undefined;
 }
 
 /** A salt for requesterId hashes that survives restarts: the setting, else a file in the data dir. */
@@ -62,5 +65,7 @@ export async function createApp(core: Core, { api, ...role }: ApiRole, version: 
     maxQueuedPerOwner: config.maxQueuedPerOwner,
     requesterSalt: await requesterSalt(config),
     exportProofConfigured: config.dwebExportProof !== undefined,
+    streams: new StreamStore(db),
+    ingestPorts: { rtmp: config.rtmpPort, srt: config.srtPort },
   });
 }

@@ -14,6 +14,7 @@ import type { Accounts, Principal } from '../accounts/index.ts';
 import type { AssetStore, UploadStaging } from '../assets/index.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { Db } from '../db/index.ts';
+import type { LivePlayback, StreamStore } from '../live/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { jsonBodyParser } from '../lib/json-body.ts';
 import { type RequestAuth, requestAuth } from '../lib/request-auth.ts';
@@ -48,6 +49,7 @@ import { clipRoutes } from './clip-routes.ts';
 import { consoleRoutes } from './console-routes.ts';
 import { keyRoutes } from './key-routes.ts';
 import { exportRoutes } from './export-routes.ts';
+import { streamPlayback, streamRoutes } from './stream-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { playerRoutes } from './player-routes.ts';
@@ -102,6 +104,11 @@ export interface ApiDeps {
   exportProofConfigured?: boolean;
   /** Where the built browser console is (issue #29); console/dist beside src/ when absent. */
   consoleDir?: string;
+  /** Live streams (spec/API.md section D): their rows, and the runtime of this node when it takes publishers. */
+  streams: StreamStore;
+  live?: LivePlayback | undefined;
+  /** MEDIAPLANE_RTMP_PORT and MEDIAPLANE_SRT_PORT, for the streams' ingest URLs (0: that ingest is off). */
+  ingestPorts: { rtmp: number; srt: number };
 }
 
 /**
@@ -240,10 +247,13 @@ async function apiRoutes(
   const { webhooks, webhookDispatcher } = deps;
   await webhookRoutes(api, { auth, idempotency, webhooks, webhookDispatcher, rules, publicUrl });
   await uploadRoutes(api, { sessions: assets, staging: deps.uploadStaging, publicBase: base });
-  await assetRoutes(api, { ...creates, assets, rules, publicUrl });
+  const streamInfo = streamPlayback(deps.streams, base);
+  await assetRoutes(api, { ...creates, assets, rules, publicUrl, streamPlayback: streamInfo });
   await clipRoutes(api, { ...creates, assets });
   await exportRoutes(api, { ...creates, assets, tasks, rules, exportProofConfigured });
   await accessControlRoutes(api, { auth, signingKeys: deps.signingKeys, publicUrl });
+  const { streams, live, ingestPorts } = deps;
+  await streamRoutes(api, { auth, streams, live, publicBase: base, publicUrl, ingestPorts });
   await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
   await usageRoutes(api, { auth, usage: deps.usage });
   await capabilitiesRoutes(api, { auth, rules, exportProofConfigured, publicBase: base });

@@ -15,6 +15,7 @@ import { TasksErrorBody } from '../lib/wire-errors.ts';
 import {
   AssetPatchBody,
   AssetSchema,
+  type PlaybackInfo,
   PlaybackInfoSchema,
   RequestUploadBody,
   toPlaybackInfo,
@@ -43,6 +44,8 @@ export interface AssetRoutesDeps {
   rules: Pick<TranscodeRules, 'allowPrivateUrls' | 'c2paConfigured'>;
   maxQueuedPerOwner: number;
   requesterSalt: string;
+  /** The playback info of a live stream's playbackId (stream-routes.ts streamPlayback); undefined: no such stream. */
+  streamPlayback?: ((playbackId: string) => Promise<PlaybackInfo | undefined>) | undefined;
 }
 
 const AssetId = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -192,11 +195,14 @@ function oneAssetRoutes(api: FastifyInstance, deps: AssetRoutesDeps): void {
   );
 }
 
-const PlaybackId = Type.Object({ id: Type.String({ maxLength: 64, description: "The asset's playbackId" }) });
+const PlaybackId = Type.Object({
+  id: Type.String({ maxLength: 64, description: "An asset's or a stream's playbackId" }),
+});
 
 /**
  * GET /api/playback/{playbackId}. As on Livepeer, no API key: a player asks it, and the
- * playbackId finds the asset; the media URLs it lists need a JWT when the asset's policy is
+ * playbackId finds the asset, or else the live stream (type `live`, `meta.live` 0 or 1); the
+ * media URLs it lists need a JWT when the playback policy is
  * `jwt` (api/media-access.ts), and are listed without one, as on Livepeer. An asset that is
  * not ready is a 422, as on Livepeer.
  */
@@ -205,7 +211,8 @@ function playbackRoute(api: FastifyInstance, deps: AssetRoutesDeps): void {
     '/playback/:id',
     {
       schema: {
-        summary: 'Playback info of an asset by its playbackId: its HLS, MP4 and thumbnail URLs (no API key needed)',
+        summary:
+          'Playback info of an asset or a live stream by its playbackId: its HLS, MP4 and thumbnail URLs (no API key needed)',
         security: [],
         params: PlaybackId,
         response: { 200: PlaybackInfoSchema, 404: Errors, 422: Errors },
@@ -213,6 +220,10 @@ function playbackRoute(api: FastifyInstance, deps: AssetRoutesDeps): void {
     },
     async (req) => {
       const asset = await deps.assets.byPlaybackId(req.params.id);
+      if (!asset) {
+        const live = await deps.streamPlayback?.(req.params.id);
+        if (live) return live;
+      }
       if (!asset || asset.phase === 'deleting' || asset.phase === 'deleted') throw new NotFoundError();
       if (asset.phase !== 'ready')
         throw new ValidationError(`id: the asset is not ready for playback (it is ${asset.phase})`);

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import {
   BadRequestError,
   BudgetSpentError,
+  ConflictError,
   InternalError,
   MediaplaneError,
   NotFoundError,
@@ -160,7 +161,8 @@ const TASKS_STATUS: Record<number, number> = { 409: 400, 415: 400, 402: 429 };
 /** The task API's shape: `{"errors": ["message", ...]}`. */
 export function tasksWireError(err: unknown): WireError<TasksErrorBody> {
   const e = fromFastifyError(err);
-  const status = TASKS_STATUS[e.statusCode] ?? e.statusCode;
+  // Section D's stream routes answer a refused state with Livepeer's own 409 (a ConflictError).
+  const status = e instanceof ConflictError ? e.statusCode : (TASKS_STATUS[e.statusCode] ?? e.statusCode);
   return withHeaders({ status, body: { errors: e.statusCode === 500 ? [INTERNAL] : e.messages } }, e);
 }
 

@@ -1,14 +1,16 @@
 import type { AssetEventName } from '../assets/event-names.ts';
+import type { StreamEventName } from '../live/event-names.ts';
 import type { TaskEventName } from '../tasks/index.ts';
 
 // The webhooks domain's own types (issue #18). The wire shape of a webhook and of a log
 // (Livepeer's) is the API's business (api/contract/); these are what the store returns.
 
 /**
- * The events a webhook may subscribe to: the events of the outbox, the task events and the
- * asset events migration 010 writes into it, as tasks/ and assets/ name them.
+ * The events a webhook may subscribe to: the events of the outbox, the task events, the
+ * asset events migration 010 writes into it and the stream events of migration 500, as
+ * tasks/, assets/ and live/ name them.
  */
-export type WebhookEvent = TaskEventName | AssetEventName;
+export type WebhookEvent = TaskEventName | AssetEventName | StreamEventName;
 
 /** What an owner sends to create or replace a webhook. */
 export interface WebhookInput {

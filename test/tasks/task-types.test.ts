@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { WEBHOOK_EVENTS } from '../../src/api/contract/webhook.ts';
 import { ASSET_EVENT_NAMES } from '../../src/assets/index.ts';
 import type { Db } from '../../src/db/index.ts';
+import { STREAM_EVENT_NAMES } from '../../src/live/index.ts';
 import {
   ASSET_TASK_TYPES,
   CLIENT_TASK_TYPES,
@@ -27,7 +28,7 @@ describe('the registry of task types and event names', () => {
     assert.deepEqual(sorted(CLIENT_TASK_TYPES), sorted(Object.values(TASK_TYPES)));
     for (const list of [ENCODING_TASK_TYPES, ASSET_TASK_TYPES])
       for (const type of list) assert.ok(CLIENT_TASK_TYPES.includes(type), type);
-    assert.deepEqual([...WEBHOOK_EVENTS], [...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES]);
+    assert.deepEqual([...WEBHOOK_EVENTS], [...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES, ...STREAM_EVENT_NAMES]);
   });
 });
 

@@ -1,5 +1,5 @@
 // The webhook form, for POST /api/webhook and PATCH /api/webhook/{id}: name, url, the events
-// (task.* and asset.*, spec/API.md) and the shared secret. An edit sends the secret only when
+// (task.*, asset.* and stream.*, spec/API.md) and the shared secret. An edit sends the secret only when
 // it changes: the API never shows it, so an empty field keeps it (PATCH leaves out what it is
 // not given; PUT, as Livepeer's, would remove it), and stopping the signing is a checkbox of
 // its own (`sharedSecret: null`). A 422's messages name the field (`url: must start with ...`),
@@ -7,6 +7,7 @@
 
 import { useId, useState } from 'preact/hooks';
 import { ASSET_EVENT_NAMES } from '../../../src/assets/event-names.ts';
+import { STREAM_EVENT_NAMES } from '../../../src/live/event-names.ts';
 import { TASK_EVENT_NAMES } from '../../../src/tasks/event-names.ts';
 import { ApiError } from '../api.ts';
 import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
@@ -17,9 +18,10 @@ import type { Webhook, WebhookBody, WebhookEvent } from '../wire.ts';
  * The events a webhook may subscribe to, in the form's two groups: the domains' registries of
  * event names, which the contract's list is made of (a difference is a type error here).
  */
-const EVENTS = everyOf<WebhookEvent>()([...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES]);
+const EVENTS = everyOf<WebhookEvent>()([...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES, ...STREAM_EVENT_NAMES]);
 const TASK_EVENTS: readonly WebhookEvent[] = TASK_EVENT_NAMES;
 const ASSET_EVENTS: readonly WebhookEvent[] = ASSET_EVENT_NAMES;
+const STREAM_EVENTS: readonly WebhookEvent[] = STREAM_EVENT_NAMES;
 const isEvent = (e: string): e is WebhookEvent => (EVENTS as readonly string[]).includes(e);
 
 type FieldName = 'name' | 'url' | 'events' | 'sharedSecret' | 'form';
@@ -162,6 +164,7 @@ export function WebhookForm(props: {
         <legend>Events</legend>
         <EventBoxes group="Tasks" events={TASK_EVENTS} chosen={events} toggle={f.toggle} />
         <EventBoxes group="Assets" events={ASSET_EVENTS} chosen={events} toggle={f.toggle} />
+        <EventBoxes group="Streams" events={STREAM_EVENTS} chosen={events} toggle={f.toggle} />
         <ErrorText error={errors.events} id={`${ids.events}-error`} />
       </fieldset>
       <Field id={ids.secret} label="Shared secret" error={errors.sharedSecret} hint={secretHint(props.initial, unsign)}>

@@ -24,7 +24,7 @@ import { CreatorId, Profile } from './transcode.ts';
  * of the owner's signing keys; api/media-access.ts). `webhook` (a playback gate that calls the
  * owner's webhook) is refused rather than stored: stored, it would have to refuse every viewer.
  */
-const PlaybackPolicy = Type.Object(
+export const PlaybackPolicy = Type.Object(
   {
     type: Type.Union([Type.Literal('public'), Type.Literal('jwt')], {
       description:
@@ -135,9 +135,14 @@ export const AssetSchema = Type.Object(
 );
 
 export const PlaybackInfoSchema = Type.Object({
-  type: Type.Literal('vod'),
+  type: Type.Union([Type.Literal('vod'), Type.Literal('live')], {
+    description: '`vod` for an asset, `live` for a stream (live or not: meta.live says).',
+  }),
   meta: Type.Object(
     {
+      live: Type.Optional(
+        Type.Union([Type.Literal(0), Type.Literal(1)], { description: "A stream's: 1 while it is live, else 0." }),
+      ),
       playbackPolicy: Type.Optional(Type.Object({ type: Type.String() }, Open)),
       source: Type.Array(
         Type.Object(
@@ -192,7 +197,7 @@ function wireSource(s: AssetSource): AssetSource {
 
 // Livepeer answers a creatorId given as a string as {type: 'unverified', value}, and its SDK
 // accepts only that form in an Asset.
-function wireCreator(c: unknown): WireAsset['creatorId'] {
+export function wireCreator(c: unknown): WireAsset['creatorId'] {
   if (typeof c === 'string') return { type: 'unverified', value: c };
   if (typeof c === 'object' && c !== null && typeof (c as { value?: unknown }).value === 'string')
     return { type: 'unverified', value: (c as { value: string }).value };
@@ -252,8 +257,8 @@ export interface PlaybackSource {
 }
 
 export interface PlaybackInfo {
-  type: 'vod';
-  meta: { playbackPolicy?: Record<string, unknown>; source: PlaybackSource[] };
+  type: 'vod' | 'live';
+  meta: { live?: 0 | 1; playbackPolicy?: Record<string, unknown>; source: PlaybackSource[] };
 }
 
 /** The playback info of a ready asset: HLS first (what a player should pick), then the MP4s and thumbnails. */

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { ASSET_EVENT_NAMES } from '../../assets/index.ts';
+import { STREAM_EVENT_NAMES } from '../../live/index.ts';
 import { TASK_EVENT_NAMES } from '../../tasks/index.ts';
 import type { DeliveryLogRow, WebhookRow } from '../../webhooks/index.ts';
 
@@ -12,9 +13,10 @@ import type { DeliveryLogRow, WebhookRow } from '../../webhooks/index.ts';
 
 /**
  * The events a webhook may subscribe to: the task events (tasks/events.ts; Livepeer has no
- * cancel event) and the asset events (assets/types.ts, issue #27), as their domains name them.
+ * cancel event), the asset events (assets/types.ts) and the live stream events
+ * (live/event-names.ts), as their domains name them.
  */
-export const WEBHOOK_EVENTS = [...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES] as const;
+export const WEBHOOK_EVENTS = [...TASK_EVENT_NAMES, ...ASSET_EVENT_NAMES, ...STREAM_EVENT_NAMES] as const;
 
 const EVENTS_LIST = WEBHOOK_EVENTS.map((e) => JSON.stringify(e)).join(', ');
 
