@@ -351,7 +351,8 @@ export class LiveRendition {
    * rendered once per query and sibling positions, not once per request.
    */
   #render(req: PlaylistRequest): string {
-    const others = (req.others ?? []).filter((r) => r !== this);
+    // Only renditions of this class report (a wrapper passed by mistake is left out, not a TypeError).
+    const others = (req.others ?? []).filter((r) => r !== this && #segments in r);
     const reports = others.flatMap((r) => r.#report() ?? []);
     const key = `${req.uriQuery ?? ''}\n${reports.map((r) => `${r.name}:${r.lastMsn}.${r.lastPart}`).join(',')}`;
     const cached = this.#renders.get(key);
