@@ -41,7 +41,7 @@ let files = 0;
 /** A relay on a free port whose gate takes KEY (and refuses anything else as BadName). */
 export async function startRelay(
   t: TestContext,
-  o: { idleTimeoutMs?: number; maxPending?: number; gateDelayMs?: number } = {},
+  o: { idleTimeoutMs?: number; maxPending?: number; gateDelayMs?: number; ffmpeg?: string } = {},
 ): Promise<Harness> {
   const logs: string[] = [];
   const log = createLogger({
@@ -67,7 +67,7 @@ export async function startRelay(
     const sink: FlvSink = { flv: createWriteStream(file), ended: (kind, reason) => ended({ kind, reason, file }) };
     return { accepted: true, sink };
   };
-  const counted = await countingFfmpeg();
+  const counted = await countingFfmpeg(o.ffmpeg ?? 'exec ffmpeg "$@"');
   const relay = await startSrtRelay({
     host: '127.0.0.1',
     port: 0,
@@ -81,12 +81,12 @@ export async function startRelay(
   return { relay, attempts, ends, flvFiles, logs, remuxProcesses: counted.starts };
 }
 
-/** An ffmpeg command that notes each start in a file before it executes ffmpeg itself. */
-async function countingFfmpeg(): Promise<{ path: string; starts(): Promise<number> }> {
+/** An ffmpeg command that notes each start in a file before it runs `body` (ffmpeg itself, or a stand-in). */
+async function countingFfmpeg(body: string): Promise<{ path: string; starts(): Promise<number> }> {
   const id = ++files;
   const script = path.join(dir, `ffmpeg-${id}.sh`);
   const starts = path.join(dir, `ffmpeg-${id}.starts`);
-  await writeFile(script, `#!/bin/sh\necho started >> '${starts}'\nexec ffmpeg "$@"\n`, { mode: 0o755 });
+  await writeFile(script, `#!/bin/sh\necho started >> '${starts}'\n${body}\n`, { mode: 0o755 });
   return {
     path: script,
     starts: () =>

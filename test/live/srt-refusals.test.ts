@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { flowing, KEY, probeFlv, publish, startRelay } from './srt-harness.ts';
+
+const run = promisify(execFile);
 
 // What the SRT relay refuses or cuts off, with real ffmpeg publishers: a wrong key and a
 // reader are rejected in the handshake before any process starts; HEVC, which ffmpeg 5.1
@@ -86,4 +90,19 @@ test('past the bound of handshakes waiting for the gate, a publisher is rejected
   assert.equal((await first.exited).code, 0);
   assert.equal((await h.ends[0])?.kind, 'left');
   assert.equal(h.attempts.length, 1);
+});
+
+test('a remux that never listens: the publisher is rejected, the sink ends as cut, the process is stopped', async (t) => {
+  const h = await startRelay(t, { ffmpeg: 'exec sleep 30' });
+  const pub = publish(t, { port: h.relay.port, streamId: KEY, seconds: 4 });
+  const { code, stderr } = await pub.exited;
+  assert.notEqual(code, 0);
+  assert.match(stderr, /reject/i);
+  const ended = await h.ends[0];
+  assert.equal(ended?.kind, 'cut');
+  assert.match(ended?.reason ?? '', /^the remux did not answer within \d+ ms$/);
+  assert.equal(await h.remuxProcesses(), 1);
+  assert.equal(h.relay.sessions, 0);
+  const { stdout } = await run('ps', ['-o', 'args=', '--ppid', String(process.pid)]).catch(() => ({ stdout: '' }));
+  assert.ok(!stdout.includes('sleep 30'), stdout);
 });

@@ -100,7 +100,6 @@ export class SrtSession {
     const answered = await this.#induce();
     if (this.#ending) return;
     if (!answered) {
-      this.#rejectPublisher(RejectReason.unavailable);
       await this.end('cut', `the remux did not answer within ${this.#o.handshakeTimeoutMs} ms`);
       throw new Error('the SRT remux listener did not answer');
     }
@@ -191,8 +190,10 @@ export class SrtSession {
 
   async #close(kind: EndKind, reason: string): Promise<void> {
     const timestamp = this.#timestamp();
-    if (kind !== 'left' && this.#cookie !== undefined)
+    // Connected (ffmpeg answered its conclusion): a shutdown; still in its handshake: a rejection.
+    if (kind !== 'left' && this.#remuxSocketId !== undefined)
       this.#o.toPublisher(shutdownPacket({ timestamp, destinationSocketId: this.#publisherSocketId }));
+    else if (kind !== 'left') this.#rejectPublisher(RejectReason.unavailable);
     if (this.#remuxSocketId !== undefined)
       this.#toRemux(shutdownPacket({ timestamp, destinationSocketId: this.#remuxSocketId }));
     const remux = this.#remux;
