@@ -52,6 +52,7 @@ import { exportRoutes } from './export-routes.ts';
 import { streamPlayback, streamRoutes } from './stream-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
+import { liveMediaRoutes } from './live-media-routes.ts';
 import { playerRoutes } from './player-routes.ts';
 import { type PublicBase, publicBase } from './public-base.ts';
 import { uploadRoutes } from './upload-routes.ts';
@@ -200,6 +201,12 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
     serve: deps.storeServe,
     presignSeconds: deps.storePresignSeconds,
     authorize: mediaAccess({ assets: deps.assets, signingKeys, jwtMaxLifetimeSecs: deps.jwtMaxLifetimeSecs }),
+  });
+  await liveMediaRoutes(app, {
+    streams: deps.streams,
+    live: deps.live,
+    signingKeys,
+    jwtMaxLifetimeSecs: deps.jwtMaxLifetimeSecs,
   });
   await app.register(
     async (api) => {

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { type SigningKeyStore, verifyPlaybackJwt } from '../access/index.ts';
-import type { AssetRow, AssetStore } from '../assets/index.ts';
+import type { AssetStore } from '../assets/index.ts';
 import { AuthError } from '../lib/errors.ts';
 import { allowedOriginsOf, checkOrigin } from './media-cors.ts';
 import type { MediaGrant } from './media-routes.ts';
@@ -39,15 +39,27 @@ function tokenOf(req: FastifyRequest): { token: string; from: 'header' | 'query'
   return undefined;
 }
 
-/** What opens a `jwt` asset: a valid token (AuthError otherwise); the one to carry on when it came in the URL. */
-async function openedBy(deps: MediaAccessDeps, asset: AssetRow, req: FastifyRequest): Promise<{ token?: string }> {
+/** What a playback policy guards: an asset, or a live stream (live-media-routes.ts). */
+export interface Guarded {
+  kind: 'asset' | 'stream';
+  playbackId: string;
+  owner: string;
+  playbackPolicy: Record<string, unknown> | null | undefined;
+}
+
+type PolicyDeps = Pick<MediaAccessDeps, 'signingKeys' | 'jwtMaxLifetimeSecs'>;
+
+/** What opens a `jwt` asset or stream: a valid token (AuthError otherwise); the one to carry on when it came in the URL. */
+async function openedBy(deps: PolicyDeps, guarded: Guarded, req: FastifyRequest): Promise<{ token?: string }> {
   const found = tokenOf(req);
   if (!found)
-    throw new AuthError('playback refused: this asset is private; send a JWT as ?jwt= or the Livepeer-Jwt header');
+    throw new AuthError(
+      `playback refused: this ${guarded.kind} is private; send a JWT as ?jwt= or the Livepeer-Jwt header`,
+    );
   const signer = await verifyPlaybackJwt(deps.signingKeys, {
     token: found.token,
-    playbackId: asset.playback_id,
-    owner: asset.owner,
+    playbackId: guarded.playbackId,
+    owner: guarded.owner,
     maxLifetimeSecs: deps.jwtMaxLifetimeSecs,
   });
   try {
@@ -65,15 +77,25 @@ async function assetGrant(deps: MediaAccessDeps, playbackId: string, req: Fastif
   // An asset being deleted (or gone) serves nothing, whatever files are left of it.
   const asset = await deps.assets.byPlaybackId(playbackId);
   if (!asset) return false;
-  // The origin first, as Livepeer's gate does: a page the asset refuses learns nothing of its tokens.
-  const origins = allowedOriginsOf(asset.playback_policy);
+  const guarded = { kind: 'asset', playbackId, owner: asset.owner, playbackPolicy: asset.playback_policy } as const;
+  return policyGrant(deps, guarded, req);
+}
+
+/** The grant of a request by the playback policy of what it reads (an asset's or a stream's). */
+export async function policyGrant(
+  deps: PolicyDeps,
+  guarded: Guarded,
+  req: FastifyRequest,
+): Promise<MediaGrant | false> {
+  // The origin first, as Livepeer's gate does: a page the policy refuses learns nothing of its tokens.
+  const origins = allowedOriginsOf(guarded.playbackPolicy);
   checkOrigin(origins, req.headers.origin);
   const restricted = origins ? { origins } : {};
-  const policy = asset.playback_policy?.type ?? 'public';
+  const policy = guarded.playbackPolicy?.type ?? 'public';
   if (policy === 'public') return restricted;
   // Only `public` and `jwt` are ever stored (api/contract/asset.ts); anything else opens nothing.
   if (policy !== 'jwt') return false;
-  return { ...restricted, opened: await openedBy(deps, asset, req) };
+  return { ...restricted, opened: await openedBy(deps, guarded, req) };
 }
 
 /** The `authorize` hook of mediaRoutes for these stores. */

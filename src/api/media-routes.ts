@@ -83,13 +83,21 @@ const SERVED_TYPES: Record<string, string> = {
 };
 const PLAYLIST = new Set(['m3u8', 'mpd']);
 
-/** Content type, cache lifetime and disposition of a key, by its extension. */
-function presentation(key: string): Record<string, string> {
+/** The extension of a key's file name, lower case; '' when it has none. */
+function extensionOf(key: string): string {
   const name = key.slice(key.lastIndexOf('/') + 1);
   const dot = name.lastIndexOf('.');
-  const ext = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
+  return dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
+}
+
+/** The content type of a key (or file name), by its extension; live-media-routes.ts serves by it too. */
+export const contentTypeOf = (key: string): string => SERVED_TYPES[extensionOf(key)] ?? 'application/octet-stream';
+
+/** Content type, cache lifetime and disposition of a key, by its extension. */
+function presentation(key: string): Record<string, string> {
+  const ext = extensionOf(key);
   return {
-    'content-type': SERVED_TYPES[ext] ?? 'application/octet-stream',
+    'content-type': contentTypeOf(key),
     // A playlist may be written again (a rendition added); segments, MP4s and images under a
     // key never change once whole (the writer renames them in), so a CDN may keep them.
     'cache-control': PLAYLIST.has(ext) ? 'public, max-age=5' : 'public, max-age=31536000, immutable',
