@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { LiveRendition } from '../../src/live/llhls/index.ts';
 import { openChromium } from '../helpers/browser.ts';
 import { publishTestSource, watchLatency } from '../helpers/live.ts';
-import { PART_US } from './llhls-source.ts';
+import { liveFmp4, PART_US } from './llhls-source.ts';
 
 // The packager alone played by hls.js in low-latency mode: the frame-numbered source (FLV, as
 // a publisher sends it) remuxed by ffmpeg into fragmented MP4 (-c copy, as the ladder's source
@@ -95,5 +95,38 @@ test('hls.js in low-latency mode plays the packaged parts: blocking reloads, par
   assert.equal(report.unreadable, 0);
   assert.ok(seen.blocking > 5, `${seen.blocking} blocking playlist reloads`);
   assert.ok(seen.parts > 5, `${seen.parts} parts fetched`);
+  assert.deepEqual(seen.errors, []);
+});
+
+test("hls.js plays on across a restart: EXT-X-DISCONTINUITY, the new run's init, frames of both runs", async (t) => {
+  const browser = await openChromium();
+  if (typeof browser === 'string') return t.skip(browser);
+  after(() => browser.close());
+  const rendition = new LiveRendition({
+    name: 'source',
+    timing: { partTargetSecs: PART_US / 1e6, segmentTargetSecs: 1, windowSecs: 30 },
+  });
+  const feed = (child: ReturnType<typeof liveFmp4>) => {
+    child.stdout.on('data', (chunk: Buffer) => rendition.write(chunk));
+    return new Promise<void>((r) => child.once('exit', () => r()));
+  };
+  const FIRST_RUN_FRAMES = 8 * 30;
+  const runs = feed(liveFmp4(8, { frameCodeFrom: 0 })).then(() => {
+    // The second run numbers its frames on from the first's, so a frame tells its run.
+    rendition.restart();
+    return feed(liveFmp4(6, { frameCodeFrom: FIRST_RUN_FRAMES })).then(() => rendition.end());
+  });
+  const { url, seen } = await serveRendition(rendition);
+  const report = await watchLatency(browser, { url, lowLatency: true, seconds: 9 });
+  await runs;
+  const numbers = report.samples.map((s) => s.n);
+  t.diagnostic(
+    `${report.samples.length} frames (${Math.min(...numbers)}..${Math.max(...numbers)}), stalls: ${JSON.stringify(report.stalls)}`,
+  );
+  assert.equal(report.error, undefined, report.log.join('\n'));
+  assert.equal(report.unreadable, 0);
+  assert.ok(numbers.some((n) => n < FIRST_RUN_FRAMES) && numbers.some((n) => n >= FIRST_RUN_FRAMES + 30));
+  const final = await rendition.playlist({});
+  assert.match(final.status === 200 ? final.body : '', /#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI="init-1.mp4"/);
   assert.deepEqual(seen.errors, []);
 });

@@ -2,6 +2,7 @@ import { type ChildProcessByStdio, execFile, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { after } from 'node:test';
 import { promisify } from 'node:util';
+import { frameCodeFilter } from '../helpers/live.ts';
 
 // The fragmented MP4 the live ladder's ffmpeg writes (one rendition: H.264 + AAC, a keyframe
 // each second, fragments of 250 ms), made by real ffmpeg for the LL-HLS packager's tests.
@@ -10,14 +11,20 @@ const run = promisify(execFile);
 
 export const PART_US = 250_000;
 
+export interface LiveFmp4Options {
+  /** Draws the frame number into the picture (test/helpers/live.ts), counting from this. */
+  frameCodeFrom?: number;
+}
+
 /** ffmpeg's arguments for `secs` of a 320x240 30 fps source with a tone, as fMP4 on stdout. */
-function fmp4Args(o: { secs: number; realtime: boolean }): string[] {
+function fmp4Args(o: { secs: number; realtime: boolean } & LiveFmp4Options): string[] {
   return [
     ...['-hide_banner', '-loglevel', 'error', '-nostdin'],
     ...(o.realtime ? ['-re'] : []),
     ...['-f', 'lavfi', '-i', `testsrc2=size=320x240:rate=30:duration=${o.secs}`],
     ...(o.realtime ? ['-re'] : []),
     ...['-f', 'lavfi', '-i', `sine=duration=${o.secs}`],
+    ...(o.frameCodeFrom === undefined ? [] : ['-vf', frameCodeFilter(320, 240, o.frameCodeFrom)]),
     ...['-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', '30', '-sc_threshold', '0'],
     ...['-c:a', 'aac', '-f', 'mp4', '-movflags', 'empty_moov+default_base_moof+frag_keyframe'],
     ...['-frag_duration', String(PART_US), 'pipe:1'],
@@ -39,8 +46,8 @@ export function fmp4File(secs: number): Promise<Buffer> {
 }
 
 /** ffmpeg writing `secs` seconds in real time (-re); killed when the test file ends if still running. */
-export function liveFmp4(secs: number): ChildProcessByStdio<null, Readable, Readable> {
-  const child = spawn('ffmpeg', fmp4Args({ secs, realtime: true }), { stdio: ['ignore', 'pipe', 'pipe'] });
+export function liveFmp4(secs: number, o: LiveFmp4Options = {}): ChildProcessByStdio<null, Readable, Readable> {
+  const child = spawn('ffmpeg', fmp4Args({ secs, realtime: true, ...o }), { stdio: ['ignore', 'pipe', 'pipe'] });
   after(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
