@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -130,6 +131,15 @@ export async function deliveries(got: Delivery[], n: number, timeoutMs: number):
     await sleep(100);
   }
   return got;
+}
+
+/** A UDP port no one listens on now (the SRT relay's setting). */
+export async function freeUdpPort(): Promise<number> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+  const { port } = socket.address();
+  await new Promise<void>((r) => socket.close(() => r()));
+  return port;
 }
 
 /** The counter of ladder processes on GET /metrics. */
