@@ -252,6 +252,18 @@ describe('restart, end and the window', () => {
   });
 });
 
+test('audio alone: every part independent, a segment cut once it reaches the target', async () => {
+  const rendition = new LiveRendition({ name: 'audio', timing: TIMING });
+  feed(rendition, await fmp4File(4, { audioOnly: true }));
+  rendition.end();
+  const { segments } = parse(await playlistText(rendition));
+  assert.equal(rendition.stats().codecs, 'mp4a.40.2');
+  assert.ok(segments.length >= 3 && segments.length <= 5, `${segments.length} segments`);
+  for (const s of segments.slice(0, -1))
+    assert.ok(s.extinf !== undefined && Math.abs(s.extinf - 1) < 0.2, `${s.extinf} s`);
+  for (const s of segments.slice(-3)) assert.ok(s.parts.every((p) => p.independent));
+});
+
 test('the multivariant playlist lists each rendition with its bandwidth, size, codecs and frame rate', () => {
   const text = multivariantPlaylist(
     [

@@ -14,6 +14,8 @@ export const PART_US = 250_000;
 export interface LiveFmp4Options {
   /** Draws the frame number into the picture (test/helpers/live.ts), counting from this. */
   frameCodeFrom?: number;
+  /** The tone alone (-vn): every part is independent. */
+  audioOnly?: boolean;
 }
 
 /** ffmpeg's arguments for `secs` of a 320x240 30 fps source with a tone, as fMP4 on stdout. */
@@ -25,22 +27,23 @@ function fmp4Args(o: { secs: number; realtime: boolean } & LiveFmp4Options): str
     ...(o.realtime ? ['-re'] : []),
     ...['-f', 'lavfi', '-i', `sine=duration=${o.secs}`],
     ...(o.frameCodeFrom === undefined ? [] : ['-vf', frameCodeFilter(320, 240, o.frameCodeFrom)]),
+    ...(o.audioOnly ? ['-vn'] : []),
     ...['-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-g', '30', '-sc_threshold', '0'],
     ...['-c:a', 'aac', '-f', 'mp4', '-movflags', 'empty_moov+default_base_moof+frag_keyframe'],
     ...['-frag_duration', String(PART_US), 'pipe:1'],
   ];
 }
 
-const files = new Map<number, Promise<Buffer>>();
+const files = new Map<string, Promise<Buffer>>();
 
 /** The whole fMP4 of `secs` seconds, made once per test file. */
-export function fmp4File(secs: number): Promise<Buffer> {
-  let file = files.get(secs);
+export function fmp4File(secs: number, o: Pick<LiveFmp4Options, 'audioOnly'> = {}): Promise<Buffer> {
+  const key = `${secs}${o.audioOnly ? ' audio' : ''}`;
+  let file = files.get(key);
   if (file === undefined) {
-    file = run('ffmpeg', fmp4Args({ secs, realtime: false }), { encoding: 'buffer', maxBuffer: 64 << 20 }).then(
-      (r) => r.stdout,
-    );
-    files.set(secs, file);
+    const args = fmp4Args({ secs, realtime: false, ...o });
+    file = run('ffmpeg', args, { encoding: 'buffer', maxBuffer: 64 << 20 }).then((r) => r.stdout);
+    files.set(key, file);
   }
   return file;
 }

@@ -58,7 +58,15 @@ export class ChangeWaiters {
       held.settled = true;
       this.#waiting--;
       aborted.dispose();
+      if (this.#waiting === 0) this.#disarm();
     }
+  }
+
+  /** Nobody waits: no timer keeps the process up for requests already answered. */
+  #disarm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#held = [];
   }
 
   /** One timer for the earliest deadline still held; it wakes everyone, the expired ones answer. */
