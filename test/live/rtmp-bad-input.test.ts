@@ -164,6 +164,16 @@ describe('RTMP server with publishers that misbehave', () => {
     assert.deepEqual(good.rec.ended, { kind: 'left', reason: 'the publisher stopped publishing' });
   });
 
+  it('cuts a publisher that floods tiny messages', async () => {
+    const flooder = await publisher();
+    flooder.client.send(video(Buffer.alloc(0)));
+    // Format 3 headers of chunk stream 4 alone: each is a whole message of length 0.
+    flooder.client.socket.write(Buffer.alloc(1024 * 1024, 0xc4));
+    await flooder.rec.done;
+    assert.equal(flooder.rec.ended?.kind, 'cut');
+    assert.match(flooder.rec.ended?.reason ?? '', /more than 20000 messages in a second/);
+  });
+
   it('ends a publish cut off while the gate decides, and one whose sink closes, as cut', async () => {
     const ends: { kind: string; reason: string }[] = [];
     const sinks: Writable[] = [];

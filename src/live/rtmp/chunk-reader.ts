@@ -29,6 +29,7 @@ export const MAX_CHUNK_SIZE = 0x7fffffff;
 const DEFAULT_CHUNK_SIZE = 128;
 const EXTENDED = 0xffffff;
 const MESSAGE_HEADER_BYTES = [11, 7, 3, 0] as const;
+const EMPTY = Buffer.alloc(0);
 
 /** What the previous headers of one chunk stream said, and its message in progress. */
 interface ChunkStream {
@@ -55,7 +56,7 @@ export class ChunkReader {
   private chunkSize = DEFAULT_CHUNK_SIZE;
   private readonly streams = new Map<number, ChunkStream>();
   /** Bytes of a chunk header not yet complete (18 at most). */
-  private partial: Buffer = Buffer.alloc(0);
+  private partial: Buffer = EMPTY;
   /** The chunk stream whose chunk payload is being read, and how many bytes of it are left. */
   private reading: { stream: ChunkStream; csid: number; left: number } | undefined;
   private buffered = 0;
@@ -72,21 +73,23 @@ export class ChunkReader {
   /** Takes the next bytes; returns the messages they complete, in order. Set Chunk Size and Abort take effect at once. */
   push(data: Buffer): RtmpMessage[] {
     const out: RtmpMessage[] = [];
-    let buf = this.partial.length === 0 ? data : Buffer.concat([this.partial, data]);
-    this.partial = Buffer.alloc(0);
-    while (buf.length > 0) {
+    const buf = this.partial.length === 0 ? data : Buffer.concat([this.partial, data]);
+    this.partial = EMPTY;
+    // Offsets into one buffer, not a slice per chunk: a flood of tiny chunks stays cheap.
+    let pos = 0;
+    while (pos < buf.length) {
       if (this.reading) {
-        buf = this.payload(buf, out);
+        pos = this.payload(buf, pos, out);
         continue;
       }
-      const header = this.header(buf);
+      const header = this.header(buf, pos);
       if (!header) {
-        this.partial = Buffer.from(buf);
+        this.partial = Buffer.from(buf.subarray(pos));
         break;
       }
-      buf = buf.subarray(header.size);
+      pos += header.size;
       // A message of length 0 is whole at its header.
-      if (header.stream.length === 0) this.complete(header.csid, header.stream, Buffer.alloc(0), out);
+      if (header.stream.length === 0) this.complete(header.csid, header.stream, EMPTY, out);
     }
     return out;
   }
@@ -107,25 +110,26 @@ export class ChunkReader {
     if (this.reading?.csid === csid) this.reading = undefined;
   }
 
-  /** Reads one chunk header at the start of `buf`; undefined when it is not all there yet. */
-  private header(buf: Buffer): ParsedHeader | undefined {
-    const first = buf[0] ?? 0;
+  /** Reads one chunk header at `pos`; undefined when it is not all there yet. */
+  private header(buf: Buffer, pos: number): ParsedHeader | undefined {
+    const first = buf[pos] ?? 0;
     const fmt = first >> 6;
     const basic = (first & 0x3f) === 0 ? 2 : (first & 0x3f) === 1 ? 3 : 1;
     const fixed = basic + MESSAGE_HEADER_BYTES[fmt as 0 | 1 | 2 | 3];
-    if (buf.length < fixed) return undefined;
-    const csid = basic === 1 ? first & 0x3f : basic === 2 ? 64 + buf.readUInt8(1) : 64 + buf.readUInt16LE(1);
+    if (buf.length - pos < fixed) return undefined;
+    const csid =
+      basic === 1 ? first & 0x3f : basic === 2 ? 64 + buf.readUInt8(pos + 1) : 64 + buf.readUInt16LE(pos + 1);
     const stream = this.streamFor(csid, fmt);
     const continuing = stream.received > 0;
     if (continuing && fmt !== 3)
       throw new RtmpProtocolError(`chunk stream ${csid}: a new message header (format ${fmt}) inside a message`);
-    const field = fmt === 3 ? stream.field : buf.readUIntBE(basic, 3);
+    const field = fmt === 3 ? stream.field : buf.readUIntBE(pos + basic, 3);
     const extended = fmt === 3 ? stream.extended : field === EXTENDED;
     let size = fixed;
     let value = field;
     if (extended) {
-      if (buf.length < fixed + 4) return undefined;
-      const ext = buf.readUInt32BE(fixed);
+      if (buf.length - pos < fixed + 4) return undefined;
+      const ext = buf.readUInt32BE(pos + fixed);
       // Inside a message the extended timestamp repeats the first chunk's (section 5.3.1.3);
       // some encoders leave it out there, so it is skipped only when it is that value.
       if (!continuing || ext === stream.field) {
@@ -133,7 +137,7 @@ export class ChunkReader {
         value = ext;
       }
     }
-    if (!continuing) this.startMessage({ stream, fmt, buf, basic, value, extended });
+    if (!continuing) this.startMessage({ stream, fmt, buf, at: pos + basic, value, extended });
     const left = Math.min(this.chunkSize, stream.length - stream.received);
     if (stream.length > 0) this.reading = { stream, csid, left };
     return { size, csid, stream };
@@ -164,37 +168,38 @@ export class ChunkReader {
     stream: ChunkStream;
     fmt: number;
     buf: Buffer;
-    basic: number;
+    /** Where the message header starts. */
+    at: number;
     value: number;
     extended: boolean;
   }): void {
-    const { stream, fmt, buf, basic, value } = o;
+    const { stream, fmt, buf, at, value } = o;
     if (fmt <= 1) {
-      stream.length = buf.readUIntBE(basic + 3, 3);
-      stream.typeId = buf.readUInt8(basic + 6);
+      stream.length = buf.readUIntBE(at + 3, 3);
+      stream.typeId = buf.readUInt8(at + 6);
       if (stream.length > this.limits.maxMessageBytes)
         throw new RtmpProtocolError(
           `a message of ${stream.length} bytes (the limit is ${this.limits.maxMessageBytes})`,
         );
     }
-    if (fmt === 0) stream.streamId = buf.readUInt32LE(basic + 7);
+    if (fmt === 0) stream.streamId = buf.readUInt32LE(at + 7);
     stream.timestamp = fmt === 0 ? value : (stream.timestamp + value) >>> 0;
     stream.field = value;
     stream.extended = o.extended;
   }
 
-  /** Copies the current chunk's payload bytes; returns what is left of `buf`. */
-  private payload(buf: Buffer, out: RtmpMessage[]): Buffer {
+  /** Copies the current chunk's payload bytes from `pos`; returns where the next chunk starts. */
+  private payload(buf: Buffer, pos: number, out: RtmpMessage[]): number {
     const reading = this.reading;
-    if (!reading) return buf;
+    if (!reading) return pos;
     const { stream, csid } = reading;
-    const n = Math.min(reading.left, buf.length);
-    const piece = buf.subarray(0, n);
+    const n = Math.min(reading.left, buf.length - pos);
+    const piece = buf.subarray(pos, pos + n);
     reading.left -= n;
     if (reading.left === 0) this.reading = undefined;
     if (stream.received === 0 && n === stream.length) {
       this.complete(csid, stream, piece, out);
-      return buf.subarray(n);
+      return pos + n;
     }
     this.buffered += n;
     if (this.buffered > this.limits.maxBufferedBytes)
@@ -209,7 +214,7 @@ export class ChunkReader {
       stream.received = 0;
       this.complete(csid, stream, payload, out);
     }
-    return buf.subarray(n);
+    return pos + n;
   }
 
   private complete(csid: number, stream: ChunkStream, payload: Buffer, out: RtmpMessage[]): void {

@@ -40,6 +40,7 @@ export interface RtmpConnectionOptions {
 const OUT_CHUNK_SIZE = 4096;
 const WINDOW_ACK_SIZE = 2_500_000;
 const MAX_STREAMS = 8;
+const MAX_MESSAGES_PER_SECOND = 20_000;
 /** How long a refused client gets to read its answer before the connection is dropped. */
 const LINGER_MS = 2000;
 
@@ -52,7 +53,9 @@ export class RtmpConnection {
   private readonly idleTimeoutMs: number;
   private handshake: ServerHandshake | undefined = new ServerHandshake();
   private readonly reader: ChunkReader;
-  private readonly queue: RtmpMessage[] = [];
+  /** Messages read and not yet handled, from `next` on (an index: shift() on thousands of tiny messages is quadratic). */
+  private queue: RtmpMessage[] = [];
+  private next = 0;
   private timer: NodeJS.Timeout | undefined;
   private connected = false;
   private readonly streams = new Set<number>();
@@ -64,6 +67,8 @@ export class RtmpConnection {
   private closing = false;
   private outChunkSize = 128;
   private cutReason: string | undefined;
+  private rateWindowStart = 0;
+  private rateWindowMessages = 0;
 
   constructor(o: RtmpConnectionOptions) {
     this.id = o.id;
@@ -107,7 +112,10 @@ export class RtmpConnection {
     try {
       const rest = this.handshake ? this.handshakeStep(chunk) : chunk;
       if (rest === undefined || rest.length === 0) return;
-      this.queue.push(...this.reader.push(rest));
+      const messages = this.reader.push(rest);
+      this.countMessages(messages.length);
+      this.queue = this.next < this.queue.length ? this.queue.slice(this.next).concat(messages) : messages;
+      this.next = 0;
       this.acknowledge();
       this.pump();
     } catch (err) {
@@ -125,6 +133,18 @@ export class RtmpConnection {
     return step.rest;
   }
 
+  /** A publisher sends a hundred or so messages a second; tens of thousands of tiny ones are a flood that costs CPU, not memory. */
+  private countMessages(n: number): void {
+    const now = Date.now();
+    if (now - this.rateWindowStart >= 1000) {
+      this.rateWindowStart = now;
+      this.rateWindowMessages = 0;
+    }
+    this.rateWindowMessages += n;
+    if (this.rateWindowMessages > MAX_MESSAGES_PER_SECOND)
+      throw new RtmpProtocolError(`more than ${MAX_MESSAGES_PER_SECOND} messages in a second`);
+  }
+
   /** Section 5.4.3: an Acknowledgement each time the peer's window of bytes has come in. */
   private acknowledge(): void {
     if (this.ackWindow === 0 || this.received - this.ackedAt < this.ackWindow) return;
@@ -135,8 +155,8 @@ export class RtmpConnection {
   /** Handles queued messages until one must wait (the gate, the sink's backpressure); reading pauses meanwhile. */
   private pump(): void {
     try {
-      while (this.queue.length > 0 && !this.closing && !this.publish?.waiting) {
-        const message = this.queue.shift();
+      while (this.next < this.queue.length && !this.closing && !this.publish?.waiting) {
+        const message = this.queue[this.next++];
         if (message) this.handle(message);
       }
     } catch (err) {
@@ -284,7 +304,8 @@ export class RtmpConnection {
   /** Ends after what was sent has gone out (a refusal the client should read), reading nothing more. */
   private closeSoon(): void {
     this.closing = true;
-    this.queue.length = 0;
+    this.queue = [];
+    this.next = 0;
     this.socket.end();
     setTimeout(() => this.socket.destroy(), LINGER_MS).unref();
   }
