@@ -155,11 +155,12 @@ export class LiveRendition {
 
   /** init-R.mp4, S.m4s, S.P.m4s; the next part (the hinted one) is waited for; undefined: 404. */
   async file(name: string, signal?: AbortSignal): Promise<Buffer | undefined> {
-    const init = /^init-(\d{1,9})\.mp4$/.exec(name);
+    // One name per file (no leading zeros): they are cached as immutable under their names.
+    const init = /^init-(0|[1-9]\d{0,8})\.mp4$/.exec(name);
     if (init !== null) return this.#runs.get(Number(init[1]))?.init?.bytes;
-    const segment = /^(\d{1,12})\.m4s$/.exec(name);
+    const segment = /^(0|[1-9]\d{0,11})\.m4s$/.exec(name);
     if (segment !== null) return this.#segmentFile(Number(segment[1]));
-    const part = /^(\d{1,12})\.(\d{1,6})\.m4s$/.exec(name);
+    const part = /^(0|[1-9]\d{0,11})\.(0|[1-9]\d{0,5})\.m4s$/.exec(name);
     if (part === null) return undefined;
     const [msn, index] = [Number(part[1]), Number(part[2])];
     const find = (): Buffer | undefined => this.#segment(msn)?.parts[index]?.bytes;
@@ -218,7 +219,7 @@ export class LiveRendition {
     const open = this.#openSegment();
     const startsSegment = open === undefined || (hasVideo ? part.independent : this.#segmentFull(open.duration));
     if (startsSegment) this.#closeOpenSegment();
-    const segment = startsSegment ? this.#newSegment() : (open as Segment);
+    const segment = startsSegment ? this.#newSegment(duration) : (open as Segment);
     segment.parts.push(part);
     segment.duration += duration;
     segment.bytes += part.bytes.length;
@@ -242,12 +243,15 @@ export class LiveRendition {
     return secs + this.#partTarget() / 2 >= this.#timing.segmentTargetSecs;
   }
 
-  #newSegment(): Segment {
+  /** A segment starting with a part of `firstPartSecs`, which has just come whole. */
+  #newSegment(firstPartSecs: number): Segment {
     const segment: Segment = {
       msn: this.#nextMsn++,
       run: this.#run.number,
       discontinuity: this.#discontinuityPending,
-      programDateTime: this.#now(),
+      // EXT-X-PROGRAM-DATE-TIME dates the segment's first sample: its part came whole once
+      // its last frame was written, a part's duration later.
+      programDateTime: this.#now() - Math.round(firstPartSecs * 1000),
       duration: 0,
       complete: false,
       parts: [],
