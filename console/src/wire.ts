@@ -9,6 +9,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { PlaybackInfo, PlaybackSource, WireAsset } from '../../src/api/contract/asset.ts';
 import type { Capabilities } from '../../src/api/contract/capabilities.ts';
+import type { StreamCreateBody, WireStream } from '../../src/api/contract/stream.ts';
 import type { WireTask } from '../../src/api/contract/task.ts';
 import type { WEBHOOK_EVENTS, WebhookPatchBody, WireWebhook, WireWebhookLog } from '../../src/api/contract/webhook.ts';
 import type { ledgerRoute, modelsRoute } from '../../src/llm/gateway/schemas.ts';
@@ -44,52 +45,7 @@ export type LedgerEntry = Ledger['entries'][number];
 /** GET /v1/models: the models the orchestrators offer, each warm or not, priced or not. */
 export type ModelList = Static<(typeof modelsRoute)['response'][200]>;
 
-/** One rendition of a stream's live ladder (spec/API.md section D, Livepeer's profile). */
-export interface StreamProfile {
-  name: string;
-  width: number;
-  height: number;
-  bitrate: number;
-  fps: number;
-}
-
 /** A stream as GET /api/stream/{id} answers its owner (spec/API.md section D): `streamKey` is a secret. */
-export interface Stream {
-  id: string;
-  name: string;
-  streamKey: string;
-  playbackId: string;
-  playbackPolicy?: { type: string } | null;
-  profiles?: StreamProfile[] | null;
-  record?: boolean;
-  suspended: boolean;
-  isActive: boolean;
-  isHealthy?: boolean | null;
-  issues?: string[] | null;
-  lastSeen?: number;
-  createdAt: number;
-  sourceSegments?: number;
-  transcodedSegments?: number;
-  sourceSegmentsDuration?: number;
-  transcodedSegmentsDuration?: number;
-  sourceBytes?: number;
-  transcodedBytes?: number;
-  ingestRate?: number;
-  outgoingRate?: number;
-  /** The RTMP server to publish to (`rtmp://HOST:PORT/live`); absent where RTMP ingest is off. */
-  rtmpIngestUrl?: string;
-  /** The SRT address (`srt://HOST:PORT`); absent where SRT ingest is off. */
-  srtIngestUrl?: string;
-}
-
-/** What POST /api/stream takes from the console: a name and the ladder (absent: the default; []: the source alone). */
-export interface StreamBody {
-  name: string;
-  profiles?: StreamProfile[];
-}
-
-/** GET /api/playback/{playbackId} of a stream: `meta.live` 1 while it is live. */
-export interface LivePlaybackInfo {
-  type: 'live';
-  meta: { live: 0 | 1; source: PlaybackSource[] };
-}
+export type Stream = WireStream;
+/** What the console's form sends to POST /api/stream: a name and the ladder (absent: the default; []: the source alone). */
+export type StreamBody = Pick<StreamCreateBody, 'name' | 'profiles'>;

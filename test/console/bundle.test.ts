@@ -10,7 +10,12 @@ import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const REGISTRIES = ['src/tasks/task-types.ts', 'src/tasks/event-names.ts', 'src/assets/event-names.ts'];
+const REGISTRIES = [
+  'src/tasks/task-types.ts',
+  'src/tasks/event-names.ts',
+  'src/assets/event-names.ts',
+  'src/live/event-names.ts',
+];
 
 /** The files esbuild bundles for the console, relative to the repository's root. */
 async function bundledInputs(): Promise<string[]> {

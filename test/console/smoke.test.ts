@@ -144,7 +144,7 @@ describe('the console', { skip }, () => {
     const nav = page.getByRole('navigation', { name: 'Main' });
     await nav.waitFor();
     const links = await nav.getByRole('link').allInnerTexts();
-    assert.deepEqual(links, ['Upload', 'Assets', 'Tasks', 'Webhooks', 'Chat']);
+    assert.deepEqual(links, ['Upload', 'Assets', 'Streams', 'Tasks', 'Webhooks', 'Chat']);
     for (const name of links) {
       await nav.getByRole('link', { name }).click();
       await page.getByRole('heading', { level: 1, name: new RegExp(name) }).waitFor();

@@ -33,6 +33,7 @@ import { type FunctionComponent, h } from 'preact';
 import type { PageProps } from '../router.ts';
 import { AssetPage, AssetsPage } from './assets.tsx';
 import { ChatPage } from './chat.tsx';
+import { StreamsPage } from './streams.tsx';
 import { TasksPage } from './tasks.tsx';
 import { UploadPage } from './upload.tsx';
 import { WebhooksPage } from './webhooks.tsx';
@@ -52,6 +53,7 @@ function Assets({ route }: PageProps) {
 export const pages: PageDef[] = [
   { id: 'upload', title: 'Upload', Component: UploadPage },
   { id: 'assets', title: 'Assets', Component: Assets },
+  { id: 'streams', title: 'Streams', Component: StreamsPage },
   { id: 'tasks', title: 'Tasks', Component: TasksPage },
   { id: 'webhooks', title: 'Webhooks', Component: WebhooksPage },
   { id: 'chat', title: 'Chat', Component: ChatPage },

@@ -13,13 +13,14 @@ const HIDDEN = '••••••••••••••••';
 export function rtmpServer(s: Stream): string | undefined {
   const url = s.rtmpIngestUrl?.replace(/\/+$/, '');
   if (!url) return undefined;
-  return url.endsWith(`/${s.streamKey}`) ? url.slice(0, -s.streamKey.length - 1) : url;
+  const key = s.streamKey;
+  return key && url.endsWith(`/${key}`) ? url.slice(0, -key.length - 1) : url;
 }
 
 /** The SRT URL a publisher uses: srtIngestUrl with `streamid=KEY`, unless it carries its own. */
 export function srtUrl(s: Stream): string | undefined {
   const url = s.srtIngestUrl;
-  if (!url) return undefined;
+  if (!url || !s.streamKey) return undefined;
   if (/[?&]streamid=/.test(url)) return url;
   return `${url}${url.includes('?') ? '&' : '?'}streamid=${encodeURIComponent(s.streamKey)}`;
 }
@@ -60,9 +61,7 @@ function Urls({ stream }: { stream: Stream }) {
         )}
       </dd>
       <dt>Stream key</dt>
-      <dd>
-        <Secret label="stream key" value={stream.streamKey} />
-      </dd>
+      <dd>{stream.streamKey && <Secret label="stream key" value={stream.streamKey} />}</dd>
       <dt>SRT URL</dt>
       <dd>
         {srt ? <Secret label="SRT URL" value={srt} /> : <span class="hint">SRT ingest is off on this server.</span>}
@@ -77,7 +76,8 @@ function ffmpegCommand(stream: Stream): string | undefined {
   // x264 with a keyframe every 2 s at 30 fps: the source can then be passed through as a rung.
   const encode = '-c:v libx264 -preset veryfast -tune zerolatency -g 60 -c:a aac -b:a 128k';
   if (rtmp) return `ffmpeg -re -i input.mp4 ${encode} -f flv "${rtmp}/$STREAM_KEY"`;
-  const srt = stream.srtIngestUrl;
+  // The SRT URL carries the key: the command takes its address only.
+  const srt = stream.srtIngestUrl?.split('?')[0];
   if (srt) return `ffmpeg -re -i input.mp4 ${encode} -f mpegts "${srt}?streamid=$STREAM_KEY"`;
   return undefined;
 }

@@ -9,7 +9,7 @@ import { ErrorText, Player } from '../components/index.ts';
 import { bitRate, bytes, dateTime, duration } from '../format.ts';
 import { useInterval, useLoad, useVisible } from '../hooks.ts';
 import { href } from '../router.ts';
-import type { LivePlaybackInfo, Stream } from '../wire.ts';
+import type { PlaybackInfo, Stream } from '../wire.ts';
 import { StreamActions } from './stream-actions.tsx';
 import { StreamIngest } from './stream-ingest.tsx';
 import { healthWords, StreamBadge } from './stream-parts.tsx';
@@ -24,7 +24,6 @@ function segmentsLine(count: number | undefined, secs: number | undefined, size:
 }
 
 function ladderWords(s: Stream): string {
-  if (s.profiles === null || s.profiles === undefined) return 'the default ladder, and the source';
   if (s.profiles.length === 0) return 'the source alone';
   return `${s.profiles.map((p) => p.name).join(', ')}, and the source`;
 }
@@ -98,7 +97,7 @@ function useLiveSource(stream: Stream): { url: string | undefined; error: unknow
       if (ok) setUrl(hls);
       else timer = setTimeout(() => void probe(hls), PROBE_MS);
     };
-    void api<LivePlaybackInfo>('GET', `/api/playback/${encodeURIComponent(stream.playbackId)}`)
+    void api<PlaybackInfo>('GET', `/api/playback/${encodeURIComponent(stream.playbackId)}`)
       .then((info) => {
         const hls = info.meta.source.find((s) => s.hrn === 'HLS (TS)')?.url;
         if (!gone && hls) void probe(hls);

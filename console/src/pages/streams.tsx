@@ -121,7 +121,7 @@ function NewStream() {
         </Field>
         <fieldset class="ladder" aria-describedby={`${ladderId}-hint`}>
           <legend>Renditions</legend>
-          <div class="field-inline">
+          <div class="field field-inline">
             <input
               id={`${ladderId}-default`}
               type="radio"
@@ -133,7 +133,7 @@ function NewStream() {
               The default ladder: 240p, 360p, 480p and 720p, and the source
             </label>
           </div>
-          <div class="field-inline">
+          <div class="field field-inline">
             <input
               id={`${ladderId}-source`}
               type="radio"
