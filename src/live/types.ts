@@ -73,12 +73,12 @@ export interface StreamRecord extends Omit<LiveCounters, 'isHealthy'> {
 export interface ServedRendition {
   readonly name: string;
   readonly ready: boolean;
+  /** Its rendition reports (EXT-X-RENDITION-REPORT) are the ladder's business, not the caller's. */
   playlist(req: {
     msn?: number;
     part?: number;
     uriQuery?: string;
     signal?: AbortSignal;
-    others?: readonly ServedRendition[];
   }): Promise<{ status: 200; body: string } | { status: 400 | 404 | 503; reason: string }>;
   /** init-R.mp4, S.m4s, S.P.m4s; a hinted part not yet written is waited for; undefined: 404. */
   file(name: string, signal?: AbortSignal): Promise<Buffer | undefined>;
