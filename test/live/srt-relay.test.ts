@@ -17,7 +17,8 @@ test('an SRT publish with the stream key arrives as FLV with both tracks and its
   assert.deepEqual([ended.kind, ended.reason], ['left', 'the publisher closed the connection']);
   const flv = await probeFlv(ended.file);
   assert.deepEqual(flv.codecs, ['aac', 'h264']);
-  assert.ok(flv.duration > 3.2 && flv.duration < 4.6, `duration ${flv.duration}`);
+  t.diagnostic(`FLV ${flv.duration} s of a 4 s publish`);
+  assert.ok(flv.duration > 3.5 && flv.duration < 4.6, `duration ${flv.duration}`);
   assert.equal(h.attempts.length, 1);
   assert.equal(h.attempts[0]?.protocol, 'srt');
   assert.match(h.attempts[0]?.remote ?? '', /^127\.0\.0\.1:\d+$/);
@@ -40,7 +41,8 @@ test('two publishers at once, one with the access-control stream id, each get th
     assert.equal(ended.kind, 'left');
     const flv = await probeFlv(ended.file);
     assert.deepEqual(flv.codecs, ['aac', 'h264']);
-    assert.ok(flv.duration > 3.2 && flv.duration < 4.6, `duration ${flv.duration}`);
+    t.diagnostic(`FLV ${flv.duration} s of a 4 s publish`);
+    assert.ok(flv.duration > 3.5 && flv.duration < 4.6, `duration ${flv.duration}`);
   }
   assert.deepEqual(
     h.attempts.map((a) => a.streamKey),
@@ -92,7 +94,8 @@ test('garbage datagrams at the port do not disturb a running publish, and are lo
   assert.equal(ended?.kind, 'left');
   const flv = await probeFlv(ended?.file ?? '');
   assert.deepEqual(flv.codecs, ['aac', 'h264']);
-  assert.ok(flv.duration > 4.2 && flv.duration < 5.6, `duration ${flv.duration}`);
+  t.diagnostic(`FLV ${flv.duration} s of a 5 s publish beside ${senders.length * garbage().length} garbage datagrams`);
+  assert.ok(flv.duration > 4.5 && flv.duration < 5.6, `duration ${flv.duration}`);
   const dropLines = h.logs.filter((l) => l.includes('srt: dropped'));
   assert.equal(dropLines.length, senders.length, dropLines.join(''));
   assert.equal(h.attempts.length, 1);

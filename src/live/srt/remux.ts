@@ -22,6 +22,8 @@ export interface Remux {
   readonly exited: Promise<RemuxExit>;
   /** Kills ffmpeg now (after a graceful end did not come). */
   kill(): void;
+  /** Resolves once ffmpeg has written nothing for `quietMs` (or exited), or after `maxMs`. */
+  quiet(o: { quietMs: number; maxMs: number }): Promise<void>;
 }
 
 const STDERR_TAIL = 4096;
@@ -57,19 +59,32 @@ export function startRemux(o: { ffmpegPath: string; port: number; listenTimeoutM
     stderr = (stderr + c.toString('utf8')).slice(-STDERR_TAIL);
   });
   child.stdout.pipe(o.flv);
+  let wroteAt = Date.now();
+  let running = true;
+  child.stdout.on('data', () => {
+    wroteAt = Date.now();
+  });
   const exited = new Promise<RemuxExit>((resolve) => {
     child.on('error', (err) => {
       stderr += `\n${err.message}`;
     });
     // 'close': the process has exited and its pipes are drained into the sink.
-    child.on('close', (code) => resolve(exitOf(code, stderr)));
+    child.on('close', (code) => {
+      running = false;
+      resolve(exitOf(code, stderr));
+    });
   });
+  const quiet = async (q: { quietMs: number; maxMs: number }): Promise<void> => {
+    const until = Date.now() + q.maxMs;
+    while (running && Date.now() < until && Date.now() - wroteAt < q.quietMs)
+      await new Promise((r) => setTimeout(r, Math.min(50, q.quietMs)));
+  };
   const kill = (): void => {
     killGroup(child.pid);
     // A sink that stopped reading would hold the pipe, and 'close', forever.
     setTimeout(() => child.stdout.destroy(), KILL_DRAIN_MS).unref();
   };
-  return { pid: child.pid, exited, kill };
+  return { pid: child.pid, exited, kill, quiet };
 }
 
 // ffmpeg's FLV muxer (5.1) on a codec FLV has no id for: "Video codec hevc not compatible with flv".

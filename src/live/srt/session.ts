@@ -49,7 +49,9 @@ export interface SrtSessionOptions {
 export const SOCKET_BUFFERS = { recvBufferSize: 4 * 1024 * 1024, sendBufferSize: 4 * 1024 * 1024 };
 
 const INDUCTION_RETRY_MS = 50;
-/** How long a remux gets to flush its FLV after the publisher's shutdown reached it. */
+/** How a remux drains what the publisher sent before it left: until its FLV output pauses for 0.5 s, at most 2.5 s. */
+const DRAIN = { quietMs: 500, maxMs: 2500 };
+/** How long a remux gets to flush its FLV after the shutdown reached it. */
 const FLUSH_GRACE_MS = 3000;
 
 export class SrtSession {
@@ -131,8 +133,9 @@ export class SrtSession {
       if (hs?.type === HandshakeType.conclusion) this.#toRemux(withCookie(packet, this.#cookie));
       return;
     }
-    this.#toRemux(packet);
+    // The publisher's shutdown is not passed on: the session sends its own once ffmpeg has drained (see #close).
     if (header?.controlType === ControlType.shutdown) void this.end('left', 'the publisher closed the connection');
+    else this.#toRemux(packet);
   }
 
   #fromRemux(packet: Buffer): void {
@@ -194,6 +197,10 @@ export class SrtSession {
     if (kind !== 'left' && this.#remuxSocketId !== undefined)
       this.#o.toPublisher(shutdownPacket({ timestamp, destinationSocketId: this.#publisherSocketId }));
     else if (kind !== 'left') this.#rejectPublisher(RejectReason.unavailable);
+    // A shutdown makes libsrt drop what ffmpeg has not read yet: the last half second of a
+    // publish (a publisher flushes its MPEG-TS muxer in a burst as it closes). After the
+    // publisher left, ffmpeg reads to the end first; a cut publish has no tail worth waiting for.
+    if (kind === 'left' && this.#remux && this.#remuxSocketId !== undefined) await this.#remux.quiet(DRAIN);
     if (this.#remuxSocketId !== undefined)
       this.#toRemux(shutdownPacket({ timestamp, destinationSocketId: this.#remuxSocketId }));
     const remux = this.#remux;
