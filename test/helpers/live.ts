@@ -159,7 +159,10 @@ function encodeArgs(o: TestSourceOptions, fps: number, width: number, height: nu
   return [
     ...['-c:v', 'libx264', '-preset', 'veryfast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p'],
     ...['-bf', String(o.bframes ?? 0), '-g', String(gop), '-keyint_min', String(gop), '-sc_threshold', '0'],
-    ...['-b:v', `${kbps}k`, '-maxrate', `${kbps}k`, '-bufsize', `${kbps * 2}k`],
+    // CBR with filler (x264's nal-hrd=cbr), as OBS users are told to stream: the publish sends
+    // the bitrate its metadata declares even when the picture is easy to encode.
+    ...['-b:v', `${kbps}k`, '-minrate', `${kbps}k`, '-maxrate', `${kbps}k`, '-bufsize', `${kbps}k`],
+    ...['-x264-params', 'nal-hrd=cbr'],
     ...['-c:a', 'aac', '-b:a', '64k', '-ar', '48000'],
   ];
 }
