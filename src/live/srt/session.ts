@@ -20,8 +20,9 @@ import { type Remux, type RemuxExit, startRemux } from './remux.ts';
 // it from a UDP socket of its own, so to ffmpeg the session is the caller: it sends its own
 // induction to learn ffmpeg's cookie (which is bound to this socket's address, not the
 // publisher's), then the publisher's conclusion with that cookie, and from then on forwards
-// every packet both ways unchanged. Replies to the publisher go out of the relay's public
-// socket (`toPublisher`), from the address the publisher connected to.
+// every packet both ways unchanged, but the publisher's shutdown (see #close). Replies to the
+// publisher go out of the relay's public socket (`toPublisher`), from the address the
+// publisher connected to.
 
 export type EndKind = 'left' | 'cut' | 'refused';
 
@@ -181,8 +182,9 @@ export class SrtSession {
   }
 
   /**
-   * Ends the session once: a shutdown to the publisher (unless it left) and to ffmpeg, which
-   * then finishes its FLV (killed after a grace), the socket closed, then `sink.ended`.
+   * Ends the session once: a shutdown to the publisher (unless it left; a rejection while it
+   * is still in its handshake) and to ffmpeg, which then finishes its FLV (killed after a
+   * grace), the socket closed, then `sink.ended`.
    */
   end(kind: EndKind, reason: string): Promise<void> {
     if (this.#closed) return this.#closed;
