@@ -30,6 +30,12 @@ const KEYLESS = [
   ['get', '/media/*'],
   ['head', '/media/*'],
   ['options', '/media/*'],
+  ['get', '/media/live/{playbackId}/index.m3u8'],
+  ['head', '/media/live/{playbackId}/index.m3u8'],
+  ['get', '/media/live/{playbackId}/{rendition}/index.m3u8'],
+  ['head', '/media/live/{playbackId}/{rendition}/index.m3u8'],
+  ['get', '/media/live/{playbackId}/{rendition}/{file}'],
+  ['head', '/media/live/{playbackId}/{rendition}/{file}'],
   ['get', '/player/hls.min.js'],
 ];
 
