@@ -33,7 +33,7 @@ const ECHO_NAMES = new Set([
 const URL_QUERY = /\b([a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>\\]*)\?[^\s"'<>\\]*/gi;
 // Secret names inside text: a JSON member (`"secretAccessKey":"v`, also escaped once, also
 // cut short as PostgreSQL quotes it) or a `name=value` pair (a query string, a form).
-const SECRET_WORD = String.raw`(?:\w*(?:secret|passw(?:or)?d|credential|signature|proof|api[-_]?key|access[-_]?key|authori[sz]ation)\w*|\w*token|jwt)`;
+const SECRET_WORD = String.raw`(?:\w*(?:secret|passw(?:or)?d|credential|signature|proof|api[-_]?key|access[-_]?key|stream[-_]?key|authori[sz]ation)\w*|\w*token|jwt|streamid)`;
 const SECRET_MEMBER = new RegExp(String.raw`(\\?"${SECRET_WORD}\\?"\s*:\s*\\?")[^"\\]*`, 'gi');
 const SECRET_PARAM = new RegExp(String.raw`(\b${SECRET_WORD}=)[^\s&;,"'<>]+`, 'gi');
 // A query parameter whose name is percent-encoded: Fastify's query parser decodes names, so
@@ -42,6 +42,9 @@ const SECRET_PARAM = new RegExp(String.raw`(\b${SECRET_WORD}=)[^\s&;,"'<>]+`, 'g
 const ENCODED_PARAM = /(?<![\w.~%-])((?=[\w.~-]*%[0-9a-f]{2})(?:[\w.~-]|%[0-9a-f]{2})+=)[^\s&;,"'<>]+/gi;
 const SECRET_NAME_ONLY = new RegExp(String.raw`\b${SECRET_WORD}=$`, 'i');
 const AUTH_SCHEME = /\b(Bearer|Basic)\s+[\w.~+/=-]+/g;
+// An RTMP publish URL holds the stream key as its last path segment (rtmp://HOST/APP/KEY,
+// Adobe's RTMP spec: the app, then the stream name): the segment after the app is censored.
+const RTMP_KEY = /\b(rtmps?:\/\/[^\s/"'<>\\]+\/[^\s/"'<>\\?]+\/)[^\s"'<>\\?]+/gi;
 
 const MAX_DEPTH = 12;
 
@@ -65,7 +68,8 @@ export function scrubText(text: string): string {
     .replace(SECRET_MEMBER, `$1${CENSOR}`)
     .replace(SECRET_PARAM, `$1${CENSOR}`)
     .replace(ENCODED_PARAM, scrubEncodedParam)
-    .replace(AUTH_SCHEME, `$1 ${CENSOR}`);
+    .replace(AUTH_SCHEME, `$1 ${CENSOR}`)
+    .replace(RTMP_KEY, `$1${CENSOR}`);
 }
 
 const isPlainObject = (v: object): boolean => {
