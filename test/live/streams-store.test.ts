@@ -94,7 +94,13 @@ for (const { kind, skip } of await databaseKinds()) {
     });
 
     it('lets one publish start at a time, keeps its counters, and writes started and idle without the key', async () => {
-      const s = await streams.create({ owner: 'alice', projectId: PROJECT, name: 'live' });
+      const target = { profile: 'source', spec: { name: 'yt', url: 'rtmp://a.example/live2/their-key-123' } };
+      const s = await streams.create({
+        owner: 'alice',
+        projectId: PROJECT,
+        name: 'live',
+        multistream: { targets: [target] },
+      });
       const session = randomUUID();
       assert.equal(await streams.started(s.id, { sessionId: session, protocol: 'rtmp' }), true);
       assert.equal(await streams.started(s.id, { sessionId: randomUUID(), protocol: 'srt' }), false);
@@ -120,7 +126,11 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal(written[0]?.task.is_active, true);
       assert.equal(written[1]?.task.is_active, false);
       assert.equal(written[0]?.owner, 'alice');
-      for (const e of written) assert.ok(!JSON.stringify(e.task).includes(s.streamKey), 'no key in the outbox');
+      for (const e of written) {
+        assert.ok(!JSON.stringify(e.task).includes(s.streamKey), 'no key in the outbox');
+        assert.ok(!JSON.stringify(e.task).includes('their-key-123'), "no target's URL in the outbox");
+        assert.deepEqual(e.task.multistream, { targets: [{ profile: 'source', spec: { name: 'yt' } }] });
+      }
     });
 
     it('refuses a suspended stream its start', async () => {
