@@ -51,6 +51,8 @@ export async function startLiveService(env: Record<string, string> = {}): Promis
     MEDIAPLANE_RTMP_PORT: String(rtmpPort),
     MEDIAPLANE_SRT_PORT: '0',
     MEDIAPLANE_LOG_LEVEL: 'warn',
+    // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof: where the service's own CPU goes.
+    ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
     ...env,
   };
   const key = (
