@@ -25,6 +25,8 @@ export class LadderProcess {
   private readonly stdin: Writable;
   private stderr = '';
   private exited = false;
+  /** A write waits for ffmpeg to take what it was given: media is waiting for the ladder. */
+  blocked = false;
   readonly done: Promise<void>;
 
   constructor(o: LadderProcessOptions) {
@@ -76,7 +78,9 @@ export class LadderProcess {
     }
     if (this.stdin.write(bytes)) ready();
     else {
+      this.blocked = true;
       const go = (): void => {
+        this.blocked = false;
         this.stdin.off('drain', go);
         this.child.off('close', go);
         ready();

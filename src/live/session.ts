@@ -354,6 +354,7 @@ export class LiveSession implements FlvSink, LiveLadder {
       now: Date.now(),
       inputSecs: this.reader.mediaMs / 1000,
       outputSecs: mediaSecs,
+      blocked: this.process?.blocked ?? false,
     });
     if (verdict === 'drop-top-rung' && (this.plan?.renditions.filter((r) => r.profile).length ?? 0) > 1)
       this.dropTopRung();
