@@ -19,7 +19,8 @@ import {
   writeHandshake,
 } from '../../src/live/srt/handshake.ts';
 import { readHeader, shutdownPacket } from '../../src/live/srt/packet.ts';
-import { exitOf } from '../../src/live/srt/remux.ts';
+import { exitOf, remuxArgs } from '../../src/live/srt/remux.ts';
+import { assertGuardedInputs } from '../../src/transcode/media-input.ts';
 import { publishTarget } from '../../src/live/srt/stream-id.ts';
 
 // Byte-level tests of the SRT handshake as the relay reads and writes it (IETF
@@ -169,6 +170,17 @@ test("the remux's end names what FLV cannot carry", () => {
   });
   assert.equal(exitOf(1, 'Audio codec opus not compatible with flv').refusal, 'opus audio is not supported: send AAC');
   assert.deepEqual(exitOf(0, ''), { code: 0 });
+});
+
+test('the remux opens only MPEG-TS over SRT from its loopback listener', () => {
+  const args = remuxArgs({ port: 4321, listenTimeoutMs: 4500 });
+  assertGuardedInputs(args);
+  const input = args.indexOf('-i');
+  assert.deepEqual(args.slice(input - 6, input + 2), [
+    ...['-f', 'mpegts', '-format_whitelist', 'mpegts', '-protocol_whitelist', 'srt'],
+    ...['-i', 'srt://127.0.0.1:4321?mode=listener&listen_timeout=4500000'],
+  ]);
+  assert.deepEqual(args.slice(-3), ['-flvflags', 'no_duration_filesize', 'pipe:1']);
 });
 
 /** The conclusion libsrt (ffmpeg's caller) sends with `streamId`, answered with our induction response. */
