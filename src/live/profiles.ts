@@ -18,6 +18,8 @@ export interface Profile {
   gop?: string;
   profile?: H264Profile;
   encoder?: 'H.264';
+  /** Livepeer's constant-quality hint, kept as given: live rungs encode at their bitrate. */
+  quality?: number;
 }
 
 export const H264_PROFILES = ['H264Baseline', 'H264Main', 'H264High', 'H264ConstrainedHigh'] as const;

@@ -251,7 +251,7 @@ const wireProfile = (p: Profile): WireProfile => ({ ...p, fps: p.fps ?? 0 });
 
 /** The domain's profiles of a body (fps 0 when absent: the source's rate). */
 export function profilesOf(given: readonly LiveProfile[]): Profile[] {
-  return given.map((p) => ({ ...p, fps: p.fps ?? 0 }) as Profile);
+  return given.map((p) => ({ ...p, fps: p.fps ?? 0 }));
 }
 
 /** Targets as shown: the inline spec's url is a secret and stays out. */
