@@ -93,10 +93,16 @@ export function captureLog(): { log: Logger; lines: LogCapture } {
 export class ScriptedPublisher {
   readonly socket: net.Socket;
   private readonly reader = new ChunkReader();
-  private readonly inbox: RtmpMessage[] = [];
+  /** Every message the server sent, in order. */
+  readonly received: RtmpMessage[] = [];
+  private commandCursor = 0;
   private wake: (() => void) | undefined;
   readonly closed: Promise<void>;
   chunkSize = 128;
+  /** The handshake: what this client sent (C1) and the server's S1 and S2. */
+  c1 = Buffer.alloc(0);
+  s1 = Buffer.alloc(0);
+  s2 = Buffer.alloc(0);
 
   private constructor(socket: net.Socket) {
     this.socket = socket;
@@ -105,21 +111,27 @@ export class ScriptedPublisher {
   }
 
   /** Connects and does the plain handshake (C0, C1; reads S0, S1, S2; sends C2). */
-  static async connect(port: number): Promise<ScriptedPublisher> {
+  static async connect(port: number, o: { c1Version?: number[] } = {}): Promise<ScriptedPublisher> {
     const socket = net.connect(port, '127.0.0.1');
     await once(socket, 'connect');
     const client = new ScriptedPublisher(socket);
-    socket.write(Buffer.concat([Buffer.of(3), Buffer.alloc(1536, 7)]));
+    const c1 = Buffer.alloc(1536, 7);
+    // A Flash client's C1 names its version in bytes 4-7 and hides a digest in the rest.
+    Buffer.from(o.c1Version ?? [0, 0, 0, 0]).copy(c1, 4);
+    client.c1 = c1;
+    socket.write(Buffer.concat([Buffer.of(3), c1]));
     let got = Buffer.alloc(0);
     while (got.length < 1 + 2 * 1536) {
       const [chunk] = (await once(socket, 'data')) as [Buffer];
       got = Buffer.concat([got, chunk]);
     }
-    socket.write(got.subarray(1, 1537));
+    client.s1 = got.subarray(1, 1537);
+    client.s2 = got.subarray(1537, 1 + 2 * 1536);
+    socket.write(client.s1);
     const rest = got.subarray(1 + 2 * 1536);
-    client.inbox.push(...client.reader.push(rest));
+    client.received.push(...client.reader.push(rest));
     socket.on('data', (chunk: Buffer) => {
-      client.inbox.push(...client.reader.push(chunk));
+      client.received.push(...client.reader.push(chunk));
       client.wake?.();
     });
     return client;
@@ -140,18 +152,28 @@ export class ScriptedPublisher {
     });
   }
 
-  /** The next command the server sends (control messages skipped); undefined once it closed. */
+  /** The next command the server sends (other messages passed over); undefined once it closed. */
   async nextCommand(): Promise<RtmpCommand | undefined> {
-    for (;;) {
-      const m = this.inbox.shift();
-      if (m?.typeId === 20) return readCommand(m);
-      if (m) continue;
-      if (this.socket.destroyed || this.socket.readableEnded) return undefined;
-      const closed = this.closed.then(() => 'closed' as const);
-      const more = new Promise<'more'>((resolve) => {
-        this.wake = () => resolve('more');
-      });
-      if ((await Promise.race([closed, more])) === 'closed' && this.inbox.length === 0) return undefined;
+    const at = await this.find((m) => m.typeId === 20, this.commandCursor);
+    if (at === undefined) return undefined;
+    this.commandCursor = at + 1;
+    const m = this.received[at];
+    return m && readCommand(m);
+  }
+
+  /** The index in `received` of the first message from `from` on that `match`es, waiting for it; undefined once closed. */
+  async find(match: (m: RtmpMessage) => boolean, from = 0): Promise<number | undefined> {
+    for (let i = from; ; i++) {
+      while (i >= this.received.length) {
+        if (this.socket.destroyed || this.socket.readableEnded) return undefined;
+        const closed = this.closed.then(() => 'closed' as const);
+        const more = new Promise<'more'>((resolve) => {
+          this.wake = () => resolve('more');
+        });
+        if ((await Promise.race([closed, more])) === 'closed' && i >= this.received.length) return undefined;
+      }
+      const m = this.received[i];
+      if (m && match(m)) return i;
     }
   }
 

@@ -70,7 +70,7 @@ export class ChunkReader {
     return this.buffered > 0 || this.reading !== undefined || this.partial.length > 0;
   }
 
-  /** Takes the next bytes; returns the messages they complete, in order. Set Chunk Size and Abort take effect at once. */
+  /** Takes the next bytes; returns the messages they complete, in order. Set Chunk Size and Abort have taken effect when returned. */
   push(data: Buffer): RtmpMessage[] {
     const out: RtmpMessage[] = [];
     const buf = this.partial.length === 0 ? data : Buffer.concat([this.partial, data]);
@@ -225,10 +225,10 @@ export class ChunkReader {
       streamId: stream.streamId,
       payload,
     };
-    // Section 5.4: these two change how the very next chunks are read.
+    // Section 5.4: these two change how the very next chunks are read, so they act here.
     if (message.typeId === MessageType.SetChunkSize) this.setChunkSize(readControlValue(payload, 'Set Chunk Size'));
     else if (message.typeId === MessageType.Abort) this.abort(readControlValue(payload, 'Abort'));
-    else out.push(message);
+    out.push(message);
   }
 }
 
