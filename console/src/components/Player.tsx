@@ -18,7 +18,8 @@ interface Level {
   bitrate: number;
 }
 
-function useHls(video: HTMLVideoElement | null, src: string, live: boolean) {
+function useHls(video: HTMLVideoElement | null, o: { src: string; live: boolean; onFatal: () => void }) {
+  const { src, live, onFatal } = o;
   const hls = useRef<Hls | null>(null);
   const [levels, setLevels] = useState<Level[]>([]);
   const [playing, setPlaying] = useState<number | undefined>(undefined);
@@ -41,8 +42,9 @@ function useHls(video: HTMLVideoElement | null, src: string, live: boolean) {
       );
       h.on(HlsJs.Events.LEVEL_SWITCHED, (_e, d) => setPlaying(d.level));
       h.on(HlsJs.Events.ERROR, (_e, d) => {
-        if (d.fatal)
-          setError(new Error(`Playback failed: ${d.details}${d.response ? ` (HTTP ${d.response.code})` : ''}`));
+        if (!d.fatal) return;
+        setError(new Error(`Playback failed: ${d.details}${d.response ? ` (HTTP ${d.response.code})` : ''}`));
+        onFatal();
       });
       h.loadSource(src);
       h.attachMedia(video);
@@ -221,6 +223,8 @@ export function Player(props: {
   storyboard?: string | undefined;
   /** A live stream: hls.js in low-latency mode, no seek bar. */
   live?: boolean;
+  /** hls.js gave up (a live stream that ended answers 404). */
+  onFatal?(): void;
   onVideo?(video: HTMLVideoElement | null): void;
 }) {
   const live = props.live ?? false;
@@ -233,7 +237,13 @@ export function Player(props: {
     setVideo(el);
     onVideo.current?.(el);
   }, []);
-  const { levels, playing, error, choose } = useHls(video, props.src, live);
+  const onFatal = useRef(props.onFatal);
+  onFatal.current = props.onFatal;
+  const { levels, playing, error, choose } = useHls(video, {
+    src: props.src,
+    live,
+    onFatal: () => onFatal.current?.(),
+  });
   const cues = useStoryboard(props.storyboard);
   const select = useId();
   const [box, setBox] = useState<HTMLDivElement | null>(null);

@@ -111,12 +111,13 @@ function useLiveSource(stream: Stream): { url: string | undefined; error: unknow
   return { url, error };
 }
 
-function LivePlayer({ stream }: { stream: Stream }) {
+/** The player while the stream is live; when it fails (the stream ended), the stream is read again at once. */
+function LivePlayer({ stream, onFatal }: { stream: Stream; onFatal(): void }) {
   const { url, error } = useLiveSource(stream);
   let body = <p class="hint">Idle: the player starts when the stream goes live.</p>;
   if (stream.playbackPolicy?.type === 'jwt')
     body = <p class="hint">This stream plays with a signed token only (playback policy JWT): the console has none.</p>;
-  else if (stream.isActive && url) body = <Player src={url} live />;
+  else if (stream.isActive && url) body = <Player src={url} live onFatal={onFatal} />;
   else if (stream.isActive) body = <p role="status">Live: waiting for the first segments of every rendition…</p>;
   return (
     <section class="card" aria-labelledby="player-h">
@@ -141,7 +142,7 @@ export function StreamPage({ id }: { id: string }) {
       {!s && loaded.loading && <p role="status">Loading…</p>}
       {s && (
         <>
-          <LivePlayer stream={s} />
+          <LivePlayer stream={s} onFatal={() => void loaded.reload()} />
           <div class="grid2">
             <StreamIngest stream={s} />
             <State stream={s} />
