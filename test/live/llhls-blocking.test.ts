@@ -9,6 +9,8 @@ import { fmp4File, topLevelBoxes } from './llhls-source.ts';
 // limits, 503 past the hold limit, dropped when the client leaves.
 
 const TIMING: LlhlsTiming = { partTargetSecs: 0.25, segmentTargetSecs: 1, windowSecs: 30 };
+/** Names from 0.m4s and init-0.mp4, so the tests can name them. */
+const FROM_ZERO = { firstMsn: 0, firstRun: 0 };
 
 /** The file cut where a writer could stop: the init segment, then each moof+mdat (one part). */
 async function pieces(secs: number): Promise<{ init: Buffer; parts: Buffer[] }> {
@@ -25,7 +27,7 @@ async function pieces(secs: number): Promise<{ init: Buffer; parts: Buffer[] }> 
 /** A rendition that has had the init and the first `n` parts. */
 async function renditionWith(n: number, timing = TIMING): Promise<{ rendition: LiveRendition; rest: Buffer[] }> {
   const { init, parts } = await pieces(3);
-  const rendition = new LiveRendition({ name: 'r', timing });
+  const rendition = new LiveRendition({ name: 'r', numbering: FROM_ZERO, timing });
   rendition.write(init);
   for (const part of parts.slice(0, n)) rendition.write(part);
   return { rendition, rest: parts.slice(n) };
@@ -111,6 +113,18 @@ describe('blocking playlist reload', () => {
     assert.equal((await within).status, 503, 'held, then dropped by its signal, not refused');
   });
 
+  test('with names from the wall clock, the first segment open: the next part is held, two segments on is refused', async () => {
+    const { init, parts } = await pieces(1);
+    const rendition = new LiveRendition({ name: 'r', timing: TIMING, now: () => 1_000_000 });
+    rendition.write(init);
+    rendition.write(parts[0] as Buffer);
+    const held = rendition.playlist({ msn: 10_000, part: 1 });
+    assert.equal(await settled(held), false);
+    assert.equal((await rendition.playlist({ msn: 10_002, part: 0 })).status, 400);
+    rendition.write(parts[1] as Buffer);
+    assert.match(body(await held), /URI="10000\.1\.m4s"/);
+  });
+
   test('503 once the hold limit (three target durations) passes without the part', async () => {
     const { rendition } = await renditionWith(2, { partTargetSecs: 0.05, segmentTargetSecs: 0.1, windowSecs: 30 });
     const started = performance.now();
@@ -144,7 +158,7 @@ describe('blocking playlist reload', () => {
 
   test('a playlist without directives waits for the first part', async () => {
     const { init, parts } = await pieces(1);
-    const rendition = new LiveRendition({ name: 'r', timing: TIMING });
+    const rendition = new LiveRendition({ name: 'r', numbering: FROM_ZERO, timing: TIMING });
     const first = rendition.playlist({});
     rendition.write(init);
     assert.equal(await settled(first), false);

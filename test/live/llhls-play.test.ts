@@ -127,6 +127,6 @@ test("hls.js plays on across a restart: EXT-X-DISCONTINUITY, the new run's init,
   assert.equal(report.unreadable, 0);
   assert.ok(numbers.some((n) => n < FIRST_RUN_FRAMES) && numbers.some((n) => n >= FIRST_RUN_FRAMES + 30));
   const final = await rendition.playlist({});
-  assert.match(final.status === 200 ? final.body : '', /#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI="init-1.mp4"/);
+  assert.match(final.status === 200 ? final.body : '', /#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI="init-\d+.mp4"/);
   assert.deepEqual(seen.errors, []);
 });

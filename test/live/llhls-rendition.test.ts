@@ -10,6 +10,8 @@ import { fmp4File, probe, topLevelBoxes } from './llhls-source.ts';
 // chunks: segments, parts, their files, and the playlist text tag by tag.
 
 const TIMING: LlhlsTiming = { partTargetSecs: 0.25, segmentTargetSecs: 1, windowSecs: 30 };
+/** Names from 0.m4s and init-0.mp4, so the tests can name them. */
+const FROM_ZERO = { firstMsn: 0, firstRun: 0 };
 const dir = await mkdtemp(path.join(tmpdir(), 'llhls-rendition-'));
 after(() => rm(dir, { recursive: true, force: true }));
 
@@ -71,7 +73,12 @@ function parse(text: string): { tags: Map<string, string>; segments: ParsedSegme
 
 describe('a rendition fed a 6 s fMP4', async () => {
   const file = await fmp4File(6);
-  const rendition = new LiveRendition({ name: '240p0', timing: TIMING, now: () => Date.UTC(2026, 0, 1) });
+  const rendition = new LiveRendition({
+    name: '240p0',
+    numbering: FROM_ZERO,
+    timing: TIMING,
+    now: () => Date.UTC(2026, 0, 1),
+  });
   feed(rendition, file);
 
   test('segments of about 1 s made of parts of about 0.25 s, each part within PART-TARGET', async () => {
@@ -172,7 +179,7 @@ describe('a rendition fed a 6 s fMP4', async () => {
   });
 
   test('with a uriQuery every URI carries it, rendition reports included', async () => {
-    const other = new LiveRendition({ name: '360p0', timing: TIMING });
+    const other = new LiveRendition({ name: '360p0', numbering: FROM_ZERO, timing: TIMING });
     feed(other, file, 7777);
     const text = await playlistText(rendition, { uriQuery: 'jwt=a.b-c_d', others: [rendition, other] });
     const uris = [...text.matchAll(/URI="([^"]+)"/g)].map((m) => m[1] ?? '');
@@ -194,7 +201,7 @@ describe('a rendition fed a 6 s fMP4', async () => {
 describe('restart, end and the window', () => {
   test('restart: a new init, a discontinuity before its first segment, media time continues', async () => {
     const file = await fmp4File(3);
-    const rendition = new LiveRendition({ name: 'source', timing: TIMING });
+    const rendition = new LiveRendition({ name: 'source', numbering: FROM_ZERO, timing: TIMING });
     feed(rendition, file, 5000);
     // The dying run's last bytes, a partial fragment: restart() drops them.
     rendition.write(
@@ -225,14 +232,14 @@ describe('restart, end and the window', () => {
 
   test('a new ffmpeg run without restart() is one too (its ftyp says so)', async () => {
     const file = await fmp4File(3);
-    const rendition = new LiveRendition({ name: 'source', timing: TIMING });
+    const rendition = new LiveRendition({ name: 'source', numbering: FROM_ZERO, timing: TIMING });
     feed(rendition, Buffer.concat([file, file]), 10_000);
     assert.match(await playlistText(rendition), /#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI="init-1.mp4"/);
   });
 
   test('end: the open segment is whole, EXT-X-ENDLIST, no preload hint, directives ignored', async () => {
     const file = await fmp4File(3);
-    const rendition = new LiveRendition({ name: 'source', timing: TIMING });
+    const rendition = new LiveRendition({ name: 'source', numbering: FROM_ZERO, timing: TIMING });
     feed(rendition, file);
     rendition.end();
     const text = await playlistText(rendition, { msn: 99, part: 0 });
@@ -246,7 +253,7 @@ describe('restart, end and the window', () => {
 
   test('the window keeps windowSecs: older segments leave the playlist and 404, and so does their init', async () => {
     const file = await fmp4File(3);
-    const rendition = new LiveRendition({ name: 'source', timing: { ...TIMING, windowSecs: 2 } });
+    const rendition = new LiveRendition({ name: 'source', numbering: FROM_ZERO, timing: { ...TIMING, windowSecs: 2 } });
     feed(rendition, file);
     rendition.restart();
     feed(rendition, file);
@@ -266,8 +273,29 @@ describe('restart, end and the window', () => {
   });
 });
 
+test('by default names start from the wall clock: a playbackId live again never reuses a name', async () => {
+  const file = await fmp4File(3);
+  const at = Date.UTC(2026, 0, 1);
+  const names = async (now: number) => {
+    const rendition = new LiveRendition({ name: 'source', timing: TIMING, now: () => now });
+    feed(rendition, file);
+    const text = await playlistText(rendition);
+    return {
+      init: /#EXT-X-MAP:URI="([^"]+)"/.exec(text)?.[1],
+      msns: [...text.matchAll(/^(\d+)\.m4s$/gm)].map((m) => Number(m[1])),
+    };
+  };
+  const first = await names(at);
+  assert.equal(first.init, `init-${(at / 1000) % 1e9}.mp4`);
+  assert.deepEqual(first.msns, [at / 100, at / 100 + 1]);
+  // Published again two seconds later, after the two segments: names after the first publish's.
+  const again = await names(at + 2000);
+  assert.ok((again.msns[0] ?? 0) > (first.msns.at(-1) ?? 0));
+  assert.notEqual(again.init, first.init);
+});
+
 test('audio alone: every part independent, a segment cut once it reaches the target', async () => {
-  const rendition = new LiveRendition({ name: 'audio', timing: TIMING });
+  const rendition = new LiveRendition({ name: 'audio', numbering: FROM_ZERO, timing: TIMING });
   feed(rendition, await fmp4File(4, { audioOnly: true }));
   rendition.end();
   const { segments } = parse(await playlistText(rendition));

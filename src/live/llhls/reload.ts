@@ -17,26 +17,27 @@ export interface ReloadDirectives {
 export function refusal(
   req: ReloadDirectives,
   segments: readonly PlaylistSegment[],
-  partTargetSecs: number,
+  o: { partTargetSecs: number; nextMsn: number },
 ): string | undefined {
   const { msn, part } = req;
   if (part !== undefined && msn === undefined) return '_HLS_part without _HLS_msn';
   if (msn === undefined) return undefined;
   if (!Number.isSafeInteger(msn) || msn < 0) return '_HLS_msn must be a whole number';
   if (part !== undefined && (!Number.isSafeInteger(part) || part < 0)) return '_HLS_part must be a whole number';
-  const lastComplete = segments.findLast((s) => s.complete)?.msn ?? -1;
+  // Before any segment is whole, the one before the first (or the next) counts as the last.
+  const lastComplete = segments.findLast((s) => s.complete)?.msn ?? (segments[0]?.msn ?? o.nextMsn) - 1;
   if (msn > lastComplete + 2) return `_HLS_msn ${msn} is more than two segments past the last (${lastComplete})`;
-  const limit = partTargetSecs < 1 ? ADVANCE_PART_SECS / partTargetSecs : ADVANCE_PART_SECS;
-  if (part !== undefined && partsAhead(segments, msn, part) > limit) {
+  const limit = o.partTargetSecs < 1 ? ADVANCE_PART_SECS / o.partTargetSecs : ADVANCE_PART_SECS;
+  if (part !== undefined && partsAhead(segments, o.nextMsn, msn, part) > limit) {
     return `_HLS_part ${part} of segment ${msn} is past the Advance Part Limit (${Math.floor(limit)} parts)`;
   }
   return undefined;
 }
 
 /** How many parts past the newest part `msn.part` is (0 or less: already there). */
-function partsAhead(segments: readonly PlaylistSegment[], msn: number, part: number): number {
+function partsAhead(segments: readonly PlaylistSegment[], nextMsn: number, msn: number, part: number): number {
   const last = segments.at(-1);
-  if (last === undefined) return part + 1;
+  if (last === undefined) return msn < nextMsn ? 0 : part + 1;
   // A whole last segment: the next part is part 0 of the next segment.
   const lastMsn = last.complete ? last.msn + 1 : last.msn;
   const lastPart = last.complete ? -1 : last.parts.length - 1;

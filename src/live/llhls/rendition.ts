@@ -38,6 +38,24 @@ interface Run {
   /** Media time of the run's first part, and the media time it maps to (time continues across runs). */
   firstTime?: number;
   offset: number;
+  /** The rendition's first run keeps ffmpeg's own clock. */
+  first: boolean;
+}
+
+/**
+ * Where a rendition's names start: segment `firstMsn`, init `init-{firstRun}.mp4`. Files are
+ * cached as immutable under their names, and a playbackId goes live again and again: a new
+ * publish must not reuse an old one's names. By default both come from the wall clock when the
+ * rendition is made (msn in tenths of a second: a segment lasts longer, so one publish's
+ * numbers stay below the next one's start; runs in seconds, 9 digits).
+ */
+export interface RenditionNumbering {
+  firstMsn: number;
+  firstRun: number;
+}
+
+function numberingAt(wallMs: number): RenditionNumbering {
+  return { firstMsn: Math.floor(wallMs / 100), firstRun: Math.floor(wallMs / 1000) % 1e9 };
 }
 
 /** A box bigger than this is a broken stream, not a part (a part of a 4K source is a few MB). */
@@ -55,10 +73,10 @@ export class LiveRendition {
   readonly #waiters = new ChangeWaiters();
   /** Playlist texts since the last change, by query and sibling positions. */
   readonly #renders = new Map<string, string>();
-  #run: Run = { number: 0, initBoxes: [], offset: 0 };
-  #runs = new Map<number, Run>([[0, this.#run]]);
+  #run: Run;
+  #runs = new Map<number, Run>();
   #segments: Segment[] = [];
-  #nextMsn = 0;
+  #nextMsn: number;
   #discontinuitySequence = 0;
   #discontinuityPending = false;
   #ended = false;
@@ -74,10 +92,14 @@ export class LiveRendition {
     lastPartAt: undefined as number | undefined,
   };
 
-  constructor(o: { name: string; timing: LlhlsTiming; now?: () => number }) {
+  constructor(o: { name: string; timing: LlhlsTiming; now?: () => number; numbering?: RenditionNumbering }) {
     this.name = o.name;
     this.#timing = o.timing;
     this.#now = o.now ?? Date.now;
+    const numbering = o.numbering ?? numberingAt(this.#now());
+    this.#nextMsn = numbering.firstMsn;
+    this.#run = { number: numbering.firstRun, initBoxes: [], offset: 0, first: true };
+    this.#runs.set(this.#run.number, this.#run);
   }
 
   /** Its first part is there. */
@@ -102,7 +124,7 @@ export class LiveRendition {
   #beginRun(): void {
     this.#closeOpenSegment();
     const number = this.#run.number + 1;
-    this.#run = { number, initBoxes: [], offset: this.#totals.mediaSecs };
+    this.#run = { number, initBoxes: [], offset: this.#totals.mediaSecs, first: false };
     this.#runs.set(number, this.#run);
     this.#discontinuityPending = this.#segments.length > 0;
     this.#changed();
@@ -137,7 +159,12 @@ export class LiveRendition {
   /** The media playlist; with `msn` (and `part`) a blocking reload (RFC 8216bis, 6.2.5.2). */
   async playlist(req: PlaylistRequest): Promise<PlaylistAnswer> {
     // A server MUST ignore the directives once the playlist has EXT-X-ENDLIST (6.2.5.2).
-    const refused = this.#ended ? undefined : refusal(req, this.#segments, this.#partTarget());
+    const refused = this.#ended
+      ? undefined
+      : refusal(req, this.#segments, {
+          partTargetSecs: this.#partTarget(),
+          nextMsn: this.#nextMsn,
+        });
     if (refused !== undefined) return { status: 400, reason: refused };
     const { msn, part } = req;
     const ready =
@@ -232,8 +259,8 @@ export class LiveRendition {
   }
 
   #advanceMediaTime(start: number, duration: number): void {
-    // Run 0 keeps ffmpeg's own clock; a later run continues where the previous one ended.
-    if (this.#run.firstTime === undefined) this.#run.firstTime = this.#run.number === 0 ? 0 : start;
+    // The first run keeps ffmpeg's own clock; a later run continues where the previous one ended.
+    if (this.#run.firstTime === undefined) this.#run.firstTime = this.#run.first ? 0 : start;
     this.#totals.mediaSecs = this.#run.offset + (start - this.#run.firstTime) + duration;
     this.#totals.lastPartAt = this.#now();
   }
