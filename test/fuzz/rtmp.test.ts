@@ -23,6 +23,8 @@ import { captureLog, recordingGate, ScriptedPublisher } from '../helpers/rtmp.ts
 const KEY = 'fuzz-StreamKey-0b9c8d7e6f';
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 const TIME_LIMIT_MS = 10_000;
+/** The server's idle timeout: what closes a connection held open (generous: a loaded host delays the valid publish's answers). */
+const IDLE_MS = 1500;
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
 const options = {
   numRuns: RUNS,
@@ -158,7 +160,7 @@ describe('fuzz: the RTMP server', () => {
       port: 0,
       log,
       gate: recorder.gate,
-      idleTimeoutMs: 300,
+      idleTimeoutMs: IDLE_MS,
       limits: { maxMessageBytes: 256 * 1024, maxBufferedBytes: 512 * 1024 },
     });
   });
@@ -167,7 +169,13 @@ describe('fuzz: the RTMP server', () => {
     process.off('uncaughtException', onUncaught);
   });
 
-  /** Sends the pieces, half-closes unless told to hold, and waits for the server to close the connection. */
+  /** Connections held open, each closed by the server's idle timeout at the latest. */
+  const held: Promise<void>[] = [];
+
+  /**
+   * Sends the pieces, then half-closes and waits for the server to close the connection; or,
+   * told to hold, leaves it open for the idle timeout to close (awaited at the end, together).
+   */
   async function send(bytes: Buffer, sizes: number[], hold: boolean): Promise<void> {
     const socket = net.connect(server.port, '127.0.0.1');
     socket.on('error', () => {}); // the server resets connections it refuses
@@ -178,8 +186,11 @@ describe('fuzz: the RTMP server', () => {
       if (socket.destroyed) break;
       if (!socket.write(piece)) await Promise.race([once(socket, 'drain').catch(() => {}), closed]);
     }
-    if (!hold) socket.end();
-    await closed;
+    if (hold) held.push(closed);
+    else {
+      socket.end();
+      await closed;
+    }
   }
 
   it('closes every connection, whatever it sends, without an escaped exception', async () => {
@@ -204,6 +215,7 @@ describe('fuzz: the RTMP server', () => {
       }),
       options,
     );
+    await Promise.all(held);
     assert.deepEqual(uncaught, []);
     process.stderr.write(
       `# ${runs} connections, ${recorder.publishes.filter((p) => p.accepted).length} accepted publishes\n`,
