@@ -2,6 +2,8 @@
 // the media playlist of one rendition and the multivariant playlist of a ladder. Pure
 // functions of what the renditions hold, so they are tested as text.
 
+import { initName, partName, segmentName } from './names.ts';
+
 /**
  * EXT-X-MAP in a media playlist without EXT-X-I-FRAMES-ONLY needs protocol version 6
  * (RFC 8216bis, section 8); no other tag used here asks for more (EXT-X-SKIP, which needs 9, is not used).
@@ -75,16 +77,16 @@ export function mediaPlaylist(view: MediaPlaylistView): string {
   for (const segment of view.segments) {
     if (segment.discontinuity && segment !== first) lines.push('#EXT-X-DISCONTINUITY');
     if (segment.run !== run) {
-      lines.push(`#EXT-X-MAP:URI="init-${segment.run}.mp4${q}"`);
+      lines.push(`#EXT-X-MAP:URI="${initName(segment.run)}${q}"`);
       run = segment.run;
     }
     lines.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(segment.programDateTime).toISOString()}`);
     if (segment.msn >= listPartsFrom) lines.push(...partLines(segment, q));
-    if (segment.complete) lines.push(`#EXTINF:${decimal(segment.duration)},`, `${segment.msn}.m4s${q}`);
+    if (segment.complete) lines.push(`#EXTINF:${decimal(segment.duration)},`, `${segmentName(segment.msn)}${q}`);
   }
   if (view.preloadHint !== undefined && !view.ended) {
     const { msn, part } = view.preloadHint;
-    lines.push(`#EXT-X-PRELOAD-HINT:TYPE=PART,URI="${msn}.${part}.m4s${q}"`);
+    lines.push(`#EXT-X-PRELOAD-HINT:TYPE=PART,URI="${partName(msn, part)}${q}"`);
   }
   for (const report of view.reports) {
     lines.push(
@@ -98,7 +100,7 @@ export function mediaPlaylist(view: MediaPlaylistView): string {
 function partLines(segment: PlaylistSegment, q: string): string[] {
   return segment.parts.map(
     (part, index) =>
-      `#EXT-X-PART:DURATION=${decimal(part.duration)},URI="${segment.msn}.${index}.m4s${q}"` +
+      `#EXT-X-PART:DURATION=${decimal(part.duration)},URI="${partName(segment.msn, index)}${q}"` +
       (part.independent ? ',INDEPENDENT=YES' : ''),
   );
 }

@@ -1,5 +1,6 @@
 import { InputUnreadableError } from '../../lib/errors.ts';
 import { type Box, BoxSplitter, type InitInfo, readFragment, readInit, type TrackFragment } from './fmp4.ts';
+import { numberingAt, parseFileName, type RenditionNumbering } from './names.ts';
 import { mediaPlaylist, type PlaylistSegment, type RenditionReport } from './playlist.ts';
 import { holds, isNextPart, type ReloadDirectives, refusal } from './reload.ts';
 import type { LlhlsTiming, PlaylistAnswer, RenditionStats } from './types.ts';
@@ -40,22 +41,6 @@ interface Run {
   offset: number;
   /** The rendition's first run keeps ffmpeg's own clock. */
   first: boolean;
-}
-
-/**
- * Where a rendition's names start: segment `firstMsn`, init `init-{firstRun}.mp4`. Files are
- * cached as immutable under their names, and a playbackId goes live again and again: a new
- * publish must not reuse an old one's names. By default both come from the wall clock when the
- * rendition is made (msn in tenths of a second: a segment lasts longer, so one publish's
- * numbers stay below the next one's start; runs in seconds, 9 digits).
- */
-export interface RenditionNumbering {
-  firstMsn: number;
-  firstRun: number;
-}
-
-function numberingAt(wallMs: number): RenditionNumbering {
-  return { firstMsn: Math.floor(wallMs / 100), firstRun: Math.floor(wallMs / 1000) % 1e9 };
 }
 
 /** A box bigger than this is a broken stream, not a part (a part of a 4K source is a few MB). */
@@ -182,14 +167,11 @@ export class LiveRendition {
 
   /** init-R.mp4, S.m4s, S.P.m4s; the next part (the hinted one) is waited for; undefined: 404. */
   async file(name: string, signal?: AbortSignal): Promise<Buffer | undefined> {
-    // One name per file (no leading zeros): they are cached as immutable under their names.
-    const init = /^init-(0|[1-9]\d{0,8})\.mp4$/.exec(name);
-    if (init !== null) return this.#runs.get(Number(init[1]))?.init?.bytes;
-    const segment = /^(0|[1-9]\d{0,11})\.m4s$/.exec(name);
-    if (segment !== null) return this.#segmentFile(Number(segment[1]));
-    const part = /^(0|[1-9]\d{0,11})\.(0|[1-9]\d{0,5})\.m4s$/.exec(name);
-    if (part === null) return undefined;
-    const [msn, index] = [Number(part[1]), Number(part[2])];
+    const file = parseFileName(name);
+    if (file === undefined) return undefined;
+    if (file.kind === 'init') return this.#runs.get(file.run)?.init?.bytes;
+    if (file.kind === 'segment') return this.#segmentFile(file.msn);
+    const { msn, part: index } = file;
     const find = (): Buffer | undefined => this.#segment(msn)?.parts[index]?.bytes;
     const next = (): boolean => !this.#ended && isNextPart(this.#segments, this.#nextMsn, msn, index);
     if (find() === undefined && next()) {
