@@ -226,10 +226,12 @@ export class RtmpConnection {
       case 'closeStream':
         this.publish?.finish('left', 'the publisher stopped publishing');
         return;
-      case 'deleteStream':
-        this.publish?.finish('left', 'the publisher stopped publishing');
-        this.streams.delete(typeof cmd.args[0] === 'number' ? cmd.args[0] : -1);
+      case 'deleteStream': {
+        const id = typeof cmd.args[0] === 'number' ? cmd.args[0] : -1;
+        if (this.publish?.streamId === id) this.publish.finish('left', 'the publisher stopped publishing');
+        this.streams.delete(id);
         return;
+      }
       default:
         return;
     }

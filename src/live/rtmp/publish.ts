@@ -34,8 +34,12 @@ export class Publish {
   private sink: FlvSink | undefined;
   private draining = false;
 
+  /** The message stream it publishes on. */
+  readonly streamId: number;
+
   constructor(o: PublishOptions) {
     this.o = o;
+    this.streamId = o.streamId;
     if (o.streamKey === '') {
       this.refuse({
         accepted: false,
