@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Counter, type Registry } from 'prom-client';
-import type { Accounts } from '../accounts/index.ts';
+import type { KeyLimits } from '../accounts/index.ts';
 import type { Config } from '../config/index.ts';
+import { TooManyRequestsError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { ladderCores, LiveAdmission } from './admission.ts';
 import type { IngestListener, PublishAttempt, PublishDecision, PublishGate, PublishRefusal } from './ingest-types.ts';
@@ -37,12 +38,24 @@ export type LiveNodeConfig = Pick<
   | 'liveIdleTimeoutMs'
 >;
 
+/** What the gate needs of accounts (Accounts has it): a publish is one request of the stream's key. */
+export interface PublishCounting {
+  limiter?:
+    | {
+        count(k: { keyId: string; owner: string }): void;
+        /** Throws (RateLimitedError) when the key's requests in this window are used up. */
+        admit(k: { keyId: string; owner: string; limits: KeyLimits }): Promise<unknown>;
+      }
+    | undefined;
+  keyView(owner: string, id: string): Promise<{ limits: KeyLimits | undefined }>;
+}
+
 export interface LiveNodeOptions {
   config: LiveNodeConfig;
   log: Logger;
   store: LiveNodeStore;
   /** A publish counts as one request of the key that made the stream (its rpm), never as a transcode. */
-  accounts: Pick<Accounts, 'limiter' | 'keyView'>;
+  accounts: PublishCounting;
   metrics?: Registry;
 }
 
@@ -131,8 +144,9 @@ export class LiveNode implements LivePlayback {
       await limiter.admit({ ...keyed, limits: view.limits });
       return undefined;
     } catch (err) {
-      const why = err instanceof Error ? err.message : 'rate limit reached';
-      return refuse('Rejected', `the API key that made this stream is over its request rate (${why})`);
+      // Anything else (the database) is the gate's failure, not the key's.
+      if (!(err instanceof TooManyRequestsError)) throw err;
+      return refuse('Rejected', `the API key that made this stream is over its request rate (${err.message})`);
     }
   }
 
