@@ -164,6 +164,21 @@ describe('RTMP server with publishers that misbehave', () => {
     assert.deepEqual(good.rec.ended, { kind: 'left', reason: 'the publisher stopped publishing' });
   });
 
+  it('cuts a publisher whose metadata is not AMF0, and closes a connection whose command is not', async () => {
+    const { client, rec } = await publisher();
+    // @setDataFrame, then a string that claims 1000 bytes and has 3.
+    client.send({ timestamp: 0, typeId: 18, streamId: 1, payload: Buffer.of(0x02, 0x03, 0xe8, 0x61, 0x62, 0x63) });
+    await rec.done;
+    assert.equal(rec.ended?.kind, 'cut');
+    assert.match(rec.ended?.reason ?? '', /^protocol error: AMF0: a string runs past the end of the data/);
+    await client.closed;
+    const early = await ScriptedPublisher.connect(server.port);
+    clients.push(early);
+    early.send({ chunkStreamId: 3, timestamp: 0, typeId: 20, streamId: 0, payload: Buffer.of(0x02, 0, 7, 0x63, 0x6f) });
+    await early.closed;
+    assert.match(lines.text, /protocol error: AMF0: a string runs past the end of the data/);
+  });
+
   it('cuts a publisher that floods tiny messages', async () => {
     const flooder = await publisher();
     flooder.client.send(video(Buffer.alloc(0)));
