@@ -23,13 +23,14 @@ export interface LiveMediaDeps extends Pick<MediaAccessDeps, 'signingKeys' | 'jw
 
 const PREFIX = '/media/live/:playbackId';
 const Ids = { playbackId: Type.String({ maxLength: 64 }) };
-const Rendition = Type.String({ maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' });
+const Rendition = Type.String({ maxLength: 64, description: 'A profile name, or source' });
 const LadderParams = Type.Object(Ids);
 const PlaylistParams = Type.Object({ ...Ids, rendition: Rendition });
 const FileParams = Type.Object({
   ...Ids,
   rendition: Rendition,
-  file: Type.String({ maxLength: 32, pattern: '^(init-\\d{1,9}\\.mp4|\\d{1,12}(\\.\\d{1,6})?\\.m4s)$' }),
+  // Which names a rendition writes is llhls/'s knowledge: a name it does not know is a 404 there.
+  file: Type.String({ maxLength: 40, description: 'init-{run}.mp4, {msn}.m4s or {msn}.{part}.m4s' }),
 });
 const Reload = Type.Object({
   _HLS_msn: Type.Optional(
