@@ -99,7 +99,10 @@ describe('the console Streams pages', { skip }, () => {
     assert.doesNotMatch(await main.innerText(), new RegExp(streamKey), 'the key is not shown unasked');
     assert.ok(!(await page.content()).includes(streamKey), 'nor anywhere in the page');
     assert.match(await main.innerText(), /Idle: the player starts when the stream goes live/);
-    assert.match(await main.innerText(), /Renditions\s+240p0, 360p0, 480p0, 720p0, and the source/);
+    assert.match(
+      await main.innerText(),
+      /Renditions\s+240p0, 360p0, 480p0, 720p0 \(those up to the source's height\), and the source/,
+    );
     axe.push(...(await axeProblems(page, 'a stream')));
 
     await page.getByRole('button', { name: 'Copy RTMP server' }).click();

@@ -25,7 +25,8 @@ function segmentsLine(count: number | undefined, secs: number | undefined, size:
 
 function ladderWords(s: Stream): string {
   if (s.profiles.length === 0) return 'the source alone';
-  return `${s.profiles.map((p) => p.name).join(', ')}, and the source`;
+  // The runtime leaves out the rungs taller than the source (live/profiles.ts rungsFor).
+  return `${s.profiles.map((p) => p.name).join(', ')} (those up to the source's height), and the source`;
 }
 
 function State({ stream }: { stream: Stream }) {
@@ -33,10 +34,13 @@ function State({ stream }: { stream: Stream }) {
   return (
     <section class="card" aria-labelledby="state-h">
       <h2 id="state-h">State</h2>
-      <dl class="props" aria-live="polite">
+      <dl class="props">
         <dt>State</dt>
+        {/* Said when it changes (live, idle); the counters below change too often to be read out. */}
         <dd>
-          <StreamBadge stream={stream} />
+          <span role="status">
+            <StreamBadge stream={stream} />
+          </span>
         </dd>
         <dt>Health</dt>
         <dd>{healthWords(stream)}</dd>
