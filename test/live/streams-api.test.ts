@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
+import { Type } from 'livepeer/models/components/playbackpolicy.js';
 import { Events } from 'livepeer/models/components/webhook.js';
 import { StreamStore } from '../../src/live/index.ts';
 import { databaseKinds, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
@@ -200,6 +201,50 @@ for (const { kind, skip } of await databaseKinds()) {
       const del = await sdk.stream.delete(made.id);
       assert.equal(del.statusCode, 204);
       assert.equal((await server.call('GET', `/api/stream/${made.id}`, { key: alice })).status, 404);
+    });
+
+    it('update takes null for profiles and playbackPolicy, creatorId, record and recordingSpec; its 422s name the field', async () => {
+      const made = (await sdk.stream.create({ name: 'patched', profiles: [LOW], playbackPolicy: { type: Type.Jwt } }))
+        .stream;
+      keys.push(made?.streamKey ?? '');
+      assert.ok(made?.id);
+      const bad = await server.call('PATCH', `/api/stream/${made.id}`, {
+        key: alice,
+        body: { profiles: [{ ...LOW, height: 241 }], multistream: { targets: [{ profile: 'low', id: 't1' }] } },
+      });
+      assert.equal(bad.status, 422);
+      // The target names a rung of the ladder the patch gives: only the height is wrong.
+      assert.deepEqual(bad.body, { errors: ['profiles[0].height: must be even'] });
+      const gone = await server.call('PATCH', `/api/stream/${made.id}`, {
+        key: alice,
+        body: { multistream: { targets: [{ profile: '720p0', id: 't1' }] } },
+      });
+      assert.deepEqual(gone.body, {
+        errors: ['multistream.targets[0].profile: must be "source" or a profile of the stream (low)'],
+      });
+      const upd = await sdk.stream.update(
+        {
+          profiles: null,
+          playbackPolicy: null,
+          record: true,
+          creatorId: 'maker-9',
+          recordingSpec: { profiles: [LOW] },
+        },
+        made.id,
+      );
+      assert.equal(upd.statusCode, 204);
+      const got = (await sdk.stream.get(made.id)).stream;
+      assert.deepEqual(
+        got?.profiles?.map((p) => p.name),
+        ['240p0', '360p0', '480p0', '720p0'],
+      );
+      assert.equal(got?.playbackPolicy, undefined);
+      assert.equal(got?.record, true);
+      assert.deepEqual(got?.creatorId, { type: 'unverified', value: 'maker-9' });
+      assert.deepEqual(
+        got?.recordingSpec?.profiles?.map((p) => p.name),
+        ['low'],
+      );
     });
 
     it('playback.get of an idle stream answers type live, meta.live 0 and its HLS URL', async () => {
