@@ -18,7 +18,7 @@ import {
   withCookie,
   writeHandshake,
 } from '../../src/live/srt/handshake.ts';
-import { readHeader, shutdownPacket } from '../../src/live/srt/packet.ts';
+import { readHeader, shutdownPacket, withTimestamp } from '../../src/live/srt/packet.ts';
 import { exitOf, remuxArgs } from '../../src/live/srt/remux.ts';
 import { assertGuardedInputs } from '../../src/transcode/media-input.ts';
 import { publishTarget } from '../../src/live/srt/stream-id.ts';
@@ -118,6 +118,11 @@ test('the induction response, the rejection and the shutdown carry what libsrt r
   const replayed = withCookie(writeHandshake(conclusion('k'), { timestamp: 0, destinationSocketId: 0 }), 42);
   assert.equal(parseHandshake(replayed)?.cookie, 42);
   assert.equal(streamIdOf(parseHandshake(replayed) ?? conclusion('')), 'k');
+
+  // A replayed conclusion's timestamp moves on by the time it waited, wrapping at 32 bits.
+  const aged = withTimestamp(replayed, 2 ** 32 - 10 + 25);
+  assert.equal(readHeader(aged)?.timestamp, 15);
+  assert.deepEqual(aged.subarray(12), replayed.subarray(12));
 
   assert.deepEqual(
     shutdownPacket({ timestamp: 9, destinationSocketId: 0xabcdef01 }),

@@ -67,6 +67,13 @@ export function shutdownPacket(o: { timestamp: number; destinationSocketId: numb
   return packet;
 }
 
+/** A copy of a packet with its header's timestamp replaced. */
+export function withTimestamp(packet: Buffer, timestamp: number): Buffer {
+  const copy = Buffer.from(packet);
+  copy.writeUInt32BE(packetTimestamp(timestamp), 8);
+  return copy;
+}
+
 /** A packet timestamp (draft section 3: microseconds, 32 bits, wrapping) from a microsecond clock. */
 export function packetTimestamp(micros: number): number {
   return Math.floor(micros) % 2 ** 32;

@@ -114,13 +114,13 @@ class Relay implements SrtRelay {
 
   #onMessage(packet: Buffer, from: RemoteInfo): void {
     const remote = from.family === 'IPv6' ? `[${from.address}]:${from.port}` : `${from.address}:${from.port}`;
-    const dropped = this.#route({ remote, from, packet });
+    const dropped = this.#route({ remote, from, packet, receivedAt: performance.now() });
     if (dropped) this.#drop(remote, dropped);
   }
 
   /** Hands a datagram to its session or answers its handshake; says what it was when it is dropped. */
-  #route(d: { remote: string; from: RemoteInfo; packet: Buffer }): string | undefined {
-    const { remote, from, packet } = d;
+  #route(d: { remote: string; from: RemoteInfo; packet: Buffer; receivedAt: number }): string | undefined {
+    const { remote, from, packet, receivedAt } = d;
     if (packet.length < HEADER_BYTES || packet.length > MAX_PACKET_BYTES)
       return `a datagram of ${packet.length} bytes, no SRT packet`;
     const session = this.#sessions.get(remote);
@@ -131,7 +131,7 @@ class Relay implements SrtRelay {
     const hs = parseHandshake(packet);
     if (!hs) return 'a malformed handshake';
     if (hs.type === HandshakeType.induction) this.#answerInduction(remote, from, hs);
-    else if (hs.type === HandshakeType.conclusion) return this.#conclude({ remote, from, packet, hs });
+    else if (hs.type === HandshakeType.conclusion) return this.#conclude({ remote, from, packet, hs, receivedAt });
     else return `a handshake of type ${hs.type}`;
     return undefined;
   }
@@ -142,7 +142,13 @@ class Relay implements SrtRelay {
   }
 
   /** A conclusion: refused at once, or handed to the gate; says what it was when it is dropped. */
-  #conclude(c: { remote: string; from: RemoteInfo; packet: Buffer; hs: Handshake }): string | undefined {
+  #conclude(c: {
+    remote: string;
+    from: RemoteInfo;
+    packet: Buffer;
+    hs: Handshake;
+    receivedAt: number;
+  }): string | undefined {
     const { remote, from, hs } = c;
     const refused = this.#refused.get(remote);
     if (refused && refused.socketId === hs.socketId) this.#send(refused.packet, from);
@@ -175,6 +181,7 @@ class Relay implements SrtRelay {
     from: RemoteInfo;
     packet: Buffer;
     hs: Handshake;
+    receivedAt: number;
     streamKey: string;
   }): Promise<void> {
     const { remote, from, hs } = c;
@@ -211,7 +218,7 @@ class Relay implements SrtRelay {
     }
     const session = new SrtSession({
       remote,
-      conclusion: { packet: c.packet, handshake: hs },
+      conclusion: { packet: c.packet, handshake: hs, receivedAt: c.receivedAt },
       sink: decision.sink,
       ffmpegPath: this.#o.ffmpegPath,
       log: this.#o.log,

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../lib/log.ts';
 import type { FlvSink } from '../ingest-types.ts';
 import {
@@ -13,7 +14,7 @@ import {
   withCookie,
   writeHandshake,
 } from './handshake.ts';
-import { ControlType, isControl, packetTimestamp, readHeader, shutdownPacket } from './packet.ts';
+import { ControlType, isControl, packetTimestamp, readHeader, shutdownPacket, withTimestamp } from './packet.ts';
 import { type Remux, type RemuxExit, startRemux } from './remux.ts';
 
 // One accepted SRT publish. Its remux ffmpeg listens on a loopback port; this session talks to
@@ -29,8 +30,8 @@ export type EndKind = 'left' | 'cut' | 'refused';
 export interface SrtSessionOptions {
   /** The publisher's `ip:port`, for logs. */
   remote: string;
-  /** The publisher's conclusion handshake: packet and parsed. */
-  conclusion: { packet: Buffer; handshake: Handshake };
+  /** The publisher's conclusion handshake: packet, parsed, and when it came (performance.now()). */
+  conclusion: { packet: Buffer; handshake: Handshake; receivedAt: number };
   sink: FlvSink;
   ffmpegPath: string;
   log: Logger;
@@ -64,6 +65,8 @@ export class SrtSession {
   readonly #socket: Socket;
   #remux: Remux | undefined;
   #remuxPort = 0;
+  /** The publisher's latest conclusion (it repeats it every 250 ms) and when it came. */
+  #conclusion: { packet: Buffer; receivedAt: number };
   /** ffmpeg's cookie for this session's socket: undefined until its induction response came. */
   #cookie: number | undefined;
   /** ffmpeg's socket id, from its conclusion response: where a shutdown to it goes. */
@@ -76,6 +79,7 @@ export class SrtSession {
     this.#o = o;
     this.remote = o.remote;
     this.#publisherSocketId = o.conclusion.handshake.socketId;
+    this.#conclusion = o.conclusion;
     this.#socket = createSocket({ type: 'udp4', ...SOCKET_BUFFERS });
     this.#socket.on('error', (err) => o.log.warn({ remote: o.remote, err: err.message }, 'srt: session socket error'));
     this.#socket.on('message', (msg, from) => {
@@ -106,7 +110,20 @@ export class SrtSession {
       await this.end('cut', `the remux did not answer within ${this.#o.handshakeTimeoutMs} ms`);
       throw new Error('the SRT remux listener did not answer');
     }
-    this.#toRemux(withCookie(this.#o.conclusion.packet, this.#cookie ?? 0));
+    this.#toRemux(this.#replayed(this.#cookie ?? 0));
+  }
+
+  /**
+   * The publisher's conclusion for the remux: with the remux's cookie, and its timestamp moved
+   * on by the time it waited here. libsrt takes the peer's clock from the conclusion that
+   * carries HSREQ (its arrival time less its timestamp: processSrtMsg_HSREQ) and delivers
+   * every packet by that clock plus the latency: a conclusion that waited a second for the
+   * gate and the remux would hold every packet of the publish a second longer.
+   */
+  #replayed(cookie: number): Buffer {
+    const { packet, receivedAt } = this.#conclusion;
+    const waitedMicros = (performance.now() - receivedAt) * 1000;
+    return withTimestamp(withCookie(packet, cookie), packet.readUInt32BE(8) + waitedMicros);
   }
 
   /** Sends inductions until ffmpeg's listener answers one (it is still binding at first). */
@@ -126,14 +143,16 @@ export class SrtSession {
   /** A packet from the publisher: forwarded once ffmpeg's cookie is known (a conclusion with it). */
   fromPublisher(packet: Buffer): void {
     this.lastHeard = Date.now();
-    if (this.#ending || this.#cookie === undefined) return;
+    if (this.#ending) return;
     const header = readHeader(packet);
     if (header?.controlType === ControlType.handshake) {
-      const hs = parseHandshake(packet);
+      if (parseHandshake(packet)?.type !== HandshakeType.conclusion) return;
+      this.#conclusion = { packet, receivedAt: performance.now() };
       // A conclusion again (our first answer was lost): with the remux's cookie, as the first.
-      if (hs?.type === HandshakeType.conclusion) this.#toRemux(withCookie(packet, this.#cookie));
+      if (this.#cookie !== undefined) this.#toRemux(this.#replayed(this.#cookie));
       return;
     }
+    if (this.#cookie === undefined) return;
     // The publisher's shutdown is not passed on: the session sends its own once ffmpeg has drained (see #close).
     if (header?.controlType === ControlType.shutdown) void this.end('left', 'the publisher closed the connection');
     else this.#toRemux(packet);
