@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { InputUnreadableError } from '../../src/lib/errors.ts';
 import { type Box, BoxSplitter, readFragment, readInit } from '../../src/live/llhls/fmp4.ts';
+import { LiveRendition } from '../../src/live/llhls/index.ts';
 import { fmp4File, topLevelBoxes } from './llhls-source.ts';
 
 // The fMP4 reader of the LL-HLS packager: top-level boxes from bytes in any chunking, the
@@ -164,4 +165,54 @@ describe('init and fragment readers', () => {
     );
     assert.ok(Math.abs(expectedStart / video.timescale - 3) < 0.05, `${expectedStart / video.timescale} s in all`);
   });
+});
+
+test('mutated init segments and fragments are read or refused as unreadable, never another error', async () => {
+  const boxes = topLevelBoxes(await fmp4File(2));
+  const init = Buffer.concat([boxes[0]?.bytes ?? Buffer.alloc(0), boxes[1]?.bytes ?? Buffer.alloc(0)]);
+  const { tracks } = readInit(init);
+  const moof = boxes[2]?.bytes ?? Buffer.alloc(0);
+  const next = random(7);
+  let refused = 0;
+  for (let round = 0; round < 3000; round++) {
+    const [original, read] =
+      round % 2 === 0 ? [init, (b: Buffer) => readInit(b)] : [moof, (b: Buffer) => readFragment(b, tracks)];
+    const bytes = Buffer.from(original);
+    for (let flips = 1 + Math.floor(next() * 4); flips > 0; flips--) {
+      bytes[Math.floor(next() * bytes.length)] = Math.floor(next() * 256);
+    }
+    const cut = next() < 0.3 ? bytes.subarray(0, Math.floor(next() * bytes.length)) : bytes;
+    try {
+      read(cut);
+    } catch (err) {
+      assert.ok(err instanceof InputUnreadableError, `round ${round}: ${(err as Error).stack}`);
+      refused++;
+    }
+  }
+  assert.ok(refused > 100, `${refused} refused`);
+});
+
+test('a LiveRendition fed a mutated stream refuses it as unreadable or packages it, never another error', async () => {
+  const file = await fmp4File(2);
+  const next = random(11);
+  for (let round = 0; round < 200; round++) {
+    const bytes = Buffer.from(file);
+    for (let flips = 1 + Math.floor(next() * 8); flips > 0; flips--) {
+      // Most flips in the first 8 KB: the init segment and the first fragments' headers.
+      const at = Math.floor(next() ** 3 * bytes.length);
+      bytes[at] = Math.floor(next() * 256);
+    }
+    const rendition = new LiveRendition({
+      name: 'r',
+      timing: { partTargetSecs: 0.25, segmentTargetSecs: 1, windowSecs: 30 },
+    });
+    try {
+      for (let at = 0; at < bytes.length; at += 4096) rendition.write(bytes.subarray(at, at + 4096));
+    } catch (err) {
+      assert.ok(err instanceof InputUnreadableError, `round ${round}: ${(err as Error).stack}`);
+    }
+    rendition.end();
+    const answer = await rendition.playlist({});
+    assert.equal(answer.status, 200);
+  }
 });

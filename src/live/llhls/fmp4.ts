@@ -45,6 +45,23 @@ const NON_SYNC_SAMPLE = 0x0001_0000;
 
 /** Reads the init segment: the moov of `init` (ftyp + moov, or moov alone). */
 export function readInit(init: Buffer): InitInfo {
+  return unreadableOnOverrun('init segment', () => readMoov(init));
+}
+
+/**
+ * A box whose fields run past its end makes Buffer's readers throw a RangeError: one error
+ * for a malformed stream, whatever field broke.
+ */
+function unreadableOnOverrun<T>(what: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof InputUnreadableError) throw err;
+    throw new InputUnreadableError(`fragmented MP4 unreadable: a malformed ${what}`, { cause: err });
+  }
+}
+
+function readMoov(init: Buffer): InitInfo {
   const moov = findChild(init, { start: 0, end: init.length }, 'moov');
   if (moov === undefined) throw new InputUnreadableError('fragmented MP4 unreadable: an init segment without moov');
   const defaults = trackDefaults(init, moov);
@@ -199,6 +216,10 @@ function descriptor(buf: Buffer, tag: number, from: number): Buffer | undefined 
 
 /** Reads a moof: one TrackFragment per traf. */
 export function readFragment(moof: Buffer, tracks: readonly TrackInfo[]): TrackFragment[] {
+  return unreadableOnOverrun('fragment', () => readMoof(moof, tracks));
+}
+
+function readMoof(moof: Buffer, tracks: readonly TrackInfo[]): TrackFragment[] {
   const box = findChild(moof, { start: 0, end: moof.length }, 'moof');
   if (box === undefined) throw new InputUnreadableError('fragmented MP4 unreadable: a fragment without moof');
   return findChildren(moof, box, 'traf').map((traf) => readTraf(moof, traf, tracks));
@@ -275,17 +296,15 @@ function readTrun(
   if (at + perSample * sampleCount > trun.end) {
     throw new InputUnreadableError(`fragmented MP4 unreadable: a trun of ${sampleCount} samples overruns its box`);
   }
+  // The first sample's flags field follows its duration and size fields, when present.
+  const firstFlagsAt = at + (flags & 0x100 ? 4 : 0) + (flags & 0x200 ? 4 : 0);
+  if (firstFlags === undefined && flags & 0x400 && sampleCount > 0) firstFlags = buf.readUInt32BE(firstFlagsAt);
   let duration = 0;
-  for (let i = 0; i < sampleCount; i++) {
-    let field = at + i * perSample;
-    if (flags & 0x100) {
-      duration += buf.readUInt32BE(field);
-      field += 4;
-    } else {
-      duration += defaults.sampleDuration;
-    }
-    if (flags & 0x200) field += 4;
-    if (i === 0 && firstFlags === undefined && flags & 0x400) firstFlags = buf.readUInt32BE(field);
+  if (flags & 0x100) {
+    for (let i = 0; i < sampleCount; i++) duration += buf.readUInt32BE(at + i * perSample);
+  } else {
+    // No per-sample durations: no loop either (a count of billions costs nothing to read).
+    duration = sampleCount * defaults.sampleDuration;
   }
   const first = firstFlags ?? defaults.sampleFlags;
   return { sampleCount, duration, firstSync: (first & NON_SYNC_SAMPLE) === 0 };
