@@ -37,7 +37,7 @@ export interface SrtRelayOptions {
   ffmpegPath: string;
   /** A publisher that sends nothing for this long is cut off. */
   idleTimeoutMs: number;
-  /** Most publishers whose gate decision or remux start is under way at once (default 32). */
+  /** Most publishers waiting for the gate's decision at once (default 32); past it a publisher is refused as overload. */
   maxPending?: number;
   /** Most publishes at once (default 1024; the gate has its own, smaller limit). */
   maxSessions?: number;
