@@ -1,6 +1,6 @@
 // The console's screenshot story (docs/console-story.md): a throwaway service with a worker,
 // a real upload through the Upload page followed to ready, a transcode into the built-in
-// store, then each page screenshotted in headless Chromium at a desktop width (1280 px) and
+// store, a stream live from ffmpeg over RTMP, then each page screenshotted in headless Chromium at a desktop width (1280 px) and
 // a phone's (390 px) into docs/console-story/. Run by hand when the console changes, never by
 // the test suite:
 //
@@ -8,9 +8,11 @@
 //
 // PNGs are reduced to a palette of 128 colours or fewer with ffmpeg, so each stays under 140 KB.
 
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import dgram from 'node:dgram';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,6 +53,38 @@ async function serveFile(file: string): Promise<{ url: string; close(): void }> 
   };
 }
 
+/** A TCP port free now: the story's RTMP listener. */
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** A UDP port free now: the story's SRT listener. */
+async function freeUdpPort(): Promise<number> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+  const port = socket.address().port;
+  await new Promise<void>((r) => socket.close(() => r()));
+  return port;
+}
+
+/** ffmpeg publishing a 426x240 test pattern with a tone over RTMP, a keyframe a second, until killed (ladder: 240p0 and the source). */
+function publish(url: string): ChildProcess {
+  return spawn(
+    'ffmpeg',
+    [
+      ...['-v', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc2=size=426x240:rate=30'],
+      ...['-f', 'lavfi', '-i', 'sine=frequency=440'],
+      ...['-c:v', 'libx264', '-preset', 'veryfast', '-tune', 'zerolatency', '-g', '30', '-pix_fmt', 'yuv420p'],
+      ...['-c:a', 'aac', '-f', 'flv', url],
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+}
+
 /** A screenshot as an 8-bit palette PNG: flat UI keeps its look at a fraction of the bytes. */
 async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
   const raw = path.join(OUT, `${name}.raw.png`);
@@ -84,8 +118,11 @@ async function signIn(browser: Browser, o: { server: TestServer; key: string; wi
   return page;
 }
 
-/** The pages a person goes through, as they look once there is an asset and two tasks. */
-async function pages(page: Page, o: { prefix: string; assetId: string; taskId: string }): Promise<void> {
+/** The pages a person goes through, as they look once there is an asset, two tasks and a live stream. */
+async function pages(
+  page: Page,
+  o: { prefix: string; assetId: string; taskId: string; streamId: string },
+): Promise<void> {
   await go(page, '#/assets', /^Assets/);
   await shoot(page, `${o.prefix}-assets`);
   await go(page, `#/assets/${o.assetId}`, /./);
@@ -95,6 +132,19 @@ async function pages(page: Page, o: { prefix: string; assetId: string; taskId: s
   });
   await page.waitForTimeout(500);
   await shoot(page, `${o.prefix}-asset`);
+  await go(page, '#/streams', /^Streams$/);
+  await shoot(page, `${o.prefix}-streams`);
+  await go(page, `#/streams/${o.streamId}`, /./);
+  const live = page.getByLabel('Video player');
+  await live.waitFor({ timeout: 60_000 }).catch(async (e) => {
+    throw new Error(`${e.message}; the page says: ${await page.locator('main').innerText()}`);
+  });
+  await live.evaluate((v: { muted: boolean; play(): Promise<void> }) => {
+    v.muted = true;
+    return v.play();
+  });
+  await page.waitForTimeout(3000);
+  await shoot(page, `${o.prefix}-stream`);
   await go(page, '#/tasks', /^Tasks$/);
   await shoot(page, `${o.prefix}-tasks`);
   await go(page, `#/tasks/${o.taskId}`, /^Transcode/);
@@ -109,7 +159,12 @@ async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const video = sampleVideo();
   const input = await serveFile(video);
-  const server = await startTestServer({ roles: { api: true, worker: true } });
+  const rtmpPort = await freePort();
+  const server = await startTestServer({
+    roles: { api: true, worker: true, ingest: true },
+    settings: { rtmpPort, srtPort: await freeUdpPort(), ingestHost: '127.0.0.1' },
+  });
+  let publisher: ChildProcess | undefined;
   const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
   try {
     const key = await server.key('you');
@@ -130,12 +185,22 @@ async function main(): Promise<void> {
       180_000,
       'the transcode',
     );
-    await pages(desktop, { prefix: 'desktop', assetId, taskId });
+    await server.call('POST', '/api/stream', { key, body: { name: 'Rehearsal' } });
+    const stream = await server.call('POST', '/api/stream', { key, body: { name: 'Launch day' } });
+    const streamId: string = stream.body.id;
+    publisher = publish(`rtmp://127.0.0.1:${rtmpPort}/live/${stream.body.streamKey}`);
+    await waitFor(
+      async () => (await server.call('GET', `/api/stream/${streamId}`, { key })).body.isActive === true,
+      30_000,
+      'the stream to go live',
+    );
+    await pages(desktop, { prefix: 'desktop', assetId, taskId, streamId });
     const phone = await signIn(browser, { server, key, width: 390, height: 844 });
     await go(phone, '#/upload', /^Upload/);
     await shoot(phone, 'phone-upload', false);
-    await pages(phone, { prefix: 'phone', assetId, taskId });
+    await pages(phone, { prefix: 'phone', assetId, taskId, streamId });
   } finally {
+    publisher?.kill('SIGKILL');
     await browser.close();
     await server.stop();
     input.close();
