@@ -43,43 +43,40 @@ async function source(dir: string): Promise<{ file: string; mbps: number }> {
 /** Runs the publishers against a fresh server; this process's CPU and the bytes taken in. */
 async function leg(o: { file: string; publishers: number; realTime: boolean }) {
   let bytes = 0;
-  const gate: PublishGate = async () => ({
-    accepted: true,
-    sink: {
-      flv: new Writable({
-        write(chunk: Buffer, _enc, cb) {
-          bytes += chunk.length;
-          cb();
-        },
-      }),
-      ended() {},
-    },
-  });
+  let open = 0;
+  // Measured from the first publish the gate sees to the last one's end: spawning the
+  // publishers (tens of ms of this process's CPU) is not ingest.
+  let from: { cpu: NodeJS.CpuUsage; at: number } | undefined;
+  let to: { cpu: NodeJS.CpuUsage; at: number } | undefined;
+  const gate: PublishGate = async () => {
+    from ??= { cpu: process.cpuUsage(), at: performance.now() };
+    open += 1;
+    const flv = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        bytes += chunk.length;
+        cb();
+      },
+    });
+    const ended = () => {
+      open -= 1;
+      if (open === 0) to = { cpu: process.cpuUsage(), at: performance.now() };
+    };
+    return { accepted: true, sink: { flv, ended } };
+  };
   const log = createLogger({ level: 'silent' });
   const server = await startRtmpServer({ host: '127.0.0.1', port: 0, log, gate, idleTimeoutMs: 10_000 });
   const input = o.realTime ? ['-re', '-stream_loop', '-1'] : ['-stream_loop', '4'];
   const duration = o.realTime ? ['-t', String(SECONDS)] : [];
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
+  const url = (i: number) => `rtmp://127.0.0.1:${server.port}/live/k${i}`;
   await Promise.all(
     Array.from({ length: o.publishers }, (_, i) =>
-      run([
-        ...input,
-        '-i',
-        o.file,
-        '-c',
-        'copy',
-        ...duration,
-        '-f',
-        'flv',
-        `rtmp://127.0.0.1:${server.port}/live/k${i}`,
-      ]),
+      run([...input, '-i', o.file, '-c', 'copy', ...duration, '-f', 'flv', url(i)]),
     ),
   );
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
   await server.close();
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  if (!from || !to) throw new Error('no publish was measured');
+  const seconds = (to.at - from.at) / 1000;
+  const cpuSeconds = (to.cpu.user + to.cpu.system - from.cpu.user - from.cpu.system) / 1e6;
   const mbps = (bytes * 8) / seconds / 1e6;
   return {
     publishers: o.publishers,
