@@ -1,7 +1,8 @@
 // Live streams: what a publisher and a viewer of `mediaplane start` get on this host, against
 // baselines measured in the same run. Not part of `npm test`.
 //   node bench/live.ts [--only latency,first-part,cpu,capacity,viewers] [--rounds 2] [--watch 20]
-//                      [--seconds 60] [--publishes 5] [--max-streams 4] [--viewers 500] [--window 20]
+//                      [--seconds 60] [--cpu-size 1280x720] [--publishes 5] [--max-streams 4]
+//                      [--viewers 500] [--window 20]
 // Legs (each prints its figures; a summary against the targets closes the run):
 // - latency: glass-to-glass through LL-HLS in Chromium (hls.js lowLatencyMode), read from the
 //   frame number drawn into a 640x360p30 source published over RTMP (test/helpers/live.ts),
@@ -12,11 +13,11 @@
 // - first-part: from the publish's first frame (and from ffmpeg's start) to the multivariant
 //   playlist's first answer, which the service gives once every rendition has its first part;
 //   `--publishes` publishes of the default ladder. Target p50 <= 1.5 s.
-// - cpu: the default 4-rung ladder of a recorded 1280x720p30 source (`--seconds` long, copied
-//   in real time), the CPU of the service's ladder ffmpeg (the service's reaped children) and
+// - cpu: the default ladder of a recorded `--cpu-size` p30 source (1280x720: 4 rungs;
+//   `--seconds` long, copied in real time), the CPU of the service's ladder ffmpeg (the service's reaped children) and
 //   of the service itself, against ladder.ts's command run bare on the same FLV from a pipe,
 //   writing its renditions to /dev/null: b0 s1 b1, s1 against the mean of b0 and b1. Target <= 1.10.
-// - capacity: streams of that recorded 720p30 source with the default ladder added one at a
+// - capacity: streams of a recorded 720p30 source (30 s, looped) with the default ladder added one at a
 //   time (admission's CPU capacity set out of the way) until one falls behind: a stream holds
 //   real time when its 720p0 rendition gained at least 0.9 segments a second over `--window`
 //   s and GET /api/stream says it is healthy with no issues.
@@ -59,6 +60,7 @@ const { values: opt } = parseArgs({
     seconds: { type: 'string', default: '60' },
     publishes: { type: 'string', default: '5' },
     'max-streams': { type: 'string', default: '4' },
+    'cpu-size': { type: 'string', default: '1280x720' },
     viewers: { type: 'string', default: '500' },
     window: { type: 'string', default: '20' },
   },
@@ -175,28 +177,27 @@ async function firstPartLeg(svc: LiveService): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // the ladder's CPU
 
-const SOURCE_720 = { videoCodec: 'h264', audioCodec: 'aac', width: 1280, height: 720, fps: 30 };
-
-/** The frame-numbered source, 1280x720p30, written to an FLV as fast as x264 goes. */
-async function record720(dir: string, seconds: number): Promise<string> {
-  const file = join(dir, 'source-720p30.flv');
-  const pub = await publishTestSource({
-    url: file,
-    protocol: 'file',
-    realtime: false,
-    seconds,
-    width: 1280,
-    height: 720,
-    fps: 30,
-  });
-  const { code } = await pub.exited;
-  if (code !== 0) throw new Error(`recording the 720p source failed: ${pub.stderr()}`);
-  return file;
+/** What the session learns of a recorded source (ladder.ts plans from it). */
+interface RecordedSource {
+  file: string;
+  info: { videoCodec: 'h264'; audioCodec: 'aac'; width: number; height: number; fps: number };
 }
 
-/** ladder.ts's command run bare on `flv` fed in real time from a pipe; CPU seconds from bash's `times`. */
-async function bareLadder(flv: string): Promise<{ cpu: number; wall: number }> {
-  const plan = planLiveLadder({ rungs: rungsFor(null, SOURCE_720), source: SOURCE_720, timing: TIMING });
+/** The frame-numbered source at `width`x`height` p30, written to an FLV as fast as x264 goes. */
+async function recordSource(
+  dir: string,
+  o: { seconds: number; width: number; height: number },
+): Promise<RecordedSource> {
+  const file = join(dir, `source-${o.width}x${o.height}p30.flv`);
+  const pub = await publishTestSource({ url: file, protocol: 'file', realtime: false, fps: 30, ...o });
+  const { code } = await pub.exited;
+  if (code !== 0) throw new Error(`recording the ${o.width}x${o.height} source failed: ${pub.stderr()}`);
+  return { file, info: { videoCodec: 'h264', audioCodec: 'aac', width: o.width, height: o.height, fps: 30 } };
+}
+
+/** ladder.ts's command run bare on the recording fed in real time from a pipe; CPU seconds from bash's `times`. */
+async function bareLadder(src: RecordedSource): Promise<{ cpu: number; wall: number }> {
+  const plan = planLiveLadder({ rungs: rungsFor(null, src.info), source: src.info, timing: TIMING });
   const devnull = openSync('/dev/null', 'w');
   const stdio: ('pipe' | number)[] = ['pipe', 'pipe', 'pipe'];
   for (const r of plan.renditions) stdio[r.fd] = devnull;
@@ -204,7 +205,7 @@ async function bareLadder(flv: string): Promise<{ cpu: number; wall: number }> {
   const ladder = spawn('bash', ['-c', 'ffmpeg "$@"; s=$?; times; exit $s', 'ladder', ...plan.args], { stdio });
   const feeder = spawn(
     'ffmpeg',
-    ['-hide_banner', '-loglevel', 'error', '-re', '-i', flv, '-c', 'copy', '-f', 'flv', 'pipe:1'],
+    ['-hide_banner', '-loglevel', 'error', '-re', '-i', src.file, '-c', 'copy', '-f', 'flv', 'pipe:1'],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -254,19 +255,20 @@ async function serviceLadder(
   return { ladder: c1.children - c0.children, self: c1.self - c0.self, wall, issues: [...issues] };
 }
 
-async function cpuLeg(svc: LiveService, flv: string): Promise<void> {
-  console.log(`\n## the ladder's CPU (default ladder of 1280x720p30, ${SECONDS} s, load ${load()})`);
+async function cpuLeg(svc: LiveService, src: RecordedSource): Promise<void> {
+  const size = `${src.info.width}x${src.info.height}p30`;
+  console.log(`\n## the ladder's CPU (default ladder of ${size}, ${SECONDS} s, load ${load()})`);
   const idle0 = svc.cpu();
   await sleep(5000);
   const idle = (svc.cpu().self - idle0.self) / 5;
-  const b0 = await bareLadder(flv);
+  const b0 = await bareLadder(src);
   console.log(`bare b0: ${b0.cpu.toFixed(1)} CPU s in ${b0.wall.toFixed(1)} s`);
-  const s1 = await serviceLadder(svc, flv);
+  const s1 = await serviceLadder(svc, src.file);
   console.log(
     `service s1: ladder ffmpeg ${s1.ladder.toFixed(1)} CPU s, service process ${s1.self.toFixed(1)} CPU s (idle: ${idle.toFixed(3)} cores) in ${s1.wall.toFixed(1)} s`,
   );
   if (s1.issues.length > 0) console.log(`service s1's issues while live: ${JSON.stringify(s1.issues)}`);
-  const b1 = await bareLadder(flv);
+  const b1 = await bareLadder(src);
   console.log(`bare b1: ${b1.cpu.toFixed(1)} CPU s in ${b1.wall.toFixed(1)} s`);
   const bare = (b0.cpu + b1.cpu) / 2;
   const ladder = s1.ladder / bare;
@@ -286,7 +288,7 @@ async function cpuLeg(svc: LiveService, flv: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // how many 720p30 streams
 
-async function capacityLeg(svc: LiveService, flv: string): Promise<void> {
+async function capacityLeg(svc: LiveService, src: RecordedSource): Promise<void> {
   const max = Number(opt['max-streams']);
   console.log(`\n## 720p30 streams with the default ladder (up to ${max}, ${WINDOW} s windows, load ${load()})`);
   const streams: BenchStream[] = [];
@@ -296,7 +298,7 @@ async function capacityLeg(svc: LiveService, flv: string): Promise<void> {
     for (let k = 1; k <= max; k++) {
       const s = await createStream(svc, `capacity ${k}`);
       streams.push(s);
-      feeders.push(publishFile(flv, rtmpUrl(svc, s), 3600));
+      feeders.push(publishFile(src.file, rtmpUrl(svc, s), 3600));
       await waitLive(svc, s, 60_000);
       await sleep(8000);
       const urls = streams.map((x) => liveUrl(svc, x, '720p0'));
@@ -452,9 +454,10 @@ try {
     else await latencyLeg(svc, browser);
   }
   if (LEGS.has('first-part')) await firstPartLeg(svc);
-  const flv = LEGS.has('cpu') || LEGS.has('capacity') ? await record720(dir, SECONDS) : '';
-  if (LEGS.has('cpu')) await cpuLeg(svc, flv);
-  if (LEGS.has('capacity')) await capacityLeg(svc, flv);
+  const [width, height] = opt['cpu-size'].split('x').map(Number);
+  const cpuSource = { seconds: SECONDS, width: width ?? 1280, height: height ?? 720 };
+  if (LEGS.has('cpu')) await cpuLeg(svc, await recordSource(dir, cpuSource));
+  if (LEGS.has('capacity')) await capacityLeg(svc, await recordSource(dir, { seconds: 30, width: 1280, height: 720 }));
   if (LEGS.has('viewers')) await viewersLeg(svc);
 } finally {
   if (browser && typeof browser !== 'string') await browser.close();
