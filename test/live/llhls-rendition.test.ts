@@ -102,6 +102,8 @@ describe('a rendition fed a 6 s fMP4', async () => {
         s.parts.map((_, i) => `${s.msn}.${i}.m4s`),
       );
       for (const p of s.parts) assert.ok(p.duration > 0.15 && p.duration <= partTarget, `a part of ${p.duration} s`);
+      // RFC 8216bis 4.4.4.9: every part but a segment's last reaches 85% of PART-TARGET.
+      for (const p of s.parts.slice(0, -1)) assert.ok(p.duration >= 0.85 * partTarget, `a part of ${p.duration} s`);
       const sum = s.parts.reduce((a, p) => a + p.duration, 0);
       if (s.extinf !== undefined) assert.ok(Math.abs(sum - s.extinf) < 0.0001, `parts ${sum} s, segment ${s.extinf} s`);
     }
@@ -292,6 +294,19 @@ test('by default names start from the wall clock: a playbackId live again never 
   const again = await names(at + 2000);
   assert.ok((again.msns[0] ?? 0) > (first.msns.at(-1) ?? 0));
   assert.notEqual(again.init, first.init);
+});
+
+test('PART-TARGET is the same from the first part on: whole frames past the configured length', async () => {
+  const file = await fmp4File(3);
+  const firstMoof = file.indexOf('moof') - 4;
+  const secondMoof = file.indexOf('moof', firstMoof + 8) - 4;
+  const rendition = new LiveRendition({ name: 'source', numbering: FROM_ZERO, timing: TIMING });
+  rendition.write(file.subarray(0, secondMoof));
+  const early = /PART-TARGET=([\d.]+)/.exec(await playlistText(rendition))?.[1];
+  rendition.write(file.subarray(secondMoof));
+  const late = /PART-TARGET=([\d.]+)/.exec(await playlistText(rendition))?.[1];
+  // 30 fps: ffmpeg cuts a 0.25 s fragment at the 8th frame, 0.2667 s.
+  assert.deepEqual([early, late], ['0.267', '0.267']);
 });
 
 test('audio alone: every part independent, a segment cut once it reaches the target', async () => {

@@ -38,6 +38,8 @@ export interface TrackFragment {
   sampleCount: number;
   /** Whether the first sample is a sync sample (sample_is_non_sync_sample clear). */
   startsWithSync: boolean;
+  /** The median sample duration (a frame, for video; the first sample's may be odd), 0 without samples. */
+  sampleDuration: number;
 }
 
 /** sample_is_non_sync_sample in a sample_flags word (14496-12, 8.8.3.1). */
@@ -242,13 +244,18 @@ function readTraf(buf: Buffer, traf: ChildBox, tracks: readonly TrackInfo[]): Tr
     duration: 0,
     sampleCount: 0,
     startsWithSync: false,
+    sampleDuration: 0,
   };
+  const durations: number[] = [];
   for (const trun of findChildren(buf, traf, 'trun')) {
     const run = readTrun(buf, trun, header);
     if (out.sampleCount === 0 && run.sampleCount > 0) out.startsWithSync = run.firstSync;
     out.duration += run.duration;
     out.sampleCount += run.sampleCount;
+    durations.push(...run.durations);
   }
+  durations.sort((a, b) => a - b);
+  out.sampleDuration = durations[durations.length >> 1] ?? (out.sampleCount > 0 ? header.sampleDuration : 0);
   return out;
 }
 
@@ -282,7 +289,7 @@ function readTrun(
   buf: Buffer,
   trun: ChildBox,
   defaults: TfhdDefaults,
-): { sampleCount: number; duration: number; firstSync: boolean } {
+): { sampleCount: number; duration: number; firstSync: boolean; durations: number[] } {
   const flags = buf.readUInt32BE(trun.start) & 0xff_ffff;
   const sampleCount = buf.readUInt32BE(trun.start + 4);
   let at = trun.start + 8;
@@ -299,13 +306,10 @@ function readTrun(
   // The first sample's flags field follows its duration and size fields, when present.
   const firstFlagsAt = at + (flags & 0x100 ? 4 : 0) + (flags & 0x200 ? 4 : 0);
   if (firstFlags === undefined && flags & 0x400 && sampleCount > 0) firstFlags = buf.readUInt32BE(firstFlagsAt);
-  let duration = 0;
-  if (flags & 0x100) {
-    for (let i = 0; i < sampleCount; i++) duration += buf.readUInt32BE(at + i * perSample);
-  } else {
-    // No per-sample durations: no loop either (a count of billions costs nothing to read).
-    duration = sampleCount * defaults.sampleDuration;
-  }
+  const durations: number[] = [];
+  if (flags & 0x100) for (let i = 0; i < sampleCount; i++) durations.push(buf.readUInt32BE(at + i * perSample));
+  // No per-sample durations: no loop either (a count of billions costs nothing to read).
+  const duration = flags & 0x100 ? durations.reduce((a, b) => a + b, 0) : sampleCount * defaults.sampleDuration;
   const first = firstFlags ?? defaults.sampleFlags;
-  return { sampleCount, duration, firstSync: (first & NON_SYNC_SAMPLE) === 0 };
+  return { sampleCount, duration, firstSync: (first & NON_SYNC_SAMPLE) === 0, durations };
 }

@@ -233,8 +233,8 @@ export class LiveRendition {
     segment.duration += duration;
     segment.bytes += part.bytes.length;
     this.#longestPart = Math.max(this.#longestPart, duration);
-    if (main !== undefined && main.sampleCount > 0 && this.#frameSecs === 0) {
-      this.#frameSecs = main.duration / main.sampleCount / timescale;
+    if (main !== undefined && main.sampleDuration > 0 && this.#frameSecs === 0) {
+      this.#frameSecs = main.sampleDuration / timescale;
     }
     this.#advanceMediaTime(start, duration);
     this.#changed();
@@ -318,13 +318,15 @@ export class LiveRendition {
   }
 
   /**
-   * PART-TARGET, which no part may exceed (RFC 8216bis, 4.4.4.9): ffmpeg cuts a fragment once it
-   * reaches -frag_duration, so a part runs up to one frame longer than the configured length.
-   * Known from the first part on, so the value stays put.
+   * PART-TARGET, which no part may exceed, and which every part but a segment's last should
+   * reach 85% of (RFC 8216bis, 4.4.4.9). ffmpeg ends a fragment on the first frame at or past
+   * -frag_duration, so its longest part is that length rounded up to whole frames (8 frames,
+   * 0.267 s, at 30 fps for 0.25 s): known from the first part on, so the value stays put.
    */
   #partTarget(): number {
-    const cut = this.#timing.partTargetSecs + this.#frameSecs;
-    return Math.ceil(Math.max(cut, this.#longestPart) * 1000) / 1000;
+    const frame = this.#frameSecs;
+    const cut = frame > 0 ? Math.ceil(this.#timing.partTargetSecs / frame - 1e-6) * frame : this.#timing.partTargetSecs;
+    return Math.ceil(Math.max(cut, this.#longestPart) * 1000 - 1e-6) / 1000;
   }
 
   /** EXT-X-TARGETDURATION: every segment's duration rounded to the nearest second fits (RFC 8216bis, 4.4.3.1). */
