@@ -313,3 +313,9 @@ function readTrun(
   const first = firstFlags ?? defaults.sampleFlags;
   return { sampleCount, duration, firstSync: (first & NON_SYNC_SAMPLE) === 0, durations };
 }
+
+/** The track whose time and keyframes cut segments: video when there is one. */
+export function mainTrackFragment(fragments: TrackFragment[], info: InitInfo): TrackFragment | undefined {
+  const video = info.tracks.find((t) => t.handler === 'vide');
+  return fragments.find((f) => f.trackId === video?.trackId) ?? fragments[0];
+}

@@ -1,5 +1,5 @@
 import { InputUnreadableError } from '../../lib/errors.ts';
-import { type Box, BoxSplitter, type InitInfo, readFragment, readInit, type TrackFragment } from './fmp4.ts';
+import { type Box, BoxSplitter, type InitInfo, mainTrackFragment, readFragment, readInit } from './fmp4.ts';
 import { numberingAt, parseFileName, type RenditionNumbering } from './names.ts';
 import { mediaPlaylist, type PlaylistSegment, type RenditionReport } from './playlist.ts';
 import { holds, isNextPart, type ReloadDirectives, refusal } from './reload.ts';
@@ -393,10 +393,4 @@ export class LiveRendition {
     if (open === undefined || this.#segmentFull(open.duration)) return { msn: this.#nextMsn, part: 0 };
     return { msn: open.msn, part: open.parts.length };
   }
-}
-
-/** The track whose time and keyframes cut segments: video when there is one. */
-function mainTrackFragment(fragments: TrackFragment[], info: InitInfo): TrackFragment | undefined {
-  const video = info.tracks.find((t) => t.handler === 'vide');
-  return fragments.find((f) => f.trackId === video?.trackId) ?? fragments[0];
 }
