@@ -73,19 +73,26 @@ function targetProblems(targets: readonly MultistreamTarget[], profiles: readonl
     const at = `multistream.targets[${i}]`;
     const problems: string[] = [];
     if (t.id === undefined && t.spec === undefined) problems.push(`${at}: must have an id or a spec`);
+    const rungs = [...names].slice(1);
     if (!names.has(t.profile))
-      problems.push(`${at}.profile: must be "source" or a profile of the stream (${[...names].slice(1).join(', ')})`);
+      problems.push(
+        rungs.length === 0
+          ? `${at}.profile: must be "source" (the stream has no profiles)`
+          : `${at}.profile: must be "source" or a profile of the stream (${rungs.join(', ')})`,
+      );
     return problems;
   });
 }
 
 /** The rules of a body that JSON Schema cannot say, checked against the ladder the stream will have. */
-function checkStreamBody(b: StreamPatch, current: Profile[] | null): void {
-  const profiles = b.profiles === undefined ? current : b.profiles;
+function checkStreamBody(b: StreamPatch, current?: StreamRecord): void {
+  const profiles = b.profiles === undefined ? (current?.profiles ?? null) : b.profiles;
+  // A new ladder must still have the rungs the stream's kept targets name.
+  const targets = b.multistream?.targets ?? (b.profiles === undefined ? [] : (current?.multistream.targets ?? []));
   const problems = [
     ...profileProblems(b.profiles ?? []),
     ...profileProblems(b.recordingSpec?.profiles ?? [], 'recordingSpec.profiles'),
-    ...targetProblems(b.multistream?.targets ?? [], profiles),
+    ...targetProblems(targets, profiles),
   ];
   if (problems.length > 0) throw new ValidationError(problems);
 }
@@ -134,7 +141,7 @@ function readRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { wire }: Edge
     async (req, reply) => {
       const who = auth.of(req);
       const patch = patchOf(req.body);
-      checkStreamBody(patch, null);
+      checkStreamBody(patch);
       const { name } = req.body;
       const made = await streams.create({
         ...patch,
@@ -192,7 +199,7 @@ function changeRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { cut }: Edg
       const owner = auth.of(req).owner;
       const current = await streams.get(owner, req.params.id);
       const patch = patchOf(req.body);
-      checkStreamBody(patch, current.profiles);
+      checkStreamBody(patch, current);
       const changed = await streams.update(owner, current.id, patch);
       if (patch.suspended === true && cut(changed, 'the stream was suspended by its owner'))
         req.log.info({ streamId: changed.id }, 'suspended stream: its publisher was cut off');
@@ -231,7 +238,11 @@ function changeRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { cut }: Edg
       const owner = auth.of(req).owner;
       const s = await streams.get(owner, req.params.id);
       if (!cut(s, 'the stream was terminated by its owner'))
-        throw new ConflictError('the stream is not live: there is no publisher to cut off');
+        throw new ConflictError(
+          s.isActive
+            ? "the stream's publisher is on another node of this service: terminate it there"
+            : 'the stream is not live: there is no publisher to cut off',
+        );
       await streams.terminated(owner, s.id);
       return reply.code(204).send();
     },

@@ -84,6 +84,23 @@ describe('stream routes with a live publisher on this node', () => {
     assert.equal(s.srtIngestUrl, `srt://127.0.0.1:2935?streamid=${s.streamKey}`);
   });
 
+  it("a PATCH's new ladder must keep the rungs the stream's targets name", async () => {
+    const low = { name: 'low', width: 320, height: 240, bitrate: 300_000 };
+    const made = await call('POST', '', {
+      name: 'restreamed',
+      profiles: [low],
+      multistream: { targets: [{ profile: 'low', id: 'saved-target' }] },
+    });
+    const { id } = (await made.json()) as { id: string };
+    const res = await call('PATCH', `/${id}`, { profiles: [] });
+    assert.equal(res.status, 422);
+    assert.deepEqual(await res.json(), {
+      errors: ['multistream.targets[0].profile: must be "source" (the stream has no profiles)'],
+    });
+    const both = await call('PATCH', `/${id}`, { profiles: [], multistream: { targets: [] } });
+    assert.equal(both.status, 204);
+  });
+
   it('PATCH suspended: true cuts the live publisher off; other changes do not', async () => {
     const s = await goLive('to suspend');
     assert.equal((await call('PATCH', `/${s.id}`, { name: 'renamed' })).status, 204);
