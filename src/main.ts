@@ -240,9 +240,12 @@ export async function startRoles(
   try {
     if (roles.api || roles.gateway) {
       const uploadStaging = createUploadStaging(core);
-      const live = roles.ingest ? createLiveNode(core, metrics) : undefined;
-      if (live) running.live = live;
-      const app = await createApp(core, { api: roles.api, webhookDispatcher, metrics, uploadStaging, live }, VERSION);
+      if (roles.ingest) running.live = createLiveNode(core, metrics);
+      const app = await createApp(
+        core,
+        { api: roles.api, webhookDispatcher, metrics, uploadStaging, live: running.live },
+        VERSION,
+      );
       if (roles.api) {
         const sweep = startUploadSweep(core, uploadStaging);
         running.uploadSweep = sweep;
@@ -270,18 +273,7 @@ export async function startRoles(
       running.app = app;
       log.info({ url: running.url, version: VERSION }, 'HTTP server listening');
     }
-    if (roles.worker) {
-      const worker = createWorker(core);
-      await worker.start();
-      running.worker = worker;
-      closers.unshift(() => worker.stop(config.shutdownGraceMs));
-      // The processes that run tasks sweep old history (issue #25); several may at once.
-      const sweep = createRetentionSweep(core);
-      sweep.start();
-      running.retentionSweep = sweep;
-      closers.unshift(() => sweep.stop());
-      log.info({ workerId: worker.id, concurrency: config.workerConcurrency }, 'worker started');
-    }
+    if (roles.worker) await startWorkerRole(running, closers);
     if (running.live) await startIngest(running, { nextToWorker: roles.worker, closers });
     if (delivers) {
       webhookDispatcher.start();
@@ -305,6 +297,21 @@ export async function startRoles(
       await core.db.close();
     })());
   return running;
+}
+
+/** The worker and, with it, the sweep of old history (several processes may sweep at once). */
+async function startWorkerRole(running: StartedRoles, closers: Array<() => Promise<void>>): Promise<void> {
+  const { core } = running;
+  const worker = createWorker(core);
+  await worker.start();
+  running.worker = worker;
+  closers.unshift(() => worker.stop(core.config.shutdownGraceMs));
+  // The processes that run tasks sweep old history (issue #25); several may at once.
+  const sweep = createRetentionSweep(core);
+  sweep.start();
+  running.retentionSweep = sweep;
+  closers.unshift(() => sweep.stop());
+  core.log.info({ workerId: worker.id, concurrency: core.config.workerConcurrency }, 'worker started');
 }
 
 /**

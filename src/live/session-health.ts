@@ -146,7 +146,7 @@ function round3(n: number): number {
   return Math.round(n * 1000) / 1000;
 }
 
-/** The longest keyframe interval of a source offered as a rendition (issue: 1-2 s keyframes). */
+/** The longest keyframe interval of a source offered as a rendition: its segments would be longer (docs/live.md asks OBS users for 1-2 s). */
 export const SOURCE_MAX_KEYFRAME_GAP_MS = 2000;
 
 export function sourceKeyframeIssue(gapMs: number): string {
