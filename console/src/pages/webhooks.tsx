@@ -87,7 +87,7 @@ function WebhookList() {
   return (
     <section>
       <h1>Webhooks</h1>
-      <p class="hint">URLs of yours that get a POST when a task or an asset of this key's owner changes.</p>
+      <p class="hint">URLs of yours that get a POST when a task, an asset or a stream of this key's owner changes.</p>
       <ErrorText error={list.error} />
       {list.loading && !list.data && <p role="status">Loading…</p>}
       {list.data && hooks.length === 0 && <p>No webhooks yet.</p>}
