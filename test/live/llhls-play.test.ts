@@ -22,7 +22,7 @@ after(() => rm(dir, { recursive: true, force: true }));
 
 /** Serves one rendition as `/r/...` with CORS (the player page has another origin); counts blocking reloads. */
 async function serveRendition(rendition: LiveRendition) {
-  const seen = { blocking: 0, parts: 0, errors: [] as string[] };
+  const seen = { blocking: 0, parts: 0, segments: 0, errors: [] as string[] };
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const headers = { 'access-control-allow-origin': '*', 'cache-control': 'no-cache' };
@@ -46,6 +46,7 @@ async function serveRendition(rendition: LiveRendition) {
     }
     const file = await rendition.file(name, abort.signal);
     if (/^\d+\.\d+\.m4s$/.test(name)) seen.parts++;
+    if (/^\d+\.m4s$/.test(name)) seen.segments++;
     if (file === undefined) {
       seen.errors.push(`${req.url}: 404`);
       return res.writeHead(404, headers).end();
@@ -57,7 +58,7 @@ async function serveRendition(rendition: LiveRendition) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/r/index.m3u8`, seen };
 }
 
-test('hls.js in low-latency mode plays the packaged parts: blocking reloads, parts, latency', async (t) => {
+test('hls.js in low-latency mode plays the packaged parts (blocking reloads, parts, latency); without it, the segments', async (t) => {
   const browser = await openChromium();
   if (typeof browser === 'string') return t.skip(browser);
   after(() => browser.close());
@@ -79,11 +80,15 @@ test('hls.js in low-latency mode plays the packaged parts: blocking reloads, par
   after(() => remux.kill('SIGKILL'));
   remux.stdout.on('data', (chunk: Buffer) => rendition.write(chunk));
   remux.once('exit', () => rendition.end());
-  const publish = await publishTestSource({ url: fifo, protocol: 'file', seconds: 12 });
+  const publish = await publishTestSource({ url: fifo, protocol: 'file', seconds: 15 });
   after(() => publish.stop());
   const { url, seen } = await serveRendition(rendition);
+  // A player without LL-HLS, beside it, on a server of its own (its requests counted apart).
+  const plain = await serveRendition(rendition);
 
-  const report = await watchLatency(browser, { url, lowLatency: true, seconds: 6, source: publish });
+  // One after the other: a page beside another is not painted at its frame rate.
+  const report = await watchLatency(browser, { url, lowLatency: true, seconds: 5, source: publish });
+  const plainReport = await watchLatency(browser, { url: plain.url, lowLatency: false, seconds: 2, source: publish });
   t.diagnostic(
     `glass-to-glass p50 ${Math.round(report.p50)} ms, p95 ${Math.round(report.p95)} ms; hls.js latency ` +
       `${report.hlsLatency?.toFixed(2)} s (target ${report.hlsTargetLatency?.toFixed(2)} s); ` +
@@ -91,11 +96,17 @@ test('hls.js in low-latency mode plays the packaged parts: blocking reloads, par
   );
   assert.equal(report.error, undefined, report.log.join('\n'));
   assert.ok(report.played, report.log.join('\n'));
-  assert.ok(report.samples.length > 100, `${report.samples.length} frames presented`);
+  assert.ok(report.samples.length > 90, `${report.samples.length} frames presented`);
   assert.equal(report.unreadable, 0);
   assert.ok(seen.blocking > 5, `${seen.blocking} blocking playlist reloads`);
   assert.ok(seen.parts > 5, `${seen.parts} parts fetched`);
   assert.deepEqual(seen.errors, []);
+  t.diagnostic(`without low-latency mode: p50 ${Math.round(plainReport.p50)} ms, ${plain.seen.segments} segments`);
+  assert.equal(plainReport.error, undefined, plainReport.log.join('\n'));
+  assert.ok(plainReport.samples.length > 45, `${plainReport.samples.length} frames presented`);
+  // It may still hold its reloads for the next segment (_HLS_msn alone); parts it leaves.
+  assert.equal(plain.seen.parts, 0);
+  assert.ok(plain.seen.segments >= 2, `${plain.seen.segments} segments`);
 });
 
 test("hls.js plays on across a restart: EXT-X-DISCONTINUITY, the new run's init, frames of both runs", async (t) => {
