@@ -144,6 +144,20 @@ describe('the console Streams pages', { skip }, () => {
     await page.close();
   });
 
+  it('a private stream (JWT playback policy) is said to need a token instead of a player', async () => {
+    const made = await server.call('POST', '/api/stream', {
+      key,
+      body: { name: 'Console private', playbackPolicy: { type: 'jwt' } },
+    });
+    assert.equal(made.status, 201);
+    const page = await signedIn();
+    const problems = problemsOf(page);
+    await open(page, `#/streams/${made.body.id}`, /^Console private$/);
+    await page.getByText(/plays with a signed token only \(playback policy JWT\)/).waitFor();
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
   it('suspends and resumes a stream, then deletes it after a confirmation', async () => {
     const page = await signedIn();
     const problems = problemsOf(page);
