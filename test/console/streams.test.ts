@@ -1,8 +1,8 @@
 // The console's Streams pages in headless system Chromium, as a person uses them: create a
 // stream (the default ladder, or the source alone), see where to publish it (the RTMP server
 // without the key, the key and the SRT URL hidden until shown, each copyable), suspend and
-// resume it, delete it after a confirmation; the list pages as the other lists do; a stream
-// page reads at 360 px. axe-core finds nothing serious, and no page logs a script error or
+// resume it, delete it after a confirmation; a private (JWT) stream says it needs a token; the
+// list pages as the other lists do; a stream page reads at 360 px. axe-core finds nothing serious, and no page logs a script error or
 // a failed request.
 
 import assert from 'node:assert/strict';
