@@ -20,6 +20,8 @@ export interface LiveService {
   rtmpPort: number;
   /** CPU seconds (user + system) of the service process itself and of its reaped children. */
   cpu(): { self: number; children: number };
+  /** The service's error log lines so far (pino JSON), to say why a ladder stopped. */
+  errors(): string[];
   stop(): Promise<void>;
 }
 
@@ -63,7 +65,15 @@ export async function startLiveService(env: Record<string, string> = {}): Promis
   const keep = (b: Buffer) => {
     tail = (tail + b.toString()).slice(-4000);
   };
-  child.stdout.on('data', keep);
+  const errors: string[] = [];
+  let partial = '';
+  child.stdout.on('data', (b: Buffer) => {
+    keep(b);
+    const lines = (partial + b.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    // pino's level 50 and above: error, fatal.
+    errors.push(...lines.filter((l) => /"level":(5|6)0/.test(l)));
+  });
   child.stderr.on('data', keep);
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const url = `http://127.0.0.1:${fullEnv.MEDIAPLANE_PORT}`;
@@ -87,6 +97,7 @@ export async function startLiveService(env: Record<string, string> = {}): Promis
     key,
     rtmpPort,
     cpu: () => procCpu(pid),
+    errors: () => errors,
     async stop() {
       child.kill('SIGTERM');
       const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);

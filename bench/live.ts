@@ -462,6 +462,7 @@ try {
   if (LEGS.has('cpu')) await cpuLeg(svc, await recordSource(dir, cpuSource));
   if (LEGS.has('capacity')) await capacityLeg(svc, await recordSource(dir, { seconds: 30, width: 1280, height: 720 }));
   if (LEGS.has('viewers')) await viewersLeg(svc);
+  for (const line of svc.errors().slice(-5)) console.log(`service error: ${line.slice(0, 1500)}`);
 } finally {
   if (browser && typeof browser !== 'string') await browser.close();
   await svc.stop();
