@@ -19,6 +19,8 @@ export interface LiveMediaDeps extends Pick<MediaAccessDeps, 'signingKeys' | 'jw
   streams: Pick<StreamStore, 'byPlaybackId'>;
   /** The live runtime of this node; absent: nothing is live here. */
   live?: LivePlayback | undefined;
+  /** How long a stream's row (its playback policy) is used before it is read again; default 1 s. */
+  streamReadMs?: number;
 }
 
 const PREFIX = '/media/live/:playbackId';
@@ -82,12 +84,32 @@ type Open = (
 ) => Promise<{ ladder: LiveLadder; grant: MediaGrant }>;
 
 /** The ladder live here, when the request may read it (404 otherwise; a refused token or origin throws). */
+/**
+ * The stream of a playbackId, read at most once a second per playbackId however many viewers
+ * ask (each asks a playlist and a part every quarter second): a playback policy changed by
+ * PATCH holds within a second. The token itself is checked on every request.
+ */
+function recentStreams(streams: LiveMediaDeps['streams'], keepMs: number, now = Date.now) {
+  const read = new Map<string, { at: number; stream: ReturnType<typeof streams.byPlaybackId> }>();
+  return (playbackId: string) => {
+    const kept = read.get(playbackId);
+    if (kept && now() - kept.at < keepMs) return kept.stream;
+    // Bounded: a flood of made-up ids costs reads, not memory.
+    if (read.size >= 10_000) read.clear();
+    const stream = streams.byPlaybackId(playbackId);
+    read.set(playbackId, { at: now(), stream });
+    stream.catch(() => read.delete(playbackId));
+    return stream;
+  };
+}
+
 function opener(deps: LiveMediaDeps): Open {
+  const streamOf = recentStreams(deps.streams, deps.streamReadMs ?? 1000);
   return async (req, reply) => {
     reply.headers(CORS);
     const ladder = deps.live?.ladder(req.params.playbackId);
     if (!ladder) throw new NotFoundError();
-    const stream = await deps.streams.byPlaybackId(req.params.playbackId);
+    const stream = await streamOf(req.params.playbackId);
     if (!stream) throw new NotFoundError();
     const guarded = {
       kind: 'stream',

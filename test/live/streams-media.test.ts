@@ -78,7 +78,8 @@ describe('live media routes', () => {
     app = Fastify();
     // The API's error shapes, as buildApp sets them for /media.
     app.setErrorHandler(sharedErrorHandler(createLogger({ level: 'silent' })));
-    await liveMediaRoutes(app, { streams, live, signingKeys });
+    // Every request reads the stream's policy afresh: the tests change it.
+    await liveMediaRoutes(app, { streams, live, signingKeys, streamReadMs: 0 });
     await app.listen({ port: 0, host: '127.0.0.1' });
     url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/media/live`;
   });
@@ -155,6 +156,41 @@ describe('live media routes', () => {
     const res = await held;
     assert.equal(res.status, 200);
     assert.ok((await res.text()).includes(`URI="${msn}.${part}.m4s"`), 'the awaited part is listed');
+  });
+
+  it("reads a stream's row once per period however many requests come", async () => {
+    let reads = 0;
+    const counting = {
+      byPlaybackId: (id: string) => {
+        reads++;
+        return streams.byPlaybackId(id);
+      },
+    };
+    const ladder = standInLadder(rendition);
+    const other = Fastify();
+    other.setErrorHandler(sharedErrorHandler(createLogger({ level: 'silent' })));
+    const live: LivePlayback = {
+      ladder: (id) => (id === stream.playbackId ? ladder : undefined),
+      terminate: () => false,
+    };
+    // A minute, not the default second: a loaded host must not turn one read into two.
+    await liveMediaRoutes(other, {
+      streams: counting,
+      live,
+      signingKeys: new SigningKeyStore(db),
+      streamReadMs: 60_000,
+    });
+    await other.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const base = `http://127.0.0.1:${(other.server.address() as AddressInfo).port}/media/live/${stream.playbackId}`;
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => fetch(`${base}/${i % 2 ? 'index.m3u8' : 'low/index.m3u8'}`)),
+      );
+      for (const res of answers) assert.equal(res.status, 200);
+      assert.equal(reads, 1);
+    } finally {
+      await other.close();
+    }
   });
 
   describe('a stream with a jwt playback policy', () => {
