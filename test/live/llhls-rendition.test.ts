@@ -232,6 +232,22 @@ describe('restart, end and the window', () => {
     assert.ok(Math.abs(rendition.stats().mediaSecs - 6) < 0.1, `${rendition.stats().mediaSecs}`);
   });
 
+  test('bytes that are not fMP4 stop the run without a throw: the parts before stay, restart() reads again', async () => {
+    const file = await fmp4File(3);
+    const rendition = new LiveRendition({ name: 'source', numbering: FROM_ZERO, timing: TIMING });
+    feed(rendition, file.subarray(0, file.indexOf('moof', 200_000) - 4));
+    const before = rendition.stats().mediaSecs;
+    rendition.write(Buffer.from([0, 0, 0, 3, 0x6d, 0x6f, 0x6f, 0x66]));
+    rendition.write(file.subarray(200_000));
+    assert.match(rendition.stats().unreadable ?? '', /box 'moof' of 3 bytes, shorter than its own header/);
+    assert.equal(rendition.stats().mediaSecs, before, 'nothing read after the bad box');
+    assert.ok(await rendition.file('0.0.m4s'));
+    rendition.restart();
+    feed(rendition, file);
+    assert.ok(rendition.stats().mediaSecs > before + 2.5);
+    assert.match(await playlistText(rendition), /#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI="init-1.mp4"/);
+  });
+
   test('a new ffmpeg run without restart() is one too (its ftyp says so)', async () => {
     const file = await fmp4File(3);
     const rendition = new LiveRendition({ name: 'source', numbering: FROM_ZERO, timing: TIMING });

@@ -1,9 +1,9 @@
 import { InputUnreadableError } from '../../lib/errors.ts';
 import { type Box, BoxSplitter, type InitInfo, mainTrackFragment, readFragment, readInit } from './fmp4.ts';
 import { numberingAt, parseFileName, type RenditionNumbering } from './names.ts';
-import { mediaPlaylist, type PlaylistSegment, type RenditionReport } from './playlist.ts';
+import { mediaPlaylist, type RenditionReport } from './playlist.ts';
 import { holds, isNextPart, type ReloadDirectives, refusal } from './reload.ts';
-import type { LlhlsTiming, PlaylistAnswer, RenditionStats } from './types.ts';
+import type { LlhlsTiming, Part, PlaylistAnswer, RenditionStats, Run, Segment } from './types.ts';
 import { ChangeWaiters } from './waiters.ts';
 
 // One rendition of a live ladder packaged as low-latency HLS (RFC 8216bis) from the fragmented
@@ -14,33 +14,6 @@ export interface PlaylistRequest extends ReloadDirectives {
   uriQuery?: string | undefined;
   signal?: AbortSignal | undefined;
   others?: readonly LiveRendition[] | undefined;
-}
-
-interface Part {
-  bytes: Buffer;
-  duration: number;
-  independent: boolean;
-}
-
-interface Segment extends PlaylistSegment {
-  parts: Part[];
-  bytes: number;
-  /** The segment's file, joined on its first request. */
-  whole?: Buffer;
-}
-
-interface Run {
-  number: number;
-  init?: { bytes: Buffer; info: InitInfo };
-  /** ftyp (and anything before moov) waiting for its moov. */
-  initBoxes: Buffer[];
-  /** The moof waiting for its mdat. */
-  moof?: Buffer | undefined;
-  /** Media time of the run's first part, and the media time it maps to (time continues across runs). */
-  firstTime?: number;
-  offset: number;
-  /** The rendition's first run keeps ffmpeg's own clock. */
-  first: boolean;
 }
 
 /** A box bigger than this is a broken stream, not a part (a part of a 4K source is a few MB). */
@@ -75,6 +48,7 @@ export class LiveRendition {
     maxSegmentSecs: 0,
     mediaSecs: 0,
     lastPartAt: undefined as number | undefined,
+    unreadable: undefined as string | undefined,
   };
 
   constructor(o: { name: string; timing: LlhlsTiming; now?: () => number; numbering?: RenditionNumbering }) {
@@ -92,10 +66,20 @@ export class LiveRendition {
     return this.#segments.length > 0;
   }
 
-  /** ffmpeg's fMP4 bytes as they come. Throws InputUnreadableError on a malformed stream. */
+  /**
+   * ffmpeg's fMP4 bytes as they come. Never throws (it runs in a pipe's data handler): bytes
+   * that are not fragmented MP4 stop this run, `stats().unreadable` says why, and the parts
+   * before stay served; restart() begins a new run.
+   */
   write(chunk: Buffer): void {
-    if (this.#ended) return;
-    for (const box of this.#splitter.push(chunk)) this.#onBox(box);
+    if (this.#ended || this.#run.unreadable !== undefined) return;
+    try {
+      for (const box of this.#splitter.push(chunk)) this.#onBox(box);
+    } catch (err) {
+      const unreadable = err instanceof InputUnreadableError ? err.message : `fMP4 packaging failed: ${String(err)}`;
+      this.#run.unreadable = unreadable;
+      this.#totals.unreadable = unreadable;
+    }
   }
 
   /** A new ffmpeg run follows: a new init-{run}.mp4 and an EXT-X-DISCONTINUITY before its first segment. */
@@ -135,6 +119,7 @@ export class LiveRendition {
       blocked: this.#waiters.waiting,
       wakeUps: this.#waiters.wakeUps,
       ...(t.lastPartAt === undefined ? {} : { lastPartAt: t.lastPartAt }),
+      ...(t.unreadable === undefined ? {} : { unreadable: t.unreadable }),
       ...(init?.codecs === undefined ? {} : { codecs: init.codecs }),
       ...(init?.width === undefined ? {} : { width: init.width }),
       ...(init?.height === undefined ? {} : { height: init.height }),

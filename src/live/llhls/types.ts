@@ -1,4 +1,8 @@
-// What a LiveRendition is told (its timing) and what it answers (stats, playlist answers).
+// What a LiveRendition is told (its timing), what it answers (stats, playlist answers), and
+// what it holds (runs, segments, parts: not exported from the folder).
+
+import type { InitInfo } from './fmp4.ts';
+import type { PlaylistSegment } from './playlist.ts';
 
 export interface LlhlsTiming {
   partTargetSecs: number;
@@ -25,6 +29,38 @@ export interface RenditionStats {
   blocked: number;
   /** Times the held requests were woken (at most one per part, restart or end). */
   wakeUps: number;
+  /** Why the last run's bytes stopped being read (not fragmented MP4); kept after a restart. */
+  unreadable?: string;
 }
 
 export type PlaylistAnswer = { status: 200; body: string } | { status: 400 | 404 | 503; reason: string };
+
+/** One part: a moof+mdat as ffmpeg wrote it. */
+export interface Part {
+  bytes: Buffer;
+  duration: number;
+  independent: boolean;
+}
+
+export interface Segment extends PlaylistSegment {
+  parts: Part[];
+  bytes: number;
+  /** The segment's file, joined on its first request. */
+  whole?: Buffer;
+}
+
+export interface Run {
+  number: number;
+  init?: { bytes: Buffer; info: InitInfo };
+  /** ftyp (and anything before moov) waiting for its moov. */
+  initBoxes: Buffer[];
+  /** The moof waiting for its mdat. */
+  moof?: Buffer | undefined;
+  /** Media time of the run's first part, and the media time it maps to (time continues across runs). */
+  firstTime?: number;
+  offset: number;
+  /** The rendition's first run keeps ffmpeg's own clock. */
+  first: boolean;
+  /** Why this run's bytes are no longer read. */
+  unreadable?: string;
+}
