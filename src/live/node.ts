@@ -186,7 +186,13 @@ export class LiveNode implements LivePlayback {
   private forget(session: LiveSession): void {
     this.admission.release(session.sessionId);
     if (this.byStream.get(session.stream.id) === session) this.byStream.delete(session.stream.id);
-    if (this.byPlayback.get(session.stream.playbackId) === session) this.byPlayback.delete(session.stream.playbackId);
+    // Its ended playlists (EXT-X-ENDLIST) stay served for a while, so a player that asks after
+    // the end learns that the stream ended rather than getting a 404; a new publish replaces them.
+    const drop = () => {
+      if (this.byPlayback.get(session.stream.playbackId) === session) this.byPlayback.delete(session.stream.playbackId);
+    };
+    if (this.closing) drop();
+    else setTimeout(drop, ENDED_SERVED_MS).unref();
   }
 
   // --- LivePlayback
@@ -239,6 +245,9 @@ export class LiveNode implements LivePlayback {
     ]);
   }
 }
+
+/** How long an ended session's playlists are still served (players poll every part or segment). */
+const ENDED_SERVED_MS = 20_000;
 
 const ALREADY_LIVE: PublishRefusal = refuse('Rejected', 'this stream is already live from another publisher');
 

@@ -63,8 +63,13 @@ export interface StreamRow {
   last_terminated_at: Date | string | null;
 }
 
+// A live session reports every 2 s (session.ts). A stream whose node stopped reporting for this
+// long (killed, or cut off from the database) is not live: reads say so, and a new publish on
+// any node may take it over.
+const ACTIVE = `(is_active AND last_seen > now() - interval '10 seconds')`;
+
 const COLUMNS = `id, owner, project_id, key_id, name, stream_key, playback_id, profiles, record, recording_spec,
-  playback_policy, multistream, user_tags, creator_id, suspended, is_active, session_id, protocol, is_healthy, issues,
+  playback_policy, multistream, user_tags, creator_id, suspended, ${ACTIVE} AS is_active, session_id, protocol, is_healthy, issues,
   ingest_rate, outgoing_rate, source_segments, transcoded_segments, source_segments_duration,
   transcoded_segments_duration, source_bytes, transcoded_bytes, created_at, last_seen, last_terminated_at`;
 
@@ -282,13 +287,14 @@ export class StreamStore {
 
   /**
    * A publish started: isActive, its session, lastSeen and `stream.started`, in one statement.
-   * False when the stream is already active (a second publisher won the race), suspended or deleted.
+   * False when the stream is already active (a second publisher won the race), suspended or
+   * deleted. A stream whose node stopped reporting is taken over.
    */
   async started(streamId: string, o: { sessionId: string; protocol: IngestProtocol }): Promise<boolean> {
     const rows = await this.#change(
       `UPDATE streams SET is_active = true, session_id = $2, protocol = $3, last_seen = now(), is_healthy = true,
          issues = '[]', ingest_rate = 0, outgoing_rate = 0
-       WHERE id = $1 AND NOT is_active AND NOT suspended AND deleted_at IS NULL`,
+       WHERE id = $1 AND NOT ${ACTIVE} AND NOT suspended AND deleted_at IS NULL`,
       [streamId, o.sessionId, o.protocol],
       'stream.started',
     );

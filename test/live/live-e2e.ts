@@ -83,6 +83,17 @@ export async function get(url: string, signal?: AbortSignal): Promise<{ status: 
   return { status: res.status, text: await res.text(), ms: Date.now() - t0 };
 }
 
+/**
+ * Whether the ladder under `base` (…/media/live/{playbackId}/) says it ended: its ended
+ * playlists stay served a while after the publish, each with EXT-X-ENDLIST.
+ */
+export async function ladderEnded(base: string): Promise<boolean> {
+  const multivariant = await get(`${base}index.m3u8`);
+  if (multivariant.status !== 200) return false;
+  const playlists = await Promise.all(variantUrls(multivariant.text, base).map((u) => get(u)));
+  return playlists.length > 0 && playlists.every((p) => p.status === 200 && p.text.includes('#EXT-X-ENDLIST'));
+}
+
 /** Polls the multivariant playlist until it answers 200 (every rendition has its first part). */
 export async function waitMultivariant(url: string, timeoutMs: number): Promise<string> {
   const until = Date.now() + timeoutMs;

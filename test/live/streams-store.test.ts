@@ -133,6 +133,19 @@ for (const { kind, skip } of await databaseKinds()) {
       }
     });
 
+    it('reads a stream whose node stopped reporting as not live, and lets a new publish take it over', async () => {
+      const s = await streams.create({ owner: 'alice', projectId: PROJECT, name: 'orphaned' });
+      assert.equal(await streams.started(s.id, { sessionId: randomUUID(), protocol: 'rtmp' }), true);
+      // Its node died 11 s ago: no report since.
+      await db.query("UPDATE streams SET last_seen = now() - interval '11 seconds' WHERE id = $1", [s.id]);
+      assert.equal((await streams.get('alice', s.id)).isActive, false);
+      const next = randomUUID();
+      assert.equal(await streams.started(s.id, { sessionId: next, protocol: 'srt' }), true);
+      const live = await streams.get('alice', s.id);
+      assert.equal(live.isActive, true);
+      assert.equal(live.sessionId, next);
+    });
+
     it('refuses a suspended stream its start', async () => {
       const s = await streams.create({ owner: 'alice', projectId: PROJECT, name: 'off' });
       await streams.update('alice', s.id, { suspended: true });
