@@ -40,6 +40,10 @@ const SERIAL = new Set([
   'test/transcode/per-title-playback.test.ts', // per-title ladders (analysis and encodes) awaited within fixed bounds
   'test/console/story.test.ts', // an upload, a clip and a chat, each awaited within fixed bounds in one page
   'test/console/first-hour.test.ts', // a worker encodes two videos, each awaited within a fixed bound in one page
+  'test/live/live-rtmp.test.ts', // glass-to-glass p50 under 3 s through a live ladder that must keep up with real time
+  'test/live/live-srt.test.ts', // a live ladder in real time, each rendition played within its 15 s publish
+  'test/live/live-many.test.ts', // four live ladders at once; a stall is 1.5 s without a new part
+  'test/console/stream-live.test.ts', // a live ladder in real time played in the page within its 15 s publish
 ]);
 
 // Most files wait on timers, sockets and child processes more than they compute: twice as

@@ -54,6 +54,16 @@ test('an RTMP publish plays as low-latency HLS in Chromium, under 3 s glass to g
   );
   assert.match(multivariant, /CODECS="avc1\.\w{6},mp4a\.40\.2"/);
 
+  // Read while the publish surely runs (the players below may take a while on a loaded host).
+  // The session reports its counters every 2 s.
+  let live = await service.server.call('GET', `/api/stream/${stream.id}`, { key: service.key });
+  for (let i = 0; i < 50 && !(live.body.ingestRate > 0); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    live = await service.server.call('GET', `/api/stream/${stream.id}`, { key: service.key });
+  }
+  assert.equal(live.body.isActive, true);
+  assert.ok(live.body.ingestRate > 0, `ingestRate ${live.body.ingestRate}`);
+
   const held = [];
   for (const url of variants) held.push(await blockingReload(url));
 
@@ -78,9 +88,6 @@ test('an RTMP publish plays as low-latency HLS in Chromium, under 3 s glass to g
     assert.ok(one.played && one.samples.length > 5, `${url}: ${one.error ?? ''} ${one.log.join('\n')}`);
   }
 
-  const live = await service.server.call('GET', `/api/stream/${stream.id}`, { key: service.key });
-  assert.equal(live.body.isActive, true);
-  assert.ok(live.body.ingestRate > 0, `ingestRate ${live.body.ingestRate}`);
   assert.equal(await laddersStarted(service.server.url), 1);
 
   await publish.stop();
