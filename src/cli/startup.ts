@@ -51,20 +51,33 @@ interface SystemError {
   message?: unknown;
 }
 
-const setting = (key: 'port' | 'host') => `${settings[key].env} (or ${flagName(key)})`;
+const setting = (key: 'port' | 'host' | 'ingestHost' | 'rtmpPort' | 'srtPort') =>
+  `${settings[key].env} (or ${flagName(key)})`;
+
+/** The setting a port came from, and what its 0 means: the HTTP port's, or a live ingest's. */
+function portSetting(port: number, config: Config): { key: 'port' | 'rtmpPort' | 'srtPort'; zero: string } {
+  if (port !== config.port && port === config.rtmpPort) return { key: 'rtmpPort', zero: 'turns RTMP ingest off' };
+  if (port !== config.port && port === config.srtPort) return { key: 'srtPort', zero: 'turns SRT ingest off' };
+  return { key: 'port', zero: 'picks a free one' };
+}
+
+const hostOf = (err: SystemError, config: Config): string =>
+  typeof err.address === 'string' ? err.address : config.host;
 
 /** The line for a server that could not listen, naming the setting to change; undefined for other errors. */
 function listenProblem(err: SystemError, config: Config): string | undefined {
-  if (err.syscall !== 'listen') return undefined;
+  // TCP servers fail in listen(), the SRT ingest's UDP socket in bind().
+  if (err.syscall !== 'listen' && err.syscall !== 'bind') return undefined;
   const port = typeof err.port === 'number' ? err.port : config.port;
-  const where = `port ${port} on ${typeof err.address === 'string' ? err.address : config.host}`;
+  const where = `port ${port} on ${hostOf(err, config)}`;
+  const from = portSetting(port, config);
   switch (err.code) {
     case 'EADDRINUSE':
-      return `${where} is in use by another program (is mediaplane running already?): stop it, or choose another port with ${setting('port')}; 0 picks a free one`;
+      return `${where} is in use by another program (is mediaplane running already?): stop it, or choose another port with ${setting(from.key)}; 0 ${from.zero}`;
     case 'EACCES':
-      return `${where} may not be opened by this user (ports below 1024 need privileges): choose another port with ${setting('port')}`;
+      return `${where} may not be opened by this user (ports below 1024 need privileges): choose another port with ${setting(from.key)}`;
     case 'EADDRNOTAVAIL':
-      return `${config.host} is not an address of this machine: set ${setting('host')} to one of its addresses, 127.0.0.1 for this machine only or 0.0.0.0 for every interface`;
+      return `${hostOf(err, config)} is not an address of this machine: set ${setting(from.key === 'port' ? 'host' : 'ingestHost')} to one of its addresses, 127.0.0.1 for this machine only or 0.0.0.0 for every interface`;
     default:
       return undefined;
   }

@@ -73,6 +73,21 @@ describe('start-up failures', () => {
     assert.doesNotMatch(run.stderr + run.stdout, /EADDRINUSE/);
   });
 
+  it('an RTMP port in use names MEDIAPLANE_RTMP_PORT and how to turn RTMP ingest off; exit 2', async () => {
+    const run = await cli(['ingest'], {
+      MEDIAPLANE_PORT: '0',
+      MEDIAPLANE_RTMP_PORT: String(port),
+      MEDIAPLANE_SRT_PORT: '0',
+      MEDIAPLANE_DATA_DIR: tempDir(),
+    });
+    assert.equal(run.code, 2, run.stderr);
+    const lines = run.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, run.stderr);
+    assert.match(lines[0] ?? '', new RegExp(`^mediaplane ingest: port ${port} on 127\\.0\\.0\\.1 is in use`));
+    assert.match(lines[0] ?? '', /MEDIAPLANE_RTMP_PORT \(or --rtmp-port\); 0 turns RTMP ingest off/);
+    assert.doesNotMatch(run.stderr + run.stdout, STACK_FRAME);
+  });
+
   it('at debug the same one line, and the stack in the log', async () => {
     const run = await cli(['api'], {
       MEDIAPLANE_PORT: String(port),
