@@ -4,8 +4,13 @@ import { createSocket } from 'node:dgram';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { after } from 'node:test';
+import type { Browser } from 'playwright-core';
 import type { Profile } from '../../src/live/index.ts';
 import type { StartedRoles } from '../../src/main.ts';
+import { openChromium } from '../helpers/browser.ts';
+import { publishTestSource, type TestPublish } from '../helpers/live.ts';
+import { freePort } from '../helpers/rtmp.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // What the live end-to-end tests (live-*.test.ts) share: a service with live ingest on ports
@@ -59,13 +64,19 @@ export async function startLiveService(settings: Record<string, unknown>): Promi
   return { server, key: await server.key('live-e2e'), live, stop: () => server.stop() };
 }
 
+export interface CreatedStream {
+  id: string;
+  streamKey: string;
+  playbackId: string;
+}
+
 export async function createStream(
   s: LiveService,
   body: { name: string; profiles?: Profile[] | null; suspended?: boolean },
-): Promise<{ id: string; streamKey: string; playbackId: string }> {
+): Promise<CreatedStream> {
   const made = await s.server.call('POST', '/api/stream', { key: s.key, body });
   assert.equal(made.status, 201, JSON.stringify(made.body));
-  return made.body as { id: string; streamKey: string; playbackId: string };
+  return made.body as CreatedStream;
 }
 
 export async function subscribe(s: LiveService, url: string): Promise<void> {
@@ -159,4 +170,80 @@ export async function laddersStarted(base: string): Promise<number> {
   const m = /^mediaplane_live_ladders_started_total (\d+)/m.exec(text);
   assert.ok(m, 'mediaplane_live_ladders_started_total on /metrics');
   return Number(m[1]);
+}
+
+/** One ingest's end-to-end run, publishing: what openEndToEnd set up. */
+export interface EndToEnd {
+  browser: Browser;
+  service: LiveService;
+  got: Delivery[];
+  stream: CreatedStream;
+  /** …/media/live/{playbackId}/ */
+  base: string;
+  publish: TestPublish;
+  multivariant: string;
+  /** The media playlists of the multivariant playlist, absolute. */
+  variants: string[];
+  /** How long after the publisher started the multivariant playlist answered. */
+  firstPartMs: number;
+}
+
+/**
+ * The opening the RTMP and SRT end-to-end tests share: Chromium, the service with that one
+ * ingest on a free port, a subscribed webhook receiver, a stream with one small rung, ffmpeg
+ * publishing the frame-numbered 320x240 source for `seconds`, and the multivariant playlist
+ * once every rendition (the small rung and the source) has its first part. Everything is
+ * closed after the test. A string (why) when there is no Chromium: the test skips.
+ */
+export async function openEndToEnd(protocol: 'rtmp' | 'srt', seconds: number): Promise<EndToEnd | string> {
+  const browser = await openChromium();
+  if (typeof browser === 'string') return browser;
+  after(() => browser.close());
+  const port = protocol === 'rtmp' ? await freePort() : await freeUdpPort();
+  const service = await startLiveService(protocol === 'rtmp' ? { rtmpPort: port } : { srtPort: port });
+  after(() => service.stop());
+  const receiver = await startReceiver();
+  after(() => receiver.server.close());
+  await subscribe(service, receiver.url);
+  const stream = await createStream(service, { name: `${protocol} end to end`, profiles: [SMALL_RUNG] });
+  const base = `${service.server.url}/media/live/${stream.playbackId}/`;
+  const url =
+    protocol === 'rtmp'
+      ? `rtmp://127.0.0.1:${port}/live/${stream.streamKey}`
+      : `srt://127.0.0.1:${port}?streamid=${stream.streamKey}`;
+  const publish = await publishTestSource({ url, protocol, seconds, width: 320, height: 240, fps: 30 });
+  after(() => publish.stop());
+  const t0 = Date.now();
+  const multivariant = await waitMultivariant(`${base}index.m3u8`, 10_000);
+  const firstPartMs = Date.now() - t0;
+  const variants = variantUrls(multivariant, base);
+  assert.deepEqual(
+    variants.map((u) => u.slice(base.length)),
+    ['160p0/index.m3u8', 'source/index.m3u8'],
+  );
+  return { browser, service, got: receiver.got, stream, base, publish, multivariant, variants, firstPartMs };
+}
+
+/**
+ * Ends an end-to-end run's publish and checks what follows: one ladder ran, stream.started
+ * then stream.idle arrived signed and without the stream key, the stream reads idle, and
+ * no log line holds the key. The stream as GET answers it once idle.
+ */
+export async function endEndToEnd(run: EndToEnd): Promise<{ sourceSegments: number; transcodedSegments: number }> {
+  const { service, stream } = run;
+  assert.equal(await laddersStarted(service.server.url), 1);
+  await run.publish.stop();
+  const got = await deliveries(run.got, 2, 15_000);
+  assert.deepEqual(
+    got.map((d) => [d.event, d.stream.id, d.stream.isActive, d.signed]),
+    [
+      ['stream.started', stream.id, true, true],
+      ['stream.idle', stream.id, false, true],
+    ],
+  );
+  for (const d of got) assert.ok(!d.body.includes(stream.streamKey), 'no stream key in a webhook');
+  const idle = await service.server.call('GET', `/api/stream/${stream.id}`, { key: service.key });
+  assert.equal(idle.body.isActive, false);
+  assert.ok(!service.server.logs.text.includes(stream.streamKey), 'the stream key was logged');
+  return idle.body;
 }
