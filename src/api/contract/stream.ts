@@ -3,6 +3,7 @@ import {
   DEFAULT_LIVE_PROFILES,
   H264_PROFILES,
   PROFILE_BOUNDS,
+  type LiveCounters,
   type Profile,
   type StreamRecord,
   type StreamRow,
@@ -210,8 +211,11 @@ export interface IngestAddress {
   srtPort: number;
 }
 
-/** The Stream as Livepeer's SDK parses it, with this service's ingest URLs. */
-export interface WireStream {
+/**
+ * The Stream as Livepeer's SDK parses it, with this service's ingest URLs. Its live counters
+ * are the domain's (LiveCounters) as they are, but for isHealthy: null until first live.
+ */
+export interface WireStream extends Omit<LiveCounters, 'isHealthy'> {
   id: string;
   kind: 'stream';
   name: string;
@@ -223,19 +227,10 @@ export interface WireStream {
   lastTerminatedAt: number | null;
   isActive: boolean;
   isHealthy: boolean | null;
-  issues: string[];
   suspended: boolean;
   record: boolean;
   profiles: WireProfile[];
   multistream: { targets: { profile: string; videoOnly: boolean; id?: string; spec?: { name?: string } }[] };
-  ingestRate: number;
-  outgoingRate: number;
-  sourceSegments: number;
-  transcodedSegments: number;
-  sourceSegmentsDuration: number;
-  transcodedSegmentsDuration: number;
-  sourceBytes: number;
-  transcodedBytes: number;
   playbackPolicy?: Record<string, unknown>;
   recordingSpec?: { profiles?: WireProfile[] };
   userTags?: Record<string, unknown>;
