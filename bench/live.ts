@@ -280,8 +280,8 @@ async function cpuLeg(svc: LiveService, src: RecordedSource): Promise<void> {
     `ladder / bare ${ladder.toFixed(3)}; ladder + the service process beyond idle (${live.toFixed(1)} CPU s) / bare ${whole.toFixed(3)} (load ${load()})`,
   );
   // A publish cut short, or a ladder that dropped a rung or stopped, did less work than bare
-  // ffmpeg: its ratio says nothing of the overhead
-  // (A ladder that lagged a moment and caught up did the same work.)
+  // ffmpeg: its ratio says nothing of the overhead (a ladder that lagged a moment and caught
+  // up did the same work).
   const comparable = s1.wall >= 0.9 * SECONDS && !s1.issues.some((i) => /dropped|stopped/.test(i));
   const why = comparable ? '' : ` (not comparable: the service's ladder ran ${s1.wall.toFixed(0)} s, with issues)`;
   summary.push(
