@@ -1,4 +1,5 @@
 export { Button, type ButtonProps } from './Button.tsx';
+export { ConfirmDelete } from './ConfirmDelete.tsx';
 export { CopyButton } from './CopyButton.tsx';
 export { ErrorText, errorMessages } from './ErrorText.tsx';
 export { FeatureOff } from './FeatureOff.tsx';

@@ -1,10 +1,9 @@
 // A stream's actions: suspend or resume (PATCH suspended: a suspended stream's key is refused,
-// and a live publisher is cut off), and delete after an inline confirmation (a question in
-// the page is keyboard and screen reader friendly, as the webhook page's).
+// and a live publisher is cut off), and delete after an inline confirmation (ConfirmDelete).
 
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Button, ErrorText } from '../components/index.ts';
+import { Button, ConfirmDelete, ErrorText } from '../components/index.ts';
 import { navigate } from '../router.ts';
 import type { Stream } from '../wire.ts';
 
@@ -39,42 +38,17 @@ function Suspend({ stream, onChanged }: { stream: Stream; onChanged(): Promise<v
 }
 
 function Delete({ stream }: { stream: Stream }) {
-  const [asking, setAsking] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
   const remove = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api('DELETE', `/api/stream/${encodeURIComponent(stream.id)}`);
-      navigate('streams');
-    } catch (e) {
-      setError(e);
-      setBusy(false);
-    }
+    await api('DELETE', `/api/stream/${encodeURIComponent(stream.id)}`);
+    navigate('streams');
   };
-  if (!asking)
-    return (
-      <Button variant="danger" onClick={() => setAsking(true)}>
-        Delete stream
-      </Button>
-    );
-  return (
-    <fieldset class="card">
-      <legend class="visually-hidden">Confirm deletion</legend>
-      <p>
-        Delete “{stream.name}”? Its key stops working{stream.isActive ? ' and its live publisher is cut off' : ''}. This
-        cannot be undone.
-      </p>
-      <div class="row">
-        <Button variant="danger" busy={busy} onClick={remove} aria-describedby="delete-error">
-          Yes, delete it
-        </Button>
-        <Button onClick={() => setAsking(false)}>Keep it</Button>
-      </div>
-      <ErrorText error={error} id="delete-error" />
-    </fieldset>
+  const question = (
+    <>
+      Delete “{stream.name}”? Its key stops working{stream.isActive ? ' and its live publisher is cut off' : ''}. This
+      cannot be undone.
+    </>
   );
+  return <ConfirmDelete label="Delete stream" question={question} remove={remove} />;
 }
 
 export function StreamActions({ stream, onChanged }: { stream: Stream; onChanged(): Promise<void> }) {

@@ -5,7 +5,7 @@
 
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Button, ErrorText } from '../components/index.ts';
+import { ConfirmDelete, ErrorText } from '../components/index.ts';
 import { dateTime } from '../format.ts';
 import { useLoad } from '../hooks.ts';
 import { href, navigate } from '../router.ts';
@@ -41,43 +41,18 @@ function Summary({ hook }: { hook: Webhook }) {
 }
 
 function DeleteWebhook({ hook }: { hook: Webhook }) {
-  const [asking, setAsking] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
   const remove = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api('DELETE', `/api/webhook/${encodeURIComponent(hook.id)}`);
-      navigate('webhooks');
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    await api('DELETE', `/api/webhook/${encodeURIComponent(hook.id)}`);
+    navigate('webhooks');
   };
   return (
     <section aria-labelledby="delete-webhook">
       <h2 id="delete-webhook">Delete</h2>
-      {!asking ? (
-        <Button variant="danger" onClick={() => setAsking(true)}>
-          Delete webhook
-        </Button>
-      ) : (
-        <fieldset class="card">
-          <legend class="visually-hidden">Confirm deletion</legend>
-          <p id="delete-question">
-            Delete “{hook.name}”? Its deliveries not yet made are given up. This cannot be undone.
-          </p>
-          <div class="row">
-            <Button variant="danger" busy={busy} onClick={remove} aria-describedby="delete-error">
-              Yes, delete it
-            </Button>
-            <Button onClick={() => setAsking(false)}>Keep it</Button>
-          </div>
-          <ErrorText error={error} id="delete-error" />
-        </fieldset>
-      )}
+      <ConfirmDelete
+        label="Delete webhook"
+        question={<>Delete “{hook.name}”? Its deliveries not yet made are given up. This cannot be undone.</>}
+        remove={remove}
+      />
     </section>
   );
 }
