@@ -7,8 +7,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
@@ -19,6 +17,7 @@ import { makeClip } from '../helpers/media.ts';
 import { serveFile, startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { refused } from '../helpers/sdk.ts';
 import { databaseKinds, startTestServer, waitFor, type TestServer } from '../helpers/server.ts';
+import { startJsonReceiver } from '../helpers/webhook-receiver.ts';
 
 const URL_SECRET = 'sig-do-not-show-91ab';
 const ASSET_EVENTS = [
@@ -28,21 +27,6 @@ const ASSET_EVENTS = [
   Events.AssetFailed,
   Events.AssetDeleted,
 ];
-
-/** A webhook receiver on port 0 that keeps the bodies it gets. */
-async function startReceiver(): Promise<{ url: string; got: { event: string; payload: any }[]; server: Server }> {
-  const got: { event: string; payload: any }[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      got.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, server };
-}
 
 /** playback.get's 404, which the SDK throws as its one typed error (ErrorT, with no status on it). */
 async function notFoundPlayback(p: Promise<unknown>): Promise<void> {
@@ -65,7 +49,7 @@ for (const { kind, skip } of await databaseKinds()) {
     let sdk: Livepeer;
     let clip: string;
     let origin: TestHttp;
-    let receiver: Awaited<ReturnType<typeof startReceiver>>;
+    let receiver: Awaited<ReturnType<typeof startJsonReceiver>>;
     const seen: string[] = [];
     // The uploaded asset (ready after the first test) and the fetched one.
     let uploaded: { id: string; playbackId: string; taskId: string; token: string };
@@ -75,7 +59,7 @@ for (const { kind, skip } of await databaseKinds()) {
     before(async () => {
       clip = await makeClip({ width: 320, height: 240, seconds: 2 });
       origin = await startHttp({ '/video.mp4': serveFile(clip) });
-      receiver = await startReceiver();
+      receiver = await startJsonReceiver();
       server = await startTestServer({ database: kind });
       alice = await server.key('alice');
       bob = await server.key('bob');

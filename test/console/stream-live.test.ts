@@ -5,22 +5,12 @@
 // publish of a 320x240 source with the default ladder (the 240p0 rung and the source).
 
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
 import { axeProblems, launchChromium, problemsOf, signedIn } from '../helpers/console-page.ts';
 import { publishTestSource } from '../helpers/live.ts';
+import { freePort } from '../helpers/ports.ts';
 import { startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
-
-/** A TCP port nobody listens on now (RTMP's). */
-async function freeTcpPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const address = server.address();
-  await new Promise((r) => server.close(r));
-  if (typeof address !== 'object' || !address) throw new Error('no port');
-  return address.port;
-}
 
 /** The bits of an HTMLVideoElement the test reads (the root tsconfig has no DOM types). */
 interface Media {
@@ -38,7 +28,7 @@ describe('a stream page while it is live', { skip }, () => {
   let rtmpPort: number;
   before(async () => {
     if (consoleIsStale()) await buildConsole();
-    rtmpPort = await freeTcpPort();
+    rtmpPort = await freePort();
     server = await startTestServer({
       roles: { api: true, worker: false, ingest: true },
       settings: { rtmpPort, ingestHost: '127.0.0.1' },

@@ -6,32 +6,12 @@
 // a failed request.
 
 import assert from 'node:assert/strict';
-import { createSocket } from 'node:dgram';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { buildConsole, consoleIsStale } from '../../scripts/build-console.ts';
 import { axeProblems, launchChromium, open, problemsOf } from '../helpers/console-page.ts';
+import { freePort, freeUdpPort } from '../helpers/ports.ts';
 import { startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
-
-/** A TCP port nobody listens on now (RTMP's). */
-async function freeTcpPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const address = server.address();
-  await new Promise((r) => server.close(r));
-  if (typeof address !== 'object' || !address) throw new Error('no port');
-  return address.port;
-}
-
-/** A UDP port nobody listens on now (SRT's). */
-async function freeUdpPort(): Promise<number> {
-  const socket = createSocket('udp4');
-  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
-  const port = socket.address().port;
-  await new Promise<void>((r) => socket.close(() => r()));
-  return port;
-}
 
 const browser = await launchChromium();
 const skip = typeof browser === 'string' ? browser : false;
@@ -44,7 +24,7 @@ describe('the console Streams pages', { skip }, () => {
   const axe: string[] = [];
   before(async () => {
     if (consoleIsStale()) await buildConsole();
-    rtmpPort = await freeTcpPort();
+    rtmpPort = await freePort();
     const srtPort = await freeUdpPort();
     server = await startTestServer({
       roles: { api: true, worker: false },

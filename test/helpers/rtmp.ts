@@ -4,7 +4,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { type Amf0Value, encodeAmf0 } from '../../src/live/amf0.ts';
 import type { PublishAttempt, PublishGate, PublishRefusal } from '../../src/live/ingest-types.ts';
@@ -188,16 +188,6 @@ export class ScriptedPublisher {
     const status = await this.nextCommand();
     return status?.args[0] as Record<string, Amf0Value> | undefined;
   }
-}
-
-/** A port no one listens on now (for the server's settings). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** ffmpeg publishing `seconds` of a 320x240 H.264 + AAC test source to `url`. */

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { createSocket } from 'node:dgram';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after } from 'node:test';
 import type { Browser } from 'playwright-core';
@@ -10,8 +8,9 @@ import type { Profile } from '../../src/live/index.ts';
 import type { StartedRoles } from '../../src/main.ts';
 import { openChromium } from '../helpers/browser.ts';
 import { publishTestSource, type TestPublish } from '../helpers/live.ts';
-import { freePort } from '../helpers/rtmp.ts';
+import { freePort, freeUdpPort } from '../helpers/ports.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 // What the live end-to-end tests (live-*.test.ts) share: a service with live ingest on ports
 // the test picked, a stream made through the API, a signed webhook receiver, and the reads a
@@ -30,23 +29,14 @@ export interface Delivery {
 }
 
 /** A webhook receiver on port 0 that checks each delivery's Livepeer-Signature against the shared secret. */
-export async function startReceiver(): Promise<{ url: string; got: Delivery[]; server: Server }> {
-  const got: Delivery[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const header = String(req.headers['livepeer-signature'] ?? '');
-      const v1 = /v1=([0-9a-f]+)/.exec(header)?.[1];
-      const signed = v1 === createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex');
-      const envelope = JSON.parse(body) as { event: string; payload: { stream: Delivery['stream'] } };
-      got.push({ event: envelope.event, stream: envelope.payload.stream, signed, body });
-      res.writeHead(204).end();
-    });
+export function startReceiver(): Promise<{ url: string; got: Delivery[]; server: Server }> {
+  return startWebhookReceiver((req, body): Delivery => {
+    const header = String(req.headers['livepeer-signature'] ?? '');
+    const v1 = /v1=([0-9a-f]+)/.exec(header)?.[1];
+    const signed = v1 === createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex');
+    const envelope = JSON.parse(body) as { event: string; payload: { stream: Delivery['stream'] } };
+    return { event: envelope.event, stream: envelope.payload.stream, signed, body };
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, server };
 }
 
 export interface LiveService {
@@ -153,15 +143,6 @@ export async function deliveries(got: Delivery[], n: number, timeoutMs: number):
     await sleep(100);
   }
   return got;
-}
-
-/** A UDP port no one listens on now (the SRT relay's setting). */
-export async function freeUdpPort(): Promise<number> {
-  const socket = createSocket('udp4');
-  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
-  const { port } = socket.address();
-  await new Promise<void>((r) => socket.close(() => r()));
-  return port;
 }
 
 /** The counter of ladder processes on GET /metrics. */

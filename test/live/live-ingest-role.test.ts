@@ -8,8 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { COMPILE_CACHE_ENV } from '../helpers/compile-cache.ts';
 import { seedEmbeddedDb } from '../helpers/embedded-template.ts';
-import { freePort } from '../helpers/rtmp.ts';
-import { freeUdpPort } from './live-e2e.ts';
+import { freePort, freeUdpPort } from '../helpers/ports.ts';
 
 // `mediaplane ingest`: the API with the RTMP and SRT listeners, for ingest nodes; its banner
 // says where publishers connect, and a graceful stop closes the listeners.

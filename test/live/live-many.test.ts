@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { publishTestSource, type TestPublish } from '../helpers/live.ts';
-import { freePort } from '../helpers/rtmp.ts';
+import { freePort } from '../helpers/ports.ts';
 import {
   createStream,
   get,

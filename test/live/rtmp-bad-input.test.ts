@@ -12,7 +12,8 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { IngestListener, PublishGate } from '../../src/live/ingest-types.ts';
 import { startRtmpServer } from '../../src/live/rtmp/index.ts';
-import { captureLog, freePort, type RecordedPublish, recordingGate, ScriptedPublisher } from '../helpers/rtmp.ts';
+import { freePort } from '../helpers/ports.ts';
+import { captureLog, type RecordedPublish, recordingGate, ScriptedPublisher } from '../helpers/rtmp.ts';
 
 const KEY = 'sEcReT-bad-input-key-71';
 const IDLE_MS = 1500;

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import type { IngestListener } from '../../src/live/ingest-types.ts';
 import { startRtmpServer } from '../../src/live/rtmp/index.ts';
 import { ffprobe } from '../helpers/media.ts';
-import { captureLog, type FfmpegRun, ffmpegPublish, freePort, killAll, recordingGate } from '../helpers/rtmp.ts';
+import { freePort } from '../helpers/ports.ts';
+import { captureLog, type FfmpegRun, ffmpegPublish, killAll, recordingGate } from '../helpers/rtmp.ts';
 
 const KEY_A = 'key-a-5f1c9e0d8b7a';
 const KEY_B = 'key-b-0e9d8c7b6a5f';

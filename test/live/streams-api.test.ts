@@ -6,38 +6,14 @@
 
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
 import { Type } from 'livepeer/models/components/playbackpolicy.js';
 import { Events } from 'livepeer/models/components/webhook.js';
 import { StreamStore } from '../../src/live/index.ts';
+import { freePort } from '../helpers/ports.ts';
 import { databaseKinds, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
-
-/** A webhook receiver on port 0 that keeps the bodies it gets. */
-async function startReceiver(): Promise<{ url: string; got: { event: string; payload: any }[]; server: Server }> {
-  const got: { event: string; payload: any }[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      got.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, server };
-}
-
-/** A port nothing listens on now (the test server's ingest URLs name it; nothing need listen). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
+import { startJsonReceiver } from '../helpers/webhook-receiver.ts';
 
 const LOW = { name: 'low', width: 320, height: 240, bitrate: 300_000, fps: 0 };
 
@@ -47,12 +23,12 @@ for (const { kind, skip } of await databaseKinds()) {
     let alice: string;
     let bob: string;
     let sdk: Livepeer;
-    let receiver: Awaited<ReturnType<typeof startReceiver>>;
+    let receiver: Awaited<ReturnType<typeof startJsonReceiver>>;
     const keys: string[] = [];
     let rtmpPort: number;
 
     before(async () => {
-      receiver = await startReceiver();
+      receiver = await startJsonReceiver();
       rtmpPort = await freePort();
       // RTMP named (its URL is shown), SRT off (no URL); the api role alone takes no publisher.
       server = await startTestServer({
