@@ -1,5 +1,5 @@
-// Small hooks the pages share: load something once (and again on demand), repeat a load on a
-// timer while a condition holds.
+// Small hooks the pages share: load something once (and again on demand), run an action
+// (busy while it runs, its error kept), repeat a load on a timer while a condition holds.
 
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
@@ -36,6 +36,32 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     void reload();
   }, deps);
   return { data, error, loading, reload };
+}
+
+export interface Action {
+  /** True while it runs: its button shows busy. */
+  busy: boolean;
+  /** What the last run threw, until the next run starts. */
+  error: unknown;
+  run(): Promise<void>;
+}
+
+/** An action a button or a form runs (save, delete, sign in): busy while it runs, its error kept. */
+export function useAction(act: () => Promise<void>): Action {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const run = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await act();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, run };
 }
 
 /** Calls `tick` every `ms` while `active`; stops when the page goes. */

@@ -5,6 +5,7 @@ import { render } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { api, apiKey, setApiKey } from './api.ts';
 import { Button, describedBy, Field, Icon } from './components/index.ts';
+import { useAction } from './hooks.ts';
 import { HOME, pages } from './pages/index.ts';
 import { href, useRoute } from './router.ts';
 import './style.css';
@@ -23,20 +24,14 @@ async function verifyKey(key: string): Promise<void> {
 function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const id = useId();
   const [key, setKey] = useState('');
-  const [error, setError] = useState<unknown>(undefined);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
+  const signIn = useAction(async () => {
+    await verifyKey(key.trim());
+    onSignedIn();
+  });
+  const { busy, error } = signIn;
+  const submit = (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await verifyKey(key.trim());
-      onSignedIn();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    void signIn.run();
   };
   const hint = (
     <>

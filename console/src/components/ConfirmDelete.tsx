@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
+import { useAction } from '../hooks.ts';
 import { Button } from './Button.tsx';
 import { ErrorText } from './ErrorText.tsx';
 
@@ -19,18 +20,7 @@ export function ConfirmDelete({
   remove(): Promise<void>;
 }) {
   const [asking, setAsking] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const confirm = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await remove();
-    } catch (e) {
-      setError(e);
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useAction(remove);
   if (!asking)
     return (
       <Button variant="danger" onClick={() => setAsking(true)}>
@@ -42,7 +32,7 @@ export function ConfirmDelete({
       <legend class="visually-hidden">Confirm deletion</legend>
       <p id="delete-question">{question}</p>
       <div class="row">
-        <Button variant="danger" busy={busy} onClick={confirm} aria-describedby="delete-error">
+        <Button variant="danger" busy={busy} onClick={run} aria-describedby="delete-error">
           Yes, delete it
         </Button>
         <Button onClick={() => setAsking(false)}>Keep it</Button>

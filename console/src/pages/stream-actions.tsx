@@ -1,27 +1,21 @@
 // A stream's actions: suspend or resume (PATCH suspended: a suspended stream's key is refused,
 // and a live publisher is cut off), and delete after an inline confirmation (ConfirmDelete).
 
-import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Button, ConfirmDelete, ErrorText } from '../components/index.ts';
+import { useAction } from '../hooks.ts';
 import { navigate } from '../router.ts';
 import type { Stream } from '../wire.ts';
 
 function Suspend({ stream, onChanged }: { stream: Stream; onChanged(): Promise<void> }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const toggle = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api('PATCH', `/api/stream/${encodeURIComponent(stream.id)}`, { suspended: !stream.suspended });
-      await onChanged();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const {
+    busy,
+    error,
+    run: toggle,
+  } = useAction(async () => {
+    await api('PATCH', `/api/stream/${encodeURIComponent(stream.id)}`, { suspended: !stream.suspended });
+    await onChanged();
+  });
   return (
     <div>
       <p class="hint">

@@ -8,7 +8,7 @@ import { useId, useRef, useState } from 'preact/hooks';
 import { api, apiRaw, nextLink } from '../api.ts';
 import { Button, describedBy, ErrorText, Field } from '../components/index.ts';
 import { dateTime } from '../format.ts';
-import { useInterval, useLoad, useVisible } from '../hooks.ts';
+import { useAction, useInterval, useLoad, useVisible } from '../hooks.ts';
 import { href, navigate, type PageProps } from '../router.ts';
 import type { Stream, StreamBody } from '../wire.ts';
 import { StreamPage } from './stream.tsx';
@@ -87,21 +87,16 @@ function NewStream() {
   const ladderId = useId();
   const [name, setName] = useState('');
   const [sourceOnly, setSourceOnly] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
+  const create = useAction(async () => {
     // No profiles: the server's default ladder; [] is the source alone (Livepeer's meaning).
     const body: StreamBody = sourceOnly ? { name: name.trim(), profiles: [] } : { name: name.trim() };
-    try {
-      const made = await api<Stream>('POST', '/api/stream', body);
-      navigate('streams', made.id);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
+    const made = await api<Stream>('POST', '/api/stream', body);
+    navigate('streams', made.id);
+  });
+  const { busy, error } = create;
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void create.run();
   };
   const hint = 'Never above the source: a 480p source gets the rungs up to 480p.';
   return (
