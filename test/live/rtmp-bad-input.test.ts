@@ -12,7 +12,6 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { IngestListener, PublishGate } from '../../src/live/ingest-types.ts';
 import { startRtmpServer } from '../../src/live/rtmp/index.ts';
-import { freePort } from '../helpers/ports.ts';
 import { captureLog, type RecordedPublish, recordingGate, ScriptedPublisher } from '../helpers/rtmp.ts';
 
 const KEY = 'sEcReT-bad-input-key-71';
@@ -38,13 +37,7 @@ const avc = (n: number): Buffer => Buffer.concat([Buffer.of(0x17, 1, 0, 0, 0), B
 
 describe('RTMP server with publishers that misbehave', () => {
   before(async () => {
-    server = await startRtmpServer({
-      host: '127.0.0.1',
-      port: await freePort(),
-      log,
-      gate: recorder.gate,
-      idleTimeoutMs: IDLE_MS,
-    });
+    server = await startRtmpServer({ host: '127.0.0.1', port: 0, log, gate: recorder.gate, idleTimeoutMs: IDLE_MS });
   });
   after(async () => {
     for (const c of clients) c.socket.destroy();

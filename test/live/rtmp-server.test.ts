@@ -10,7 +10,6 @@ import { after, before, describe, it } from 'node:test';
 import type { IngestListener } from '../../src/live/ingest-types.ts';
 import { startRtmpServer } from '../../src/live/rtmp/index.ts';
 import { ffprobe } from '../helpers/media.ts';
-import { freePort } from '../helpers/ports.ts';
 import { captureLog, type FfmpegRun, ffmpegPublish, killAll, recordingGate } from '../helpers/rtmp.ts';
 
 const KEY_A = 'key-a-5f1c9e0d8b7a';
@@ -35,13 +34,7 @@ async function probeFlv(flv: Buffer, name: string) {
 
 describe('RTMP server with ffmpeg publishers', () => {
   before(async () => {
-    server = await startRtmpServer({
-      host: '127.0.0.1',
-      port: await freePort(),
-      log,
-      gate: recorder.gate,
-      idleTimeoutMs: 5000,
-    });
+    server = await startRtmpServer({ host: '127.0.0.1', port: 0, log, gate: recorder.gate, idleTimeoutMs: 5000 });
   });
   after(async () => {
     killAll(runs);
