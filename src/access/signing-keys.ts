@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import type { Db } from '../db/index.ts';
 import { NotFoundError, ValidationError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
+import { paged } from '../lib/paging.ts';
 
 // Signing keys (issue #28, Livepeer's access-control signing keys): all their SQL, in one
 // place. A key is an ES256 pair made here with node:crypto, as livepeer/studio makes it
@@ -96,9 +97,8 @@ export class SigningKeyStore {
        ORDER BY created_at DESC, id DESC LIMIT $3`,
       [owner, page.cursor ?? null, page.limit + 1],
     );
-    const more = rows.length > page.limit;
-    const keys = more ? rows.slice(0, page.limit) : rows;
-    return { keys, next: more ? (keys.at(-1)?.id ?? null) : null };
+    const { items, next } = paged(rows, page.limit);
+    return { keys: items, next };
   }
 
   /** The owner's key; another owner's, a deleted one or an id that is no UUID: NotFoundError. */

@@ -2,6 +2,7 @@ import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
 import type { Db, Queryable } from '../db/index.ts';
 import { NotFoundError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
+import { paged } from '../lib/paging.ts';
 import type { StreamEventName } from './event-names.ts';
 import type { IngestProtocol } from './ingest-types.ts';
 import type { Profile } from './profiles.ts';
@@ -217,9 +218,8 @@ export class StreamStore {
        ORDER BY created_at DESC, id DESC LIMIT $3`,
       [owner, o.cursor ?? null, o.limit + 1],
     );
-    const more = rows.length > o.limit;
-    const streams = (more ? rows.slice(0, o.limit) : rows).map(streamFromRow);
-    return { streams, next: more ? (streams.at(-1)?.id ?? null) : null };
+    const { items, next } = paged(rows, o.limit);
+    return { streams: items.map(streamFromRow), next };
   }
 
   /** PATCH: the fields given (null clears profiles, playbackPolicy); the stream as it is now. */

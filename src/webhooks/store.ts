@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/index.ts';
 import { NotFoundError, ValidationError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
+import { paged } from '../lib/paging.ts';
 import * as plans from './plans.ts';
 import type { DeliveryLogRow, Page, WebhookFailure, WebhookInput, WebhookPatch, WebhookRow } from './types.ts';
 
@@ -138,12 +139,6 @@ function one<T>(rows: T[]): T {
   const row = rows[0];
   if (!row) throw new NotFoundError();
   return row;
-}
-
-function paged<T extends { id: string }>(rows: T[], limit: number): { items: T[]; next: string | null } {
-  const more = rows.length > limit;
-  const items = more ? rows.slice(0, limit) : rows;
-  return { items, next: more ? (items.at(-1)?.id ?? null) : null };
 }
 
 // Retention (issue #25): what the sweep (main.ts) calls to delete old webhook history, a
