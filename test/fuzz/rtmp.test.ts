@@ -19,18 +19,12 @@ import { readCommand, type RtmpMessage } from '../../src/live/rtmp/messages.ts';
 import { startRtmpServer } from '../../src/live/rtmp/index.ts';
 import { isMediaplaneError } from '../../src/lib/errors.ts';
 import { captureLog, recordingGate, ScriptedPublisher } from '../helpers/rtmp.ts';
+import { fuzzOptions } from './options.ts';
 
 const KEY = 'fuzz-StreamKey-0b9c8d7e6f';
-const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
-const TIME_LIMIT_MS = 10_000;
 /** The server's idle timeout: what closes a connection held open (generous: a loaded host delays the valid publish's answers). */
 const IDLE_MS = 1500;
-const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
-const options = {
-  numRuns: RUNS,
-  interruptAfterTimeLimit: TIME_LIMIT_MS,
-  ...(SEED === undefined ? {} : { seed: SEED }),
-};
+const options = fuzzOptions({ runs: 300, timeLimitMs: 10_000 });
 
 const handshake = Buffer.concat([Buffer.of(3), Buffer.alloc(1536, 1), Buffer.alloc(1536, 2)]);
 

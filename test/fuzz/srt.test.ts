@@ -24,15 +24,9 @@ import {
 } from '../../src/live/srt/handshake.ts';
 import { publishTarget } from '../../src/live/srt/stream-id.ts';
 import { KEY, publish, startRelay } from '../live/srt-harness.ts';
+import { fuzzOptions } from './options.ts';
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
-const TIME_LIMIT_MS = 10_000;
-const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
-const options = {
-  numRuns: RUNS,
-  interruptAfterTimeLimit: TIME_LIMIT_MS,
-  ...(SEED === undefined ? {} : { seed: SEED }),
-};
+const options = fuzzOptions({ runs: 300, timeLimitMs: 10_000 });
 
 function conclusion(o: { streamId: string; cookie: number; socketId: number }): Handshake {
   return {
@@ -135,7 +129,7 @@ describe('SRT relay', () => {
           sent++;
         }
       }),
-      { ...options, numRuns: Math.min(RUNS, 150) },
+      { ...options, numRuns: Math.min(options.numRuns, 150) },
     );
     await new Promise((r) => setTimeout(r, 300));
     t.diagnostic(`${sent} datagrams, ${h.attempts.length} gate attempts`);
