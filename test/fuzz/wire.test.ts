@@ -12,12 +12,10 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { MODELS_DIR, TINY } from '../helpers/llm.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { fuzzOptions } from './options.ts';
 
 const S3_SECRET = 'fuzzSecret/Do-Not-Leak+77';
 const S3_ACCESS_KEY = 'AKIAFUZZACCESSKEY';
-const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
-const TIME_LIMIT_MS = 12_000;
-const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -227,11 +225,7 @@ describe('fuzz: POST bodies against every API', () => {
   }
 
   const property = (sent: fc.Arbitrary<Sent>) => fc.asyncProperty(sent, (s) => send(s));
-  const options = {
-    numRuns: RUNS,
-    interruptAfterTimeLimit: TIME_LIMIT_MS,
-    ...(SEED === undefined ? {} : { seed: SEED }),
-  };
+  const options = fuzzOptions({ runs: 300, timeLimitMs: 12_000 });
 
   it('POST /api/transcode: mutations of a valid body', async () => {
     await fc.assert(
