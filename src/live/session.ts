@@ -64,7 +64,7 @@ export class LiveSession implements FlvSink, LiveLadder {
   private readonly all = new Map<string, LiveRendition>();
   private readonly views = new WeakMap<LiveRendition, ServedRendition>();
   private byFd = new Map<number, LiveRendition>();
-  /** After a restart, video waits for its next keyframe (ffmpeg cannot decode from the middle of a GOP). */
+  /** After a restart, media waits for the next keyframe (ffmpeg cannot decode from the middle of a GOP). */
   private awaitKeyframe = false;
   private over = false;
   private readonly timer: NodeJS.Timeout;
@@ -193,8 +193,10 @@ export class LiveSession implements FlvSink, LiveLadder {
   private feed(tags: FlvTagInfo[], done: () => void): void {
     const raws: Buffer[] = [];
     for (const t of tags) {
-      if (this.awaitKeyframe && t.kind === 'video' && !t.sequenceHeader) {
-        if (!t.keyframe) continue;
+      // Audio waits too: an ffmpeg that probes audio alone before the first picture writes no
+      // header for the copied source ("dimensions not set") and stops.
+      if (this.awaitKeyframe && t.kind !== 'script' && !t.sequenceHeader) {
+        if (t.kind !== 'video' || !t.keyframe) continue;
         this.awaitKeyframe = false;
       }
       raws.push(t.raw);
