@@ -12,6 +12,7 @@ import { Livepeer } from 'livepeer';
 import { Events } from 'livepeer/models/components/webhook.js';
 import { refused } from '../helpers/sdk.ts';
 import { databaseKinds, startTestServer, transcodeBody, waitFor, type TestServer } from '../helpers/server.ts';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 const SECRET = 'whsec-do-not-leak-4f1c9e';
 const SECOND_SECRET = 'whsec-second-do-not-leak-77aa';
@@ -23,18 +24,8 @@ interface Received {
 }
 
 /** A webhook receiver on port 0 that keeps what it gets and answers 204. */
-async function startReceiver(): Promise<{ url: string; got: Received[]; server: Server }> {
-  const got: Received[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, server };
+function startReceiver(): Promise<{ url: string; got: Received[]; server: Server }> {
+  return startWebhookReceiver((req, body): Received => ({ headers: req.headers, body }));
 }
 
 for (const { kind, skip } of await databaseKinds()) {
