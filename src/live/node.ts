@@ -9,9 +9,9 @@ import { ladderCores, LiveAdmission } from './admission.ts';
 import type { IngestListener, PublishAttempt, PublishDecision, PublishGate, PublishRefusal } from './ingest-types.ts';
 import { rungsFor } from './profiles.ts';
 import { startRtmpServer } from './rtmp/index.ts';
-import { LiveSession, type SessionStore } from './session.ts';
+import { LiveSession } from './session.ts';
 import { startSrtRelay } from './srt/index.ts';
-import type { LiveLadder, LivePlayback, StreamRecord } from './types.ts';
+import type { LiveLadder, LivePlayback, SessionStore, StreamRecord } from './types.ts';
 
 // The live runtime of one node: the gate every publisher passes (key, suspension, already
 // live, CPU and stream count, the key's request rate), the sessions live here by stream and

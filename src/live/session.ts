@@ -8,7 +8,7 @@ import { LadderProcess } from './ladder-process.ts';
 import { LiveRendition, multivariantPlaylist, type VariantInfo } from './llhls/index.ts';
 import { type Profile, rungsFor, SOURCE_RENDITION } from './profiles.ts';
 import { SessionHealth, SOURCE_MAX_KEYFRAME_GAP_MS, sourceKeyframeIssue } from './session-health.ts';
-import type { LiveCounters, LiveLadder, ServedRendition, StreamRecord } from './types.ts';
+import type { LiveCounters, LiveLadder, ServedRendition, SessionStore, StreamRecord } from './types.ts';
 
 // One publish: the publisher's FLV in (either ingest), one ladder ffmpeg, its renditions out as
 // low-latency HLS. The FLV is read tag by tag before ffmpeg sees it (garbage cuts the publisher
@@ -16,12 +16,6 @@ import type { LiveCounters, LiveLadder, ServedRendition, StreamRecord } from './
 // and the sequence headers), then fed to ffmpeg with the publisher's own backpressure. Counters
 // go to the store every ~2 s; the end, however it comes, ends the renditions (EXT-X-ENDLIST)
 // and marks the stream idle.
-
-/** What a session writes of its stream (StreamStore in store.ts has these). */
-export interface SessionStore {
-  report(streamId: string, counters: LiveCounters): Promise<void>;
-  idle(streamId: string, sessionId: string): Promise<void>;
-}
 
 export interface LiveSessionOptions {
   stream: StreamRecord;
@@ -193,8 +187,7 @@ export class LiveSession implements FlvSink, LiveLadder {
   private feed(tags: FlvTagInfo[], done: () => void): void {
     const raws: Buffer[] = [];
     for (const t of tags) {
-      // Audio waits too: an ffmpeg that probes audio alone before the first picture writes no
-      // header for the copied source ("dimensions not set") and stops.
+      // Audio waits too: a probe of audio alone leaves the copied source without its header.
       if (this.awaitKeyframe && t.kind !== 'script' && !t.sequenceHeader) {
         if (t.kind !== 'video' || !t.keyframe) continue;
         this.awaitKeyframe = false;

@@ -35,6 +35,12 @@ export interface LiveCounters {
   transcodedBytes: number;
 }
 
+/** What a live session writes of its stream (StreamStore in store.ts has these). */
+export interface SessionStore {
+  report(streamId: string, counters: LiveCounters): Promise<void>;
+  idle(streamId: string, sessionId: string): Promise<void>;
+}
+
 /** A stream as the store keeps it (StreamStore in store.ts); the API's wire shape is toWireStream's. */
 export interface StreamRecord extends Omit<LiveCounters, 'isHealthy'> {
   id: string;
