@@ -101,12 +101,12 @@ export class LiveNode implements LivePlayback {
         this.refusals?.inc();
         this.log.info(
           { protocol: attempt.protocol, remote: attempt.remote, code: decision.code },
-          `live: publish refused: ${decision.description}`,
+          `publish refused: ${decision.description}`,
         );
       }
       return decision;
     } catch (err) {
-      this.log.error({ err, remote: attempt.remote }, 'live: the publish could not be checked');
+      this.log.error({ err, remote: attempt.remote }, 'the publish could not be checked');
       return refuse('Rejected', 'the service cannot take a publish right now: try again in a moment');
     }
   };
@@ -178,7 +178,7 @@ export class LiveNode implements LivePlayback {
     this.byPlayback.set(stream.playbackId, session);
     this.log.info(
       { streamId: stream.id, sessionId, protocol: attempt.protocol, remote: attempt.remote },
-      'live: publish accepted',
+      'publish accepted',
     );
     return undefined;
   }
@@ -229,7 +229,7 @@ export class LiveNode implements LivePlayback {
       throw err;
     }
     for (const l of this.listeners)
-      this.log.info({ protocol: l.protocol, host, port: l.port }, `live: ${l.protocol.toUpperCase()} ingest listening`);
+      this.log.info({ protocol: l.protocol, host, port: l.port }, `${l.protocol.toUpperCase()} ingest listening`);
     return this.listeners;
   }
 

@@ -86,7 +86,7 @@ export class LiveSession implements FlvSink, LiveLadder {
     const log = kind === 'left' ? this.o.log.info.bind(this.o.log) : this.o.log.warn.bind(this.o.log);
     log(
       { streamId: this.stream.id, sessionId: this.sessionId, remote: this.o.attempt.remote, kind },
-      `live: publish ended: ${reason}`,
+      `publish ended: ${reason}`,
     );
     void this.finish();
   }
@@ -240,7 +240,7 @@ export class LiveSession implements FlvSink, LiveLadder {
         source,
         restart,
       },
-      restart ? 'live: ladder restarted' : 'live: ladder started',
+      restart ? 'ladder restarted' : 'ladder started',
     );
     if (restart) this.replayConfig();
   }
@@ -266,7 +266,7 @@ export class LiveSession implements FlvSink, LiveLadder {
     const how = e.signal ? `signal ${e.signal}` : `exit ${e.code}`;
     this.o.log.error(
       { streamId: this.stream.id, sessionId: this.sessionId, stderr: e.stderrTail },
-      `live: the ladder stopped (${how})`,
+      `the ladder stopped (${how})`,
     );
     this.fail(
       `the live transcoder stopped (${how}${last ? `: ${last.slice(0, 200)}` : ''}); the publisher was disconnected`,
@@ -284,7 +284,7 @@ export class LiveSession implements FlvSink, LiveLadder {
     this.health.event(`the ladder fell behind real time: ${top.name} was dropped to keep up (the node's CPU is short)`);
     this.o.log.warn(
       { streamId: this.stream.id, sessionId: this.sessionId, dropped: top.name },
-      'live: ladder behind real time, top rung dropped',
+      'ladder behind real time, top rung dropped',
     );
     const old = this.process;
     this.process = undefined;
@@ -354,7 +354,7 @@ export class LiveSession implements FlvSink, LiveLadder {
     if (verdict === 'drop-top-rung' && (this.plan?.renditions.filter((r) => r.profile).length ?? 0) > 1)
       this.dropTopRung();
     await this.o.store.report(this.stream.id, this.counters()).catch((err: unknown) => {
-      this.o.log.warn({ err, streamId: this.stream.id }, 'live: the counters could not be written');
+      this.o.log.warn({ err, streamId: this.stream.id }, 'the counters could not be written');
     });
   }
 
@@ -364,10 +364,7 @@ export class LiveSession implements FlvSink, LiveLadder {
   private fail(issue: string): void {
     if (this.over) return;
     this.health.event(issue);
-    this.o.log.warn(
-      { streamId: this.stream.id, sessionId: this.sessionId, remote: this.o.attempt.remote },
-      `live: ${issue}`,
-    );
+    this.o.log.warn({ streamId: this.stream.id, sessionId: this.sessionId, remote: this.o.attempt.remote }, issue);
     this.cut(issue);
   }
 
@@ -388,7 +385,7 @@ export class LiveSession implements FlvSink, LiveLadder {
       await this.o.store.report(this.stream.id, this.counters());
       await this.o.store.idle(this.stream.id, this.sessionId);
     } catch (err) {
-      this.o.log.error({ err, streamId: this.stream.id }, 'live: the end of a publish could not be written');
+      this.o.log.error({ err, streamId: this.stream.id }, 'the end of a publish could not be written');
     }
     this.o.onEnd();
   }
