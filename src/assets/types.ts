@@ -17,7 +17,31 @@ export { ASSET_EVENT_NAMES, type AssetEventName } from './event-names.ts';
 export type AssetSource =
   | { type: 'url'; url: string }
   | { type: 'directUpload' }
-  | { type: 'clip'; sourceId: string; playbackId: string; assetId?: string };
+  | { type: 'clip'; sourceId: string; playbackId: string; assetId?: string; sessionId?: string }
+  /** A live session's recording: the asset's id is the session's. */
+  | { type: 'recording'; sessionId: string };
+
+/**
+ * A live session's source as the live domain archives it in the built-in store while it
+ * arrives (main.ts gives the live archive): recordings and clips of a live stream read it.
+ */
+export interface RecordingArchive {
+  /**
+   * Writes the session's archived source as one MP4 file at `dest`: all of it, or the parts
+   * that overlap [fromMs, toMs] (wall clock), from the keyframe at or before `fromMs`. Runs
+   * (a reconnect, a ladder restart) are joined in order without encoding. Undefined when
+   * nothing is archived there.
+   */
+  extract(o: {
+    sessionId: string;
+    fromMs?: number | undefined;
+    toMs?: number | undefined;
+    dest: string;
+    signal: AbortSignal;
+  }): Promise<{ startWallMs: number; durationSecs: number } | undefined>;
+  /** Wall clock (ms) up to which the session's source is archived (its newest part's end); undefined: nothing yet. */
+  archivedUntil(sessionId: string): Promise<number | undefined>;
+}
 
 /** What the owner asked of the asset's processing, as the asset keeps it (processing.ts, the one schema). */
 export type AssetSpec = ProcessingSpec;

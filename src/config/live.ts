@@ -85,4 +85,42 @@ export const liveSettings = defineSettings({
     description:
       'CPU cores live ladders may use on this node; a publish whose ladder would not fit is refused with the reason (0: every core).',
   },
+  liveReconnectSecs: {
+    env: 'MEDIAPLANE_LIVE_RECONNECT_SECS',
+    type: 'int',
+    group: 'live',
+    default: 60,
+    min: 0,
+    max: 3600,
+    description:
+      'A publisher that comes back within this many seconds (to any node) continues the same session and recording; viewers see a discontinuity, not an end (0: every publish is a new session).',
+  },
+  liveClipSecs: {
+    env: 'MEDIAPLANE_LIVE_CLIP_SECS',
+    type: 'int',
+    group: 'live',
+    default: 300,
+    min: 0,
+    max: 86_400,
+    description:
+      "How much of a live stream's source is kept in the built-in store for clips (POST /api/clip with the stream's playbackId), in seconds; a recorded session keeps all of it until its recording is made.",
+  },
+  internalUrl: {
+    env: 'MEDIAPLANE_INTERNAL_URL',
+    type: 'string',
+    group: 'live',
+    default: undefined,
+    defaultText: 'the address the API listens on',
+    description:
+      'The URL other nodes reach this one at (http://10.0.0.5:8080), advertised through the database: viewers on any API node are served the ladders live here.',
+  },
+  clusterSecret: {
+    env: 'MEDIAPLANE_CLUSTER_SECRET',
+    type: 'string',
+    group: 'live',
+    default: undefined,
+    secret: true,
+    description:
+      "A secret every node of one service shares (32+ characters): nodes fetch each other's live media with it. Unset: each node serves only the ladders live on it.",
+  },
 });
