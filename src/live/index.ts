@@ -16,9 +16,18 @@ export type {
   LiveLadder,
   LivePlayback,
   MultistreamTarget,
+  RecordingQueue,
   ServedRendition,
+  SessionRecord,
   StreamRecord,
 } from './types.ts';
+export type {
+  RenditionTap,
+  SessionPlugin,
+  SessionPluginFactory,
+  SessionView,
+  TappedPart,
+} from './session-plugins.ts';
 export type {
   FlvSink,
   IngestListener,
@@ -32,3 +41,11 @@ export type {
 export { LiveNode, type LiveNodeConfig, type LiveNodeOptions } from './node.ts';
 export { LiveAdmission, ladderCores } from './admission.ts';
 export { planLiveLadder, type LadderPlan } from './ladder.ts';
+export {
+  type HolderLookup,
+  INTERNAL_LIVE_PREFIX,
+  LiveHolders,
+  type RemoteLadders,
+  RemotePlayback,
+  type RemotePlaybackOptions,
+} from './cluster/index.ts';

@@ -10,8 +10,10 @@ import type { IngestListener, PublishAttempt, PublishDecision, PublishGate, Publ
 import { rungsFor } from './profiles.ts';
 import { startRtmpServer } from './rtmp/index.ts';
 import { LiveSession } from './session.ts';
+import type { SessionPluginFactory } from './session-plugins.ts';
+import { SessionRiders } from './session-riders.ts';
 import { startSrtRelay } from './srt/index.ts';
-import type { LiveLadder, LivePlayback, SessionStore, StreamRecord } from './types.ts';
+import type { LiveLadder, LivePlayback, RecordingQueue, SessionStore, StreamRecord } from './types.ts';
 
 // The live runtime of one node: the gate every publisher passes (key, suspension, already
 // live, CPU and stream count, the key's request rate), the sessions live here by stream and
@@ -57,6 +59,10 @@ export interface LiveNodeOptions {
   /** A publish counts as one request of the key that made the stream (its rpm), never as a transcode. */
   accounts: PublishCounting;
   metrics?: Registry;
+  /** What rides along each session here (the archive, restreaming): made at its start or continuation. */
+  plugins?: SessionPluginFactory[] | undefined;
+  /** Makes the recording of an ended session with `record`. */
+  recordings?: RecordingQueue | undefined;
 }
 
 export class LiveNode implements LivePlayback {
@@ -167,6 +173,7 @@ export class LiveNode implements LivePlayback {
       timing: { segmentSecs: c.liveSegmentSecs, partSecs: c.livePartSecs, windowSecs: c.liveWindowSecs },
       store: this.o.store,
       log: this.log,
+      riders: new SessionRiders(this.o.plugins ?? [], { stream, sessionId, continued: false, log: this.log }),
       onLadderStart: () => {
         this.ladderStarts++;
         this.laddersStarted?.inc();

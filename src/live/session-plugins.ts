@@ -1,34 +1,13 @@
 import type { Logger } from '../lib/log.ts';
+import type { RenditionTap } from './llhls/index.ts';
 import type { StreamRecord } from './types.ts';
+
+export type { RenditionTap, TappedPart } from './llhls/index.ts';
 
 // What a live session offers the things that ride along with it (the source archive for
 // recordings and clips, archive/; restreaming, multistream/): each is a plug-in the node
 // makes per session, which taps the renditions it wants. A tap is fed from the packager's own
 // pipe handler, so it must never block or throw: it copies what it needs and returns.
-
-/** One LL-HLS part of a rendition (a moof+mdat), as the packager cut it. */
-export interface TappedPart {
-  /** The run (one ffmpeg process) it belongs to: its init segment came through `init` first. */
-  run: number;
-  msn: number;
-  /** Its index in segment `msn`. */
-  part: number;
-  bytes: Buffer;
-  durationSecs: number;
-  /** Starts with a keyframe (a part that starts a segment always does). */
-  independent: boolean;
-  /** Wall clock (ms) of its first sample, as EXT-X-PROGRAM-DATE-TIME dates it. */
-  wallStartMs: number;
-}
-
-/** What a tap is told of one rendition, in order. */
-export interface RenditionTap {
-  /** A run begins (the ladder's start, a restart, a reconnect): its init segment; its parts follow. */
-  init(run: number, bytes: Buffer): void;
-  part(p: TappedPart): void;
-  /** The rendition ended (EXT-X-ENDLIST): nothing more comes. */
-  end(): void;
-}
 
 /** What a plug-in sees of its session. */
 export interface SessionView {

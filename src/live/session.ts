@@ -7,6 +7,7 @@ import { type LadderPlan, type LadderTiming, planLiveLadder } from './ladder.ts'
 import { LadderProcess } from './ladder-process.ts';
 import { LiveRendition, multivariantPlaylist, type VariantInfo } from './llhls/index.ts';
 import { type Profile, rungsFor, SOURCE_RENDITION } from './profiles.ts';
+import type { SessionRiders } from './session-riders.ts';
 import { SessionHealth, SOURCE_MAX_KEYFRAME_GAP_MS, sourceKeyframeIssue } from './session-health.ts';
 import type { LiveCounters, LiveLadder, ServedRendition, SessionStore, StreamRecord } from './types.ts';
 
@@ -25,6 +26,8 @@ export interface LiveSessionOptions {
   timing: LadderTiming & { windowSecs: number };
   store: SessionStore;
   log: Logger;
+  /** The session's plug-ins on this node (the archive, restreaming). */
+  riders?: SessionRiders | undefined;
   /** A ladder ffmpeg started (the metric of ladder processes). */
   onLadderStart(): void;
   /** The ladder's cost in cores, once its source is known or after it dropped a rung. */
@@ -215,6 +218,7 @@ export class LiveSession implements FlvSink, LiveLadder {
       else {
         rendition = new LiveRendition({ name: r.name, timing: this.llhlsTiming() });
         this.all.set(r.name, rendition);
+        this.o.riders?.rendition(rendition);
       }
       this.byFd.set(r.fd, rendition);
     }
@@ -377,10 +381,12 @@ export class LiveSession implements FlvSink, LiveLadder {
 
   private async finishOnce(): Promise<void> {
     clearInterval(this.timer);
+    this.o.riders?.publishEnded();
     // Let the ladder write out its last parts before the playlists end.
     if (this.process) await this.process.finish(FINISH_GRACE_MS);
     this.over = true;
     for (const r of this.all.values()) r.end();
+    await this.o.riders?.end();
     try {
       await this.o.store.report(this.stream.id, this.counters());
       await this.o.store.idle(this.stream.id, this.sessionId);

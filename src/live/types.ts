@@ -72,6 +72,38 @@ export interface StreamRecord extends Omit<LiveCounters, 'isHealthy'> {
   lastTerminatedAt?: Date | undefined;
 }
 
+/** A live session (one per publish, continued by a publisher back within the reconnect window), as the store keeps it. */
+export interface SessionRecord extends Omit<LiveCounters, 'isHealthy'> {
+  id: string;
+  streamId: string;
+  owner: string;
+  projectId: string;
+  /** The stream's name. */
+  name: string;
+  /** The stream's. */
+  playbackId: string;
+  /** The stream's, copied at the session's start. */
+  profiles: Profile[] | null;
+  record: boolean;
+  recordingSpec?: { profiles?: Profile[] | null } | undefined;
+  /** `waiting`: the publisher is gone and may come back within the window. */
+  state: 'live' | 'waiting' | 'ended';
+  /** The node holding it while live or waiting (its lease: live_nodes' heartbeat). */
+  nodeId?: string | undefined;
+  isHealthy: boolean | null;
+  createdAt: Date;
+  /** The publisher's last data: the reconnect window counts from it. */
+  lastSeen?: Date | undefined;
+  endedAt?: Date | undefined;
+  /** When its recording was handed to the RecordingQueue. */
+  recordingQueuedAt?: Date | undefined;
+}
+
+/** Makes the recording of an ended session (main.ts: the assets side). Idempotent: the asset's id is the session's. */
+export interface RecordingQueue {
+  queue(session: SessionRecord): Promise<void>;
+}
+
 /**
  * What the API reads of a live rendition (the LL-HLS engineer's LiveRendition, llhls/index.ts,
  * has this shape): its playlists and files, as a player asks for them.
@@ -92,8 +124,8 @@ export interface ServedRendition {
 
 /** The renditions of one live playbackId on this node. */
 export interface LiveLadder {
-  /** undefined until every listed rendition has its first part. */
-  multivariant(uriQuery?: string): string | undefined;
+  /** undefined until every listed rendition has its first part (a ladder on another node answers asynchronously). */
+  multivariant(uriQuery?: string): string | undefined | Promise<string | undefined>;
   rendition(name: string): ServedRendition | undefined;
   renditions(): readonly ServedRendition[];
 }

@@ -3,7 +3,8 @@ import { type Box, BoxSplitter, type InitInfo, mainTrackFragment, readFragment, 
 import { numberingAt, parseFileName, type RenditionNumbering } from './names.ts';
 import { mediaPlaylist, type RenditionReport } from './playlist.ts';
 import { holds, isNextPart, type ReloadDirectives, refusal } from './reload.ts';
-import type { LlhlsTiming, Part, PlaylistAnswer, RenditionStats, Run, Segment } from './types.ts';
+import { RenditionTaps } from './taps.ts';
+import type { LlhlsTiming, Part, PlaylistAnswer, RenditionStats, RenditionTap, Run, Segment } from './types.ts';
 import { ChangeWaiters } from './waiters.ts';
 
 // One rendition of a live ladder packaged as low-latency HLS (RFC 8216bis) from the fragmented
@@ -31,6 +32,7 @@ export class LiveRendition {
   readonly #waiters = new ChangeWaiters();
   /** Playlist texts since the last change, by query and sibling positions. */
   readonly #renders = new Map<string, string>();
+  readonly #taps = new RenditionTaps();
   #run: Run;
   #runs = new Map<number, Run>();
   #segments: Segment[] = [];
@@ -82,6 +84,17 @@ export class LiveRendition {
     }
   }
 
+  /** Tells `t` every run's init (the current one's at once), every part and the end; returns its removal. */
+  tap(t: RenditionTap): () => void {
+    if (this.#ended) {
+      t.end();
+      return () => {};
+    }
+    const init = this.#run.init;
+    if (init !== undefined) t.init(this.#run.number, init.bytes);
+    return this.#taps.add(t);
+  }
+
   /** A new ffmpeg run follows: a new init-{run}.mp4 and an EXT-X-DISCONTINUITY before its first segment. */
   restart(): void {
     if (this.#ended) return;
@@ -105,6 +118,7 @@ export class LiveRendition {
     this.#closeOpenSegment();
     this.#ended = true;
     this.#changed();
+    this.#taps.end();
   }
 
   stats(): RenditionStats {
@@ -179,6 +193,7 @@ export class LiveRendition {
         const bytes = Buffer.concat([...this.#run.initBoxes, box.bytes]);
         this.#run.init = { bytes, info: readInit(bytes) };
         this.#run.initBoxes = [];
+        this.#taps.init(this.#run.number, bytes);
         return;
       }
       case 'moof':
@@ -215,6 +230,7 @@ export class LiveRendition {
     if (startsSegment) this.#closeOpenSegment();
     const segment = startsSegment ? this.#newSegment(duration) : (open as Segment);
     segment.parts.push(part);
+    this.#taps.part(this.#run.number, segment, part);
     segment.duration += duration;
     segment.bytes += part.bytes.length;
     this.#longestPart = Math.max(this.#longestPart, duration);

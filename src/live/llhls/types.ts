@@ -64,3 +64,30 @@ export interface Run {
   /** Why this run's bytes are no longer read. */
   unreadable?: string;
 }
+
+// What a rendition tells its taps (the session's plug-ins: the archive, restreaming), as it
+// packages it: fed from the pipe handler, so a tap copies what it needs and returns.
+
+/** One LL-HLS part of a rendition (a moof+mdat), as the packager cut it. */
+export interface TappedPart {
+  /** The run (one ffmpeg process) it belongs to: its init segment came through `init` first. */
+  run: number;
+  msn: number;
+  /** Its index in segment `msn`. */
+  part: number;
+  bytes: Buffer;
+  durationSecs: number;
+  /** Starts with a keyframe (a part that starts a segment always does). */
+  independent: boolean;
+  /** Wall clock (ms) of its first sample, as EXT-X-PROGRAM-DATE-TIME dates it. */
+  wallStartMs: number;
+}
+
+/** What a tap is told of one rendition, in order. */
+export interface RenditionTap {
+  /** A run begins (the ladder's start, a restart, a reconnect): its init segment; its parts follow. */
+  init(run: number, bytes: Buffer): void;
+  part(p: TappedPart): void;
+  /** The rendition ended (EXT-X-ENDLIST): nothing more comes. */
+  end(): void;
+}
