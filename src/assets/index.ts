@@ -4,6 +4,7 @@ export type {
   AssetPhase,
   AssetSource,
   AssetSpec,
+  RecordingArchive,
   StagedBytes,
   UploadGrant,
   UploadSessions,
@@ -34,6 +35,7 @@ export { createUploadHandler, UPLOAD_TASK_TYPE, type UploadHandlerDeps } from '.
 export { assetFinishSteps } from './process.ts';
 export { assetOutputs, ProcessingSpec, processingProblems, processingSpecOf } from './processing.ts';
 export { CLIP_TASK_TYPE, createClipHandler, type ClipHandlerDeps } from './clip.ts';
+export { LIVE_CLIP_WAIT_MS, type LiveClipRange } from './live-clip.ts';
 export {
   createExportDataHandler,
   createExportHandler,
