@@ -18,6 +18,8 @@ export interface LiveService {
   url: string;
   key: string;
   rtmpPort: number;
+  /** The service's data folder (the built-in store's files when it is not an S3 bucket). */
+  dataDir: string;
   /** CPU seconds (user + system) of the service process itself and of its reaped children. */
   cpu(): { self: number; children: number };
   /** The service's error log lines so far (pino JSON), to say why a ladder stopped. */
@@ -40,9 +42,13 @@ export function procCpu(pid: number | 'self'): { self: number; children: number 
 
 /**
  * `mediaplane start` as an operator runs it (API, worker, RTMP ingest; SRT off), logging
- * warnings only; `env` adds settings (e.g. MEDIAPLANE_LIVE_CPU_CAPACITY).
+ * warnings only; `env` adds settings (e.g. MEDIAPLANE_LIVE_CPU_CAPACITY), `command` runs
+ * another role (`ingest`, `api`: the nodes of bench/live-cluster.ts).
  */
-export async function startLiveService(env: Record<string, string> = {}): Promise<LiveService> {
+export async function startLiveService(
+  env: Record<string, string> = {},
+  command: 'start' | 'ingest' | 'api' = 'start',
+): Promise<LiveService> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mediaplane-bench-live-'));
   const rtmpPort = await freePort();
   const fullEnv = {
@@ -60,7 +66,7 @@ export async function startLiveService(env: Record<string, string> = {}): Promis
   const key = (
     await run(process.execPath, [BIN, 'keys', 'create', '--owner', 'bench'], { env: fullEnv })
   ).stdout.trim();
-  const child = spawn(process.execPath, [BIN, 'start'], { env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, command], { env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let tail = '';
   const keep = (b: Buffer) => {
     tail = (tail + b.toString()).slice(-4000);
@@ -79,7 +85,7 @@ export async function startLiveService(env: Record<string, string> = {}): Promis
   const url = `http://127.0.0.1:${fullEnv.MEDIAPLANE_PORT}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`mediaplane start exited with ${child.exitCode}: ${tail}`);
+    if (child.exitCode !== null) throw new Error(`mediaplane ${command} exited with ${child.exitCode}: ${tail}`);
     if (
       await fetch(`${url}/healthz`).then(
         (r) => r.ok,
@@ -87,7 +93,7 @@ export async function startLiveService(env: Record<string, string> = {}): Promis
       )
     )
       break;
-    if (Date.now() > deadline) throw new Error(`mediaplane start did not answer: ${tail}`);
+    if (Date.now() > deadline) throw new Error(`mediaplane ${command} did not answer: ${tail}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   const pid = child.pid ?? 0;
@@ -96,6 +102,7 @@ export async function startLiveService(env: Record<string, string> = {}): Promis
     url,
     key,
     rtmpPort,
+    dataDir,
     cpu: () => procCpu(pid),
     errors: () => errors,
     async stop() {

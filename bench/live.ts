@@ -1,6 +1,6 @@
 // Live streams: what a publisher and a viewer of `mediaplane start` get on this host, against
 // baselines measured in the same run. Not part of `npm test`.
-//   node bench/live.ts [--only latency,first-part,cpu,capacity,viewers] [--rounds 2] [--watch 20]
+//   node bench/live.ts [--only latency,first-part,cpu,recording,capacity,viewers] [--rounds 2] [--watch 20]
 //                      [--seconds 60] [--cpu-size 1280x720] [--publishes 5] [--max-streams 4]
 //                      [--viewers 500] [--window 20]
 // Legs (each prints its figures; a summary against the targets closes the run):
@@ -17,6 +17,10 @@
 //   `--seconds` long, copied in real time), the CPU of the service's ladder ffmpeg (the service's reaped children) and
 //   of the service itself, against ladder.ts's command run bare on the same FLV from a pipe,
 //   writing its renditions to /dev/null: b0 s1 b1, s1 against the mean of b0 and b1. Target <= 1.10.
+// - recording: the CPU `record: true` adds to a live stream (bench/live-recording.ts): the
+//   `--cpu-size` source published three times, without, with and without `record`, to a service
+//   whose reconnect window outlasts the leg (no recording is encoded meanwhile). Target: under
+//   5% of the ladder's CPU (the archive copies the source's parts; it encodes nothing).
 // - capacity: streams of a recorded 720p30 source (30 s, looped) with the default ladder added one at a
 //   time (admission's CPU capacity set out of the way) until one falls behind: a stream holds
 //   real time when its 720p0 rendition gained at least 0.9 segments a second over `--window`
@@ -51,10 +55,12 @@ import {
   waitLive,
 } from './live-service.ts';
 import { median } from './stats.ts';
+import { recordingLeg } from './live-recording.ts';
+import { type ViewerCounts, viewer } from './live-viewers.ts';
 
 const { values: opt } = parseArgs({
   options: {
-    only: { type: 'string', default: 'latency,first-part,cpu,capacity,viewers' },
+    only: { type: 'string', default: 'latency,first-part,cpu,recording,capacity,viewers' },
     rounds: { type: 'string', default: '2' },
     watch: { type: 'string', default: '20' },
     seconds: { type: 'string', default: '60' },
@@ -335,57 +341,6 @@ async function fetchStream(svc: LiveService, s: BenchStream): Promise<{ isHealth
 // ---------------------------------------------------------------------------------------------
 // 500 viewers
 
-interface ViewerCounts {
-  playlists: number;
-  parts: number;
-  errors: number;
-}
-
-function get(url: string, agent: http.Agent): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('latin1') }));
-        res.on('error', reject);
-      })
-      .on('error', reject);
-  });
-}
-
-/**
- * One LL-HLS viewer, as hls.js in lowLatencyMode: for the part its playlist hints, the part
- * itself and the playlist that contains it (_HLS_msn/_HLS_part) at once; the service holds
- * both until the part exists (RFC 8216bis 6.2.5.2, 6.2.6).
- */
-async function viewer(
-  playlist: string,
-  o: { agent: http.Agent; stop: AbortSignal; counts: ViewerCounts },
-): Promise<void> {
-  let pl = await get(playlist, o.agent).catch(() => ({ status: 0, body: '' }));
-  while (!o.stop.aborted) {
-    try {
-      if (pl.status !== 200) throw new Error(`playlist ${pl.status}`);
-      const hint = /#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"/.exec(pl.body)?.[1];
-      const at = hint ? /(\d+)\.(\d+)\.m4s/.exec(hint) : null;
-      if (!hint || !at) throw new Error('no preload hint');
-      const [part, next] = await Promise.all([
-        get(new URL(hint, playlist).toString(), o.agent),
-        get(`${playlist}?_HLS_msn=${at[1]}&_HLS_part=${at[2]}`, o.agent),
-      ]);
-      if (part.status !== 200) throw new Error(`part ${part.status}`);
-      o.counts.parts++;
-      o.counts.playlists++;
-      pl = next;
-    } catch {
-      o.counts.errors++;
-      await sleep(250);
-      pl = await get(playlist, o.agent).catch(() => ({ status: 0, body: '' }));
-    }
-  }
-}
-
 async function viewersLeg(svc: LiveService): Promise<void> {
   const n = Number(opt.viewers);
   console.log(
@@ -418,7 +373,7 @@ async function viewersLeg(svc: LiveService): Promise<void> {
     await sleep(WINDOW * 1000);
     const busy = (svc.cpu().self - c0.self) / WINDOW;
     const mine = (procCpu('self').self - me0) / WINDOW;
-    const perSec = (k: keyof ViewerCounts) => (counts[k] - k0[k]) / WINDOW;
+    const perSec = (k: 'playlists' | 'parts' | 'errors') => (counts[k] - k0[k]) / WINDOW;
     stop.abort();
     await Promise.all(loops);
     // Each viewer asks for a part and a playlist every part: what all of them need at full
@@ -460,7 +415,9 @@ try {
   if (LEGS.has('first-part')) await firstPartLeg(svc);
   const [width, height] = opt['cpu-size'].split('x').map(Number);
   const cpuSource = { seconds: SECONDS, width: width ?? 1280, height: height ?? 720 };
-  if (LEGS.has('cpu')) await cpuLeg(svc, await recordSource(dir, cpuSource));
+  const cpuFlv = LEGS.has('cpu') || LEGS.has('recording') ? await recordSource(dir, cpuSource) : undefined;
+  if (cpuFlv && LEGS.has('cpu')) await cpuLeg(svc, cpuFlv);
+  if (cpuFlv && LEGS.has('recording')) await recordingLeg({ flv: cpuFlv.file, seconds: SECONDS, summary });
   if (LEGS.has('capacity')) await capacityLeg(svc, await recordSource(dir, { seconds: 30, width: 1280, height: 720 }));
   if (LEGS.has('viewers')) await viewersLeg(svc);
   for (const line of svc.errors().slice(-5)) console.log(`service error: ${line.slice(0, 1500)}`);
