@@ -11,7 +11,7 @@ import { InternalError, UnsupportedMediaError } from '../lib/errors.ts';
 // that lacks them, so no call can forget them.
 
 /** Who wrote a file that ffmpeg opens, which says what it may be. */
-export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'live-srt' | 'live-flv';
+export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'live-srt' | 'live-flv' | 'live-fmp4';
 
 // The containers a user's video may come in: every demuxer here reads its one file and opens
 // nothing else (the mp4 demuxer's external data references, `enable_drefs`, stay off: its
@@ -48,6 +48,8 @@ const PROFILES = {
   // A publisher's FLV (either ingest's) on the live ladder's stdin, named FLV by `-f`, never
   // probed: onMetaData, audio and video tags, nothing that opens anything else.
   'live-flv': { formats: ['flv', 'live_flv'], lead: ['-f', 'flv'], protocols: ['pipe'] },
+  // A live rendition's fragmented MP4 (our own packager's parts) on a restream pusher's stdin.
+  'live-fmp4': { formats: ['mov'], lead: ['-f', 'mp4'], protocols: ['pipe'] },
 } as const satisfies Record<InputOrigin, InputProfile>;
 
 /** The range proxy (storage/range-proxy.ts) on loopback: the only URL ffmpeg is ever given. */

@@ -1,0 +1,75 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import { sleep } from './sleep.ts';
+
+// A restream target for tests: ffmpeg listening for one RTMP publish (`-listen 1`), copying
+// what it gets into an FLV file, as another platform's ingest would take it. Killed when the
+// test file ends if still running; `kill()` drops it mid-stream (a dead target), and a new
+// receiver on the same port is the target coming back.
+
+export interface RtmpReceiver {
+  port: number;
+  /** rtmp://127.0.0.1:PORT/live/KEY: the url a target is given. */
+  url: string;
+  file: string;
+  /** Bytes written to the file so far (0 until media came). */
+  bytes(): Promise<number>;
+  /** Resolves once `minBytes` of media are in the file; rejects after `timeoutMs`. */
+  receiving(o?: { minBytes?: number; timeoutMs?: number }): Promise<number>;
+  kill(): void;
+  exited: Promise<void>;
+}
+
+const KEY = 'target-secret-key-0123456789';
+
+export async function startRtmpReceiver(port: number, o: { key?: string } = {}): Promise<RtmpReceiver> {
+  const dir = await mkdtemp(join(tmpdir(), 'rtmp-receiver-'));
+  const file = join(dir, 'received.flv');
+  const url = `rtmp://127.0.0.1:${port}/live/${o.key ?? KEY}`;
+  const child: ChildProcess = spawn(
+    'ffmpeg',
+    [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-nostdin',
+      '-listen',
+      '1',
+      '-i',
+      url,
+      '-c',
+      'copy',
+      '-f',
+      'flv',
+      '-y',
+      file,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  child.stderr?.resume();
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const kill = (): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  after(async () => {
+    kill();
+    await exited;
+    await rm(dir, { recursive: true, force: true });
+  });
+  const bytes = async (): Promise<number> => (await stat(file).catch(() => ({ size: 0 }))).size;
+  const receiving = async (r: { minBytes?: number; timeoutMs?: number } = {}): Promise<number> => {
+    const until = Date.now() + (r.timeoutMs ?? 10_000);
+    for (;;) {
+      const size = await bytes();
+      if (size >= (r.minBytes ?? 20_000)) return size;
+      if (Date.now() > until) throw new Error(`the receiver on port ${port} got ${size} bytes`);
+      await sleep(100);
+    }
+  };
+  // ffmpeg listens once it has parsed its arguments; a publisher that comes earlier is refused.
+  await sleep(300);
+  return { port, url, file, bytes, receiving, kill, exited };
+}
