@@ -14,7 +14,7 @@ import type { Accounts, Principal } from '../accounts/index.ts';
 import type { AssetStore, UploadStaging } from '../assets/index.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { Db } from '../db/index.ts';
-import type { LivePlayback, StreamStore } from '../live/index.ts';
+import type { LivePlayback, RemoteLadders, StreamStore } from '../live/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { jsonBodyParser } from '../lib/json-body.ts';
 import { type RequestAuth, requestAuth } from '../lib/request-auth.ts';
@@ -46,12 +46,14 @@ import { accessControlRoutes } from './access-control-routes.ts';
 import { assetRoutes } from './asset-routes.ts';
 import { capabilitiesRoutes } from './capabilities-routes.ts';
 import { clipRoutes } from './clip-routes.ts';
+import { type LiveClipSources, liveClipRoutes } from './live-clip-routes.ts';
 import { consoleRoutes } from './console-routes.ts';
 import { keyRoutes } from './key-routes.ts';
 import { exportRoutes } from './export-routes.ts';
 import { streamPlayback, streamRoutes } from './stream-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
+import { internalLiveRoutes } from './internal-live-routes.ts';
 import { liveMediaRoutes } from './live-media-routes.ts';
 import { playerRoutes } from './player-routes.ts';
 import { type PublicBase, publicBase } from './public-base.ts';
@@ -108,8 +110,17 @@ export interface ApiDeps {
   /** Live streams (spec/API.md section D): their rows, and the runtime of this node when it takes publishers. */
   streams: StreamStore;
   live?: LivePlayback | undefined;
+  /**
+   * Several nodes (MEDIAPLANE_CLUSTER_SECRET set): the ladders live on other nodes, which viewers
+   * here are served, and the secret those nodes ask this one's /internal/live/ with.
+   */
+  cluster?: { remote: RemoteLadders; secret: string } | undefined;
   /** MEDIAPLANE_RTMP_PORT and MEDIAPLANE_SRT_PORT, for the streams' ingest URLs (0: that ingest is off). */
   ingestPorts: { rtmp: number; srt: number };
+  /** Live sessions (live/ LiveSessionStore): a live clip's session and GET /api/session/{id}/clips read them. */
+  sessions?: LiveClipSources['sessions'] | undefined;
+  /** MEDIAPLANE_LIVE_CLIP_SECS: how far back a clip of a live stream may reach, and its longest length. */
+  liveClipSecs?: number | undefined;
 }
 
 /**
@@ -205,9 +216,11 @@ async function mediaAndApiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<v
   await liveMediaRoutes(app, {
     streams: deps.streams,
     live: deps.live,
+    remote: deps.cluster?.remote,
     signingKeys,
     jwtMaxLifetimeSecs: deps.jwtMaxLifetimeSecs,
   });
+  await internalLiveRoutes(app, { secret: deps.cluster?.secret, live: deps.live });
   await app.register(
     async (api) => {
       // Every route under /api names this check itself (lib/request-auth.ts, issue #26); an
@@ -256,7 +269,9 @@ async function apiRoutes(
   await uploadRoutes(api, { sessions: assets, staging: deps.uploadStaging, publicBase: base });
   const streamInfo = streamPlayback(deps.streams, base);
   await assetRoutes(api, { ...creates, assets, rules, publicUrl, streamPlayback: streamInfo });
-  await clipRoutes(api, { ...creates, assets });
+  const liveClips = liveClipSources(deps);
+  await clipRoutes(api, { ...creates, assets, live: liveClips });
+  if (liveClips) await liveClipRoutes(api, { auth, live: liveClips, assets, publicBase: base, publicUrl });
   await exportRoutes(api, { ...creates, assets, tasks, rules, exportProofConfigured });
   await accessControlRoutes(api, { auth, signingKeys: deps.signingKeys, publicUrl });
   const { streams, live, ingestPorts } = deps;
@@ -264,4 +279,10 @@ async function apiRoutes(
   await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
   await usageRoutes(api, { auth, usage: deps.usage });
   await capabilitiesRoutes(api, { auth, rules, exportProofConfigured, publicBase: base });
+}
+
+/** What clips of live streams read, where the live sessions are known. */
+function liveClipSources(deps: ApiDeps): LiveClipSources | undefined {
+  if (!deps.sessions || deps.liveClipSecs === undefined) return undefined;
+  return { streams: deps.streams, sessions: deps.sessions, clipSecs: deps.liveClipSecs };
 }

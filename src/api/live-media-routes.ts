@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fa
 import { NotFoundError } from '../lib/errors.ts';
 import { routineRouteLevel } from '../lib/log.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
-import type { LiveLadder, LivePlayback, StreamStore } from '../live/index.ts';
+import type { LiveLadder, LivePlayback, RemoteLadders, StreamStore } from '../live/index.ts';
 import { type MediaAccessDeps, policyGrant } from './media-access.ts';
 import { CORS, restrictCors } from './media-cors.ts';
 import { contentTypeOf, type MediaGrant } from './media-routes.ts';
@@ -11,7 +11,8 @@ import { contentTypeOf, type MediaGrant } from './media-routes.ts';
 // The low-latency HLS of live streams (Apple's LL-HLS, RFC 8216bis) under
 // /media/live/{playbackId}/: the multivariant playlist, each rendition's media playlist with
 // blocking reloads (_HLS_msn, _HLS_part: 6.2.5.2), its init segment, segments and parts, from
-// the ladder live on this node (404 when it is not). CORS and the JWT playback policy are those
+// the ladder live on this node, else from the node of the cluster holding it (404 when none
+// does). CORS and the JWT playback policy are those
 // of /media (media-cors.ts, media-access.ts), checked on every request; a playlist opened with
 // ?jwt= lists every URI with it (the rendition's uriQuery). The CORS preflight is /media's.
 
@@ -19,6 +20,8 @@ export interface LiveMediaDeps extends Pick<MediaAccessDeps, 'signingKeys' | 'jw
   streams: Pick<StreamStore, 'byPlaybackId'>;
   /** The live runtime of this node; absent: nothing is live here. */
   live?: LivePlayback | undefined;
+  /** The ladders live on other nodes (with a cluster secret): asked when the ladder is not live here. */
+  remote?: RemoteLadders | undefined;
   /** How long a stream's row (its playback policy) is used before it is read again; default 1 s. */
   streamReadMs?: number;
 }
@@ -61,12 +64,12 @@ const ANSWERS = {
   },
 };
 
-const PLAYLIST_HEADERS = { 'content-type': contentTypeOf('index.m3u8'), 'cache-control': 'no-cache' };
+export const PLAYLIST_HEADERS = { 'content-type': contentTypeOf('index.m3u8'), 'cache-control': 'no-cache' };
 /** Parts, segments and init segments never change under their name (a restart's init is init-{run}.mp4). */
-const MEDIA_CACHE = 'public, max-age=31536000, immutable';
+export const MEDIA_CACHE = 'public, max-age=31536000, immutable';
 
 /** An AbortSignal that fires when the client goes away before its answer is sent. */
-function clientGone(reply: FastifyReply): AbortSignal {
+export function clientGone(reply: FastifyReply): AbortSignal {
   const gone = new AbortController();
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) gone.abort();
@@ -83,7 +86,6 @@ type Open = (
   reply: FastifyReply,
 ) => Promise<{ ladder: LiveLadder; grant: MediaGrant }>;
 
-/** The ladder live here, when the request may read it (404 otherwise; a refused token or origin throws). */
 /**
  * The stream of a playbackId, read at most once a second per playbackId however many viewers
  * ask (each asks a playlist and a part every quarter second): a playback policy changed by
@@ -103,11 +105,13 @@ function recentStreams(streams: LiveMediaDeps['streams'], keepMs: number, now = 
   };
 }
 
+/** The ladder live here or on another node, when the request may read it (404 otherwise; a refused token or origin throws). */
 function opener(deps: LiveMediaDeps): Open {
   const streamOf = recentStreams(deps.streams, deps.streamReadMs ?? 1000);
   return async (req, reply) => {
     reply.headers(CORS);
-    const ladder = deps.live?.ladder(req.params.playbackId);
+    const { playbackId } = req.params;
+    const ladder = deps.live?.ladder(playbackId) ?? (await deps.remote?.ladder(playbackId));
     if (!ladder) throw new NotFoundError();
     const stream = await streamOf(req.params.playbackId);
     if (!stream) throw new NotFoundError();
@@ -210,8 +214,8 @@ function fileRoute(app: FastifyInstance, { open, logLevel }: { open: Open; logLe
  * part: each rendition's plain playlist request answers once its first part is there, or at
  * its hold limit.
  */
-async function multivariantOf(ladder: LiveLadder, uriQuery: string | undefined, signal: AbortSignal) {
-  const now = ladder.multivariant(uriQuery);
+export async function multivariantOf(ladder: LiveLadder, uriQuery: string | undefined, signal: AbortSignal) {
+  const now = await ladder.multivariant(uriQuery);
   if (now !== undefined) return now;
   await Promise.all(ladder.renditions().map((r) => r.playlist({ signal })));
   return ladder.multivariant(uriQuery);
@@ -228,7 +232,7 @@ function sendPlaylist(req: FastifyRequest, reply: FastifyReply, grant: MediaGran
   return req.method === 'HEAD' ? reply.send() : reply.send(body);
 }
 
-function refuse(reply: FastifyReply, status: 400 | 404 | 503, reason: string) {
+export function refuse(reply: FastifyReply, status: 400 | 404 | 503, reason: string) {
   if (status === 404) throw new NotFoundError();
   return reply
     .code(status)
@@ -237,4 +241,5 @@ function refuse(reply: FastifyReply, status: 400 | 404 | 503, reason: string) {
 }
 
 /** Not ready within the hold limit: a player asks again (hls.js retries a manifest that failed). */
-const unavailable = (reply: FastifyReply, reason: string) => refuse(reply.header('retry-after', '1'), 503, reason);
+export const unavailable = (reply: FastifyReply, reason: string) =>
+  refuse(reply.header('retry-after', '1'), 503, reason);

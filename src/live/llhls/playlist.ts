@@ -159,3 +159,21 @@ function decimal(secs: number): string {
   const fixed = secs.toFixed(5).replace(/0+$/, '');
   return fixed.endsWith('.') ? `${fixed}0` : fixed;
 }
+
+/**
+ * A playlist written without a query (a remote node's, fetched for a viewer) with `uriQuery`
+ * appended to every URI, as if written with it: the URI lines and the quoted URI attributes
+ * (EXT-X-MAP, EXT-X-PART, EXT-X-PRELOAD-HINT, EXT-X-RENDITION-REPORT; RFC 8216bis, 4.4).
+ */
+export function withUriQuery(playlist: string, uriQuery: string | undefined): string {
+  const q = querySuffix(uriQuery);
+  if (q === '') return playlist;
+  return playlist
+    .split('\n')
+    .map((line) => {
+      if (line === '') return line;
+      if (!line.startsWith('#')) return `${line}${q}`;
+      return line.replace(/URI="([^"]*)"/g, (_, uri: string) => `URI="${uri}${q}"`);
+    })
+    .join('\n');
+}

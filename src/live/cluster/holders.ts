@@ -1,0 +1,60 @@
+import type { Queryable } from '../../db/index.ts';
+
+// Where a playbackId is live in the cluster: the internal URL the node holding its stream's
+// current session advertises, while that node's lease holds. Nodes find each other through
+// PostgreSQL (live_nodes: each node's internal URL and heartbeat); a viewer's node asks here
+// before it fetches a ladder from another node.
+
+/** How the holder of a playbackId is found: the internal URL, or undefined when no live node holds it. */
+export interface HolderLookup {
+  holder(playbackId: string): Promise<string | undefined>;
+}
+
+/**
+ * The session's holder while it is live or waiting for its publisher (its renditions are still
+ * served there, without ENDLIST) and the holder's heartbeat is younger than the lease.
+ */
+const HOLDER_SQL = `
+  SELECT n.internal_url FROM streams s
+    JOIN stream_sessions ss ON ss.id = s.session_id
+    JOIN live_nodes n ON n.id = ss.node_id
+   WHERE s.playback_id = $1 AND ss.state IN ('live', 'waiting')
+     AND n.heartbeat_at > now() - $2 * interval '1 millisecond'
+   LIMIT 1`;
+
+/** A session's holder holds it while its heartbeat is younger than this (the node registry's lease). */
+const LEASE_MS = 4000;
+
+/** Bounded: a flood of made-up playbackIds costs reads, not memory. */
+const MAX_KEPT = 10_000;
+
+/**
+ * The holders of playbackIds, each read at most once per `readEveryMs` (default 1 s) however
+ * many viewers ask: every viewer asks a playlist and a part every part's duration.
+ */
+export class LiveHolders implements HolderLookup {
+  readonly #db: Queryable;
+  readonly #leaseMs: number;
+  readonly #readEveryMs: number;
+  readonly #now: () => number;
+  readonly #read = new Map<string, { at: number; url: Promise<string | undefined> }>();
+
+  constructor(o: { db: Queryable; leaseMs?: number; readEveryMs?: number; now?: () => number }) {
+    this.#db = o.db;
+    this.#leaseMs = o.leaseMs ?? LEASE_MS;
+    this.#readEveryMs = o.readEveryMs ?? 1000;
+    this.#now = o.now ?? Date.now;
+  }
+
+  holder(playbackId: string): Promise<string | undefined> {
+    const kept = this.#read.get(playbackId);
+    if (kept && this.#now() - kept.at < this.#readEveryMs) return kept.url;
+    if (this.#read.size >= MAX_KEPT) this.#read.clear();
+    const url = this.#db
+      .query<{ internal_url: string }>(HOLDER_SQL, [playbackId, this.#leaseMs])
+      .then((rows) => rows[0]?.internal_url);
+    this.#read.set(playbackId, { at: this.#now(), url });
+    url.catch(() => this.#read.delete(playbackId));
+    return url;
+  }
+}
