@@ -6,6 +6,7 @@ import type { Logger } from './lib/log.ts';
 import type { Queue, TaskStore } from './tasks/index.ts';
 import type { AssetStore } from './assets/index.ts';
 import type { BuiltinStore } from './storage/builtin/index.ts';
+import { archiveRetentionJob } from './live/index.ts';
 import { removeEndedPieces } from './transcode/index.ts';
 import { purgeWebhookDeliveries, purgeWebhookLogs } from './webhooks/index.ts';
 
@@ -23,7 +24,7 @@ const RETENTION_SWEEP_MS = 10 * 60_000;
 /** What the sweep reads of the service's core (main.ts Core). */
 interface RetentionDeps {
   db: Db;
-  config: Pick<Config, 'webhookLogRetentionMs' | 'taskEventsRetentionMs'>;
+  config: Pick<Config, 'webhookLogRetentionMs' | 'taskEventsRetentionMs' | 'liveClipSecs'>;
   queue: Queue;
   log: Logger;
   assets: AssetStore;
@@ -51,6 +52,8 @@ export function createRetentionSweep(core: RetentionDeps, o: { everyMs?: number;
         name: 'split_pieces',
         run: (limit) => removeEndedPieces({ tasks: core.tasks, store: core.builtinStore }, { limit }),
       },
+      // Live sessions' archived source past MEDIAPLANE_LIVE_CLIP_SECS (a recorded one's once its recording is made).
+      archiveRetentionJob({ db, store: core.builtinStore, clipSecs: config.liveClipSecs }),
     ],
   });
 }

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts, KeyTaskAdmission, keyLimiter } from './accounts/index.ts';
 import {
+  AssetRecordings,
   assetFinishSteps,
   AssetStore,
   CLIP_TASK_TYPE,
@@ -27,7 +28,7 @@ import { ENCODING_TASK_TYPES, Queue, TaskStore, Worker } from './tasks/index.ts'
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
 import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, setVodNiceness } from './transcode/index.ts';
-import { type IngestListener, LiveNode, StreamStore } from './live/index.ts';
+import { archivePlugin, type IngestListener, LiveArchive, LiveNode, StreamStore } from './live/index.ts';
 import { dwebStoreFactory, loadAgent } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 import { startOrchestrator } from './llm/orchestrator/index.ts';
@@ -106,7 +107,14 @@ export function createWorker(core: Core): Worker {
     // The stitch of a chunked asset runs the asset's finish step.
     finishSteps: assetFinishSteps(),
   };
-  const assetDeps = { config: core.config, store: core.builtinStore, log: core.log, c2paSigner: core.c2paSigner };
+  const assetDeps = {
+    config: core.config,
+    store: core.builtinStore,
+    log: core.log,
+    c2paSigner: core.c2paSigner,
+    // Live sessions' archived source: recordings and live clips are made of it.
+    archive: new LiveArchive({ db: core.db, store: core.builtinStore, ffmpegPath: core.config.ffmpegPath }),
+  };
   // Every video goes through the one job entry (transcode/job.ts): a long input of any of
   // these task types is split into pieces, which the chunked handlers below run.
   const transcode = createTranscodeHandler(transcodeDeps, { split: true });
@@ -326,6 +334,10 @@ export function createLiveNode(core: Core, metrics?: MetricsRegistry): LiveNode 
     store,
     accounts: core.accounts,
     ...(metrics ? { metrics } : {}),
+    // Every session's source is archived as it arrives (recordings, live clips).
+    plugins: [archivePlugin({ store: core.builtinStore, db: core.db, clipSecs: core.config.liveClipSecs })],
+    // A recorded session's recording, an asset made by the asset pipeline.
+    recordings: new AssetRecordings(core.assets, { maxQueuedPerOwner: core.config.maxQueuedPerOwner }),
   });
 }
 

@@ -32,6 +32,7 @@ export {
 } from './staging.ts';
 export { uploadSweepJobs } from './upload-sweep.ts';
 export { createUploadHandler, UPLOAD_TASK_TYPE, type UploadHandlerDeps } from './handler.ts';
+export { AssetRecordings, type AssetRecordingsOptions, type RecordedSession } from './recording.ts';
 export { assetFinishSteps } from './process.ts';
 export { assetOutputs, ProcessingSpec, processingProblems, processingSpecOf } from './processing.ts';
 export { CLIP_TASK_TYPE, createClipHandler, type ClipHandlerDeps } from './clip.ts';

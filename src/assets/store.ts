@@ -85,7 +85,7 @@ export class AssetStore implements UploadSessions, StagedBytes {
    * returned once and never stored.
    */
   async create(c: CreateAsset): Promise<{ asset: AssetRow; task: TaskRow; uploadToken?: string }> {
-    const id = randomUUID();
+    const id = c.id ?? randomUUID();
     const playbackId = newPlaybackId();
     const token = c.upload ? randomBytes(32).toString('base64url') : undefined;
     return this.#db.tx(async (q) => {
@@ -132,8 +132,15 @@ export class AssetStore implements UploadSessions, StagedBytes {
           [id, c.owner, tokenHash(token), this.#o.uploadExpiryMs],
         );
       const asset = await this.#event(q, id, 'asset.created');
+      await c.also?.(q);
       return { asset, task, ...(token ? { uploadToken: token } : {}) };
     });
+  }
+
+  /** Whether an asset with this id was ever made (whatever its owner or phase, deleted ones too). */
+  async exists(id: string): Promise<boolean> {
+    if (!isUuid(id)) return false;
+    return (await this.#db.query('SELECT 1 FROM assets WHERE id = $1', [id])).length > 0;
   }
 
   /** The owner's asset; another owner's, a deleted one or an id that is no UUID: NotFoundError. */

@@ -4,6 +4,7 @@
 // (migration 010), so every way a task changes (claim, failure, retry, cancel, reap) moves
 // its asset in the same transaction, with the asset's webhook event in the outbox.
 
+import type { Queryable } from '../db/index.ts';
 import type { TaskKey } from '../tasks/index.ts';
 import type { ProcessingSpec } from './processing.ts';
 
@@ -181,4 +182,8 @@ export interface CreateAsset {
   task: { type: string; params: Record<string, unknown> };
   /** A direct upload: the task waits (`pending`) for the bytes, and an upload token is made. */
   upload?: boolean;
+  /** The asset's id when the caller names it (a live session's recording has the session's). */
+  id?: string | undefined;
+  /** More to write in the asset's transaction (a recording's `recording.waiting` event). */
+  also?: ((q: Queryable) => Promise<void>) | undefined;
 }

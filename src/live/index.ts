@@ -39,6 +39,7 @@ export type {
   SourceInfo,
 } from './ingest-types.ts';
 export { LiveNode, type LiveNodeConfig, type LiveNodeOptions } from './node.ts';
+export { archivePlugin, archiveRetentionJob, LiveArchive } from './archive/index.ts';
 export { LiveAdmission, ladderCores } from './admission.ts';
 export { planLiveLadder, type LadderPlan } from './ladder.ts';
 export {
