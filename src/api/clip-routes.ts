@@ -10,12 +10,14 @@ import {
   processingSpecOf,
 } from '../assets/index.ts';
 import { NotFoundError, ValidationError } from '../lib/errors.ts';
+import type { StreamRecord } from '../live/index.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { AssetSchema, toWireAsset } from './contract/asset.ts';
 import { ClipBody, clipRangeProblems } from './contract/clip.ts';
 import { toWireTask } from './contract/index.ts';
 import { createRoute } from './create-route.ts';
 import type { IdempotencyKeys } from './idempotency.ts';
+import { createLiveClip, type LiveClipSources } from './live-clip-routes.ts';
 import type { PublicBase } from './public-base.ts';
 import { requesterId } from './requester-id.ts';
 import { TaskSchema } from './routes.ts';
@@ -27,23 +29,29 @@ export interface ClipRoutesDeps {
   publicBase: PublicBase;
   maxQueuedPerOwner: number;
   requesterSalt: string;
+  /** Live streams, whose playbackIds clip their sessions (live-clip-routes.ts); absent: assets only. */
+  live?: LiveClipSources | undefined;
 }
 
 /**
- * The caller's ready asset with this playbackId. Another owner's is a 404 like an unknown one
- * (as every asset route answers), so a playbackId, which anyone may hold to play an asset,
- * tells nothing of who owns it.
+ * What the playbackId names of the caller's: a ready asset, or a live stream. Another owner's
+ * is a 404 like an unknown one (as every asset and stream route answers), so a playbackId,
+ * which anyone may hold to play it, tells nothing of who owns it.
  */
-async function sourceAsset(
-  assets: ClipRoutesDeps['assets'],
+async function clipSource(
+  deps: ClipRoutesDeps,
   owner: string,
   playbackId: string,
-): Promise<AssetRow & { output: object }> {
-  const asset = await assets.byPlaybackId(playbackId);
-  if (!asset || asset.owner !== owner) throw new NotFoundError('playbackId: no asset of yours has this playbackId');
+): Promise<{ asset: AssetRow & { output: object } } | { stream: StreamRecord; live: LiveClipSources }> {
+  const asset = await deps.assets.byPlaybackId(playbackId);
+  if (asset?.owner !== owner) {
+    const stream = await deps.live?.streams.byPlaybackId(playbackId);
+    if (deps.live && stream?.owner === owner) return { stream, live: deps.live };
+    throw new NotFoundError('playbackId: no asset or stream of yours has this playbackId');
+  }
   if (asset.phase !== 'ready' || !asset.output)
     throw new ValidationError(`playbackId: the asset is not ready to clip (it is ${asset.phase})`);
-  return asset as AssetRow & { output: object };
+  return { asset: asset as AssetRow & { output: object } };
 }
 
 /** The processing the clip inherits from its source: its ladder, segment length and MP4s (not C2PA signing, which is asked per asset). */
@@ -55,7 +63,8 @@ function inheritedSpec(spec: AssetSpec): AssetSpec {
 /**
  * POST /api/clip (spec/API.md section C, issue #28): a new asset cut from a range of one of
  * the caller's ready assets, made by a `clip` task (assets/clip.ts). The range is checked here
- * against the source's duration, so a range outside it is a 422 before any task exists.
+ * against the source's duration, so a range outside it is a 422 before any task exists. A
+ * live stream's playbackId clips its session instead (live-clip-routes.ts, section D).
  */
 export async function clipRoutes(api: FastifyInstance, deps: ClipRoutesDeps): Promise<void> {
   createRoute<ClipBody>(api, {
@@ -67,10 +76,15 @@ export async function clipRoutes(api: FastifyInstance, deps: ClipRoutesDeps): Pr
     idempotency: deps.idempotency,
     create: async (req, who) => {
       const b = req.body;
-      const source = await sourceAsset(deps.assets, who.owner, b.playbackId);
+      const found = await clipSource(deps, who.owner, b.playbackId);
+      if ('stream' in found) return createLiveClip({ ...deps, live: found.live }, req, { who, stream: found.stream });
+      const source = found.asset;
       const { videoSpec } = source.output as NonNullable<AssetRow['output']>;
       const fps = videoSpec.tracks.find((t) => t.type === 'video')?.fps;
-      const problems = clipRangeProblems(b, { duration: videoSpec.duration ?? 0, ...(fps ? { fps } : {}) });
+      const duration = videoSpec.duration ?? 0;
+      // Without an end, the clip runs to the asset's end (Livepeer's SDK leaves endTime optional).
+      const range = { startTime: b.startTime, endTime: b.endTime ?? Math.round(duration * 1000) };
+      const problems = clipRangeProblems(range, { duration, ...(fps ? { fps } : {}) });
       if (problems.length > 0) throw new ValidationError(problems);
       const spec = inheritedSpec(source.spec);
       const made = await deps.assets.create({
@@ -88,8 +102,7 @@ export async function clipRoutes(api: FastifyInstance, deps: ClipRoutesDeps): Pr
           type: CLIP_TASK_TYPE,
           params: {
             source: { assetId: source.id, playbackId: source.playback_id, key: assetSourceKey(source.playback_id) },
-            startTime: b.startTime,
-            endTime: b.endTime,
+            ...range,
             ...(b.sessionId === undefined ? {} : { sessionId: b.sessionId }),
             ...spec,
           },

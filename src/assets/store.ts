@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
 import { InvalidStateError, NotFoundError, PayloadTooLargeError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
+import { paged } from '../lib/paging.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { TaskRow, TaskStore } from '../tasks/index.ts';
 import { assetPrefix, assetSourceKey } from './keys.ts';
@@ -155,22 +156,23 @@ export class AssetStore implements UploadSessions, StagedBytes {
     return row;
   }
 
-  /** Newest first, deleted ones left out; `next` is the cursor of the following page, when there is one. */
+  /** Newest first, deleted ones left out, paged; `clipsOf`: only the clips of a live stream (their sourceId) or session. */
   async list(
     owner: string,
-    o: { limit: number; cursor?: string | undefined },
+    o: { limit: number; cursor?: string | undefined; clipsOf?: { sourceId: string } | { sessionId: string } },
   ): Promise<{ assets: AssetRow[]; next: string | null }> {
     if (o.cursor !== undefined && !isUuid(o.cursor)) return { assets: [], next: null };
+    const [field, value] = Object.entries(o.clipsOf ?? {})[0] ?? [null, null];
     // The cursor is the last id of the previous page (deleted since or not); (created_at, id) orders ties.
     const rows = await this.#db.query<AssetRow>(
       `SELECT ${ASSET_COLUMNS} FROM ${FROM_ASSETS} WHERE a.owner = $1 AND a.deleted_at IS NULL
          AND ($2::uuid IS NULL OR (a.created_at, a.id) < (SELECT created_at, id FROM assets WHERE id = $2 AND owner = $1))
+         AND ($4::text IS NULL OR (a.source->>'type' = 'clip' AND a.source->>$4 = $5))
        ORDER BY a.created_at DESC, a.id DESC LIMIT $3`,
-      [owner, o.cursor ?? null, o.limit + 1],
+      [owner, o.cursor ?? null, o.limit + 1, field, value],
     );
-    const more = rows.length > o.limit;
-    const assets = more ? rows.slice(0, o.limit) : rows;
-    return { assets, next: more ? (assets.at(-1)?.id ?? null) : null };
+    const { items, next } = paged(rows, o.limit);
+    return { assets: items, next };
   }
 
   /** PATCH: a new name and/or playback policy (null removes it); an `asset.updated` event. */

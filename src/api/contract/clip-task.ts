@@ -1,11 +1,11 @@
-import { CLIP_TASK_TYPE } from '../../assets/index.ts';
+import { CLIP_TASK_TYPE, type LiveClipRange } from '../../assets/index.ts';
 import type { TaskWireShape } from './task.ts';
 import { uploadTaskWire } from './upload-task.ts';
 
-// How a `clip` Task shows itself (spec/API.md section C, issue #28): Livepeer's Task, whose
+// How a `clip` Task shows itself (spec/API.md sections C and D): Livepeer's Task, whose
 // `params.clip` is {url?, clipStrategy: {startTime, endTime, playbackId}, catalystPipelineStrategy?,
 // sessionId?, inputId?} (the SDK's components/task.ts Clip). `inputAssetId` is the asset cut
-// from, `outputAssetId` the new one. The output is what the new asset got, as an upload's is
+// from (a live stream's clip has none: it names the stream's playbackId and session), `outputAssetId` the new one. The output is what the new asset got, as an upload's is
 // (the SDK's Task has no `output.clip` and drops it; plain HTTP sees it).
 
 export { CLIP_TASK_TYPE };
@@ -19,21 +19,22 @@ export interface ClipTaskParams {
   startTime?: number;
   endTime?: number;
   sessionId?: string;
+  /** A clip of a live stream: its session, the stream's playbackId, the range in Unix ms (assets' LiveClipRange). */
+  live?: Partial<LiveClipRange>;
 }
 
 export const clipTaskWire: TaskWireShape = {
   params: (stored) => {
     const p = stored as ClipTaskParams;
+    const { live } = p;
     const clip: Record<string, unknown> = {
-      clipStrategy: {
-        assetId: p.source?.assetId,
-        startTime: p.startTime,
-        endTime: p.endTime,
-        playbackId: p.source?.playbackId,
-      },
+      clipStrategy: live
+        ? { startTime: live.startTime, endTime: live.endTime, playbackId: live.playbackId }
+        : { assetId: p.source?.assetId, startTime: p.startTime, endTime: p.endTime, playbackId: p.source?.playbackId },
     };
     if (p.source?.assetId !== undefined) clip.inputId = p.source.assetId;
-    if (p.sessionId !== undefined) clip.sessionId = p.sessionId;
+    const sessionId = live?.sessionId ?? p.sessionId;
+    if (sessionId !== undefined) clip.sessionId = sessionId;
     return { clip };
   },
   output: (stored, task, base) => ({ clip: uploadTaskWire.output(stored, task, base).upload }),
