@@ -8,7 +8,7 @@ import type { UploadStaging } from './assets/index.ts';
 import type { Config } from './config/index.ts';
 import type { Core } from './core.ts';
 import { readOrCreate } from './lib/state-file.ts';
-import { LiveHolders, type LivePlayback, RemotePlayback, StreamStore } from './live/index.ts';
+import { LiveHolders, type LivePlayback, MultistreamTargetStore, RemotePlayback, StreamStore } from './live/index.ts';
 import { validateDwebProof } from './storage/dweb/index.ts';
 import { CLIENT_TASK_TYPES, ENCODING_TASK_TYPES } from './tasks/index.ts';
 import { registerKeyMetrics, UsageStore } from './usage/index.ts';
@@ -66,6 +66,7 @@ export async function createApp(core: Core, { api, ...role }: ApiRole, version: 
     requesterSalt: await requesterSalt(config),
     exportProofConfigured: config.dwebExportProof !== undefined,
     streams: new StreamStore(db),
+    multistreamTargets: new MultistreamTargetStore(db),
     cluster: liveCluster(core, role.metrics),
     ingestPorts: { rtmp: config.rtmpPort, srt: config.srtPort },
   });

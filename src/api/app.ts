@@ -14,7 +14,7 @@ import type { Accounts, Principal } from '../accounts/index.ts';
 import type { AssetStore, UploadStaging } from '../assets/index.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { Db } from '../db/index.ts';
-import type { LivePlayback, RemoteLadders, StreamStore } from '../live/index.ts';
+import type { LivePlayback, MultistreamTargetStore, RemoteLadders, StreamStore } from '../live/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { jsonBodyParser } from '../lib/json-body.ts';
 import { type RequestAuth, requestAuth } from '../lib/request-auth.ts';
@@ -51,6 +51,7 @@ import { consoleRoutes } from './console-routes.ts';
 import { keyRoutes } from './key-routes.ts';
 import { exportRoutes } from './export-routes.ts';
 import { streamPlayback, streamRoutes } from './stream-routes.ts';
+import { multistreamRoutes } from './multistream-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { internalLiveRoutes } from './internal-live-routes.ts';
@@ -117,6 +118,8 @@ export interface ApiDeps {
   cluster?: { remote: RemoteLadders; secret: string } | undefined;
   /** MEDIAPLANE_RTMP_PORT and MEDIAPLANE_SRT_PORT, for the streams' ingest URLs (0: that ingest is off). */
   ingestPorts: { rtmp: number; srt: number };
+  /** Saved restream targets (live/ MultistreamTargetStore): their routes, and the streams' inline specs saved there. */
+  multistreamTargets?: MultistreamTargetStore | undefined;
   /** Live sessions (live/ LiveSessionStore): a live clip's session and GET /api/session/{id}/clips read them. */
   sessions?: LiveClipSources['sessions'] | undefined;
   /** MEDIAPLANE_LIVE_CLIP_SECS: how far back a clip of a live stream may reach, and its longest length. */
@@ -275,7 +278,10 @@ async function apiRoutes(
   await exportRoutes(api, { ...creates, assets, tasks, rules, exportProofConfigured });
   await accessControlRoutes(api, { auth, signingKeys: deps.signingKeys, publicUrl });
   const { streams, live, ingestPorts } = deps;
-  await streamRoutes(api, { auth, streams, live, publicBase: base, publicUrl, ingestPorts });
+  const saver = deps.multistreamTargets;
+  const targets = saver && { saver, rules };
+  await streamRoutes(api, { auth, streams, live, publicBase: base, publicUrl, ingestPorts, targets });
+  if (saver) await multistreamRoutes(api, { auth, targets: saver, streams, rules, publicUrl });
   await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
   await usageRoutes(api, { auth, usage: deps.usage });
   await capabilitiesRoutes(api, { auth, rules, exportProofConfigured, publicBase: base });

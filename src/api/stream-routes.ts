@@ -5,12 +5,8 @@ import { ConflictError, ValidationError } from '../lib/errors.ts';
 import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import {
-  DEFAULT_LIVE_PROFILES,
   type LivePlayback,
-  type MultistreamTarget,
-  type Profile,
   profileProblems,
-  SOURCE_RENDITION,
   type StreamPatch,
   type StreamRecord,
   type StreamStore,
@@ -27,6 +23,8 @@ import {
 import type { PlaybackInfo } from './contract/asset.ts';
 import { ListQuery, pageOf } from './paging.ts';
 import type { PublicBase } from './public-base.ts';
+import { keptTargets, type TargetSaver, targetProblems } from './stream-targets.ts';
+import type { TranscodeRules } from './validate-transcode.ts';
 
 // The stream routes of spec/API.md section D (Livepeer's, with the status codes its SDK 3.5
 // insists on: 201 for the create, 204 and no body for PATCH, DELETE and terminate). The
@@ -43,6 +41,8 @@ export interface StreamRoutesDeps {
   publicUrl?: string | undefined;
   /** MEDIAPLANE_RTMP_PORT and MEDIAPLANE_SRT_PORT (0: that ingest is off). */
   ingestPorts: { rtmp: number; srt: number };
+  /** Saved restream targets: a body's inline specs are saved there (their urls checked by `rules`) and kept by id. */
+  targets?: { saver: TargetSaver; rules: Pick<TranscodeRules, 'allowPrivateUrls'> } | undefined;
 }
 
 const StreamId = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -62,28 +62,6 @@ type StreamListQuery = Static<typeof StreamListQuery>;
 const Errors = TasksErrorBody;
 const NoContent = { 204: Type.Null({ description: 'Done' }) };
 
-/** The renditions a target may name: the ladder's and the source's. */
-function renditionNames(profiles: readonly Profile[] | null): Set<string> {
-  return new Set([SOURCE_RENDITION, ...(profiles ?? DEFAULT_LIVE_PROFILES).map((p) => p.name)]);
-}
-
-function targetProblems(targets: readonly MultistreamTarget[], profiles: readonly Profile[] | null): string[] {
-  const names = renditionNames(profiles);
-  return targets.flatMap((t, i) => {
-    const at = `multistream.targets[${i}]`;
-    const problems: string[] = [];
-    if (t.id === undefined && t.spec === undefined) problems.push(`${at}: must have an id or a spec`);
-    const rungs = [...names].slice(1);
-    if (!names.has(t.profile))
-      problems.push(
-        rungs.length === 0
-          ? `${at}.profile: must be "source" (the stream has no profiles)`
-          : `${at}.profile: must be "source" or a profile of the stream (${rungs.join(', ')})`,
-      );
-    return problems;
-  });
-}
-
 /** The rules of a body that JSON Schema cannot say, checked against the ladder the stream will have. */
 function checkStreamBody(b: StreamPatch, current?: StreamRecord): void {
   const profiles = b.profiles === undefined ? (current?.profiles ?? null) : b.profiles;
@@ -95,6 +73,19 @@ function checkStreamBody(b: StreamPatch, current?: StreamRecord): void {
     ...targetProblems(targets, profiles),
   ];
   if (problems.length > 0) throw new ValidationError(problems);
+}
+
+/** The body's targets as the stream keeps them: inline specs saved as targets, ids the owner's (stream-targets.ts). */
+async function keepTargets(
+  deps: StreamRoutesDeps,
+  who: { owner: string; projectId: string },
+  patch: StreamPatch,
+): Promise<void> {
+  const given = patch.multistream?.targets;
+  if (given === undefined || !deps.targets) return;
+  const { saver, rules } = deps.targets;
+  const field = (i: number): string => `multistream.targets[${i}]`;
+  patch.multistream = { targets: await keptTargets(given, { ...who, targets: saver, rules, field }) };
 }
 
 /** The domain's patch of a create or PATCH body: the profiles with fps filled in. */
@@ -142,6 +133,7 @@ function readRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { wire }: Edge
       const who = auth.of(req);
       const patch = patchOf(req.body);
       checkStreamBody(patch);
+      await keepTargets(deps, who, patch);
       const { name } = req.body;
       const made = await streams.create({
         ...patch,
@@ -196,10 +188,12 @@ function changeRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { cut }: Edg
       },
     },
     async (req, reply) => {
-      const owner = auth.of(req).owner;
+      const who = auth.of(req);
+      const owner = who.owner;
       const current = await streams.get(owner, req.params.id);
       const patch = patchOf(req.body);
       checkStreamBody(patch, current);
+      await keepTargets(deps, who, patch);
       const changed = await streams.update(owner, current.id, patch);
       if (patch.suspended === true && cut(changed, 'the stream was suspended by its owner'))
         req.log.info({ streamId: changed.id }, 'suspended stream: its publisher was cut off');

@@ -40,6 +40,13 @@ export type {
 } from './ingest-types.ts';
 export { LiveNode, type LiveNodeConfig, type LiveNodeOptions } from './node.ts';
 export { archivePlugin, archiveRetentionJob, LiveArchive } from './archive/index.ts';
+export {
+  type MultistreamTargetRecord,
+  MultistreamTargetStore,
+  multistreamPlugin,
+  type MultistreamPluginDeps,
+  targetUrlProblem,
+} from './multistream/index.ts';
 export { LiveAdmission, ladderCores } from './admission.ts';
 export { planLiveLadder, type LadderPlan } from './ladder.ts';
 export {

@@ -96,12 +96,17 @@ const Target = Type.Object(
   },
   { additionalProperties: false },
 );
+/** A target of a stream: by a saved target's id, or an inline spec (which becomes a saved target). */
+export const StreamTargetBody = Target;
+export type StreamTargetBody = Static<typeof Target>;
+
 const Multistream = Type.Object(
   {
     targets: Type.Optional(
       Type.Array(Target, {
         maxItems: 16,
-        description: 'Kept with the stream (each with an id or a spec); restreaming to them is not done yet.',
+        description:
+          'Where each session is restreamed, from its start: a saved target by id, or an inline spec (saved as a target; the stream keeps its id).',
       }),
     ),
   },
