@@ -102,8 +102,19 @@ export const AssetSchema = Type.Object(
     downloadUrl: Type.Optional(Type.String({ description: 'The file as uploaded or fetched, once ready.' })),
     name: Type.String(),
     source: Type.Object(
-      { type: Type.Union([Type.Literal('url'), Type.Literal('directUpload'), Type.Literal('clip')]) },
-      { ...Open, description: '`url` (with the URL, its query left out), `directUpload`, or `clip`.' },
+      {
+        type: Type.Union([
+          Type.Literal('url'),
+          Type.Literal('directUpload'),
+          Type.Literal('clip'),
+          Type.Literal('recording'),
+        ]),
+      },
+      {
+        ...Open,
+        description:
+          "`url` (with the URL, its query left out), `directUpload`, `clip`, or `recording` (a live session's, with its `sessionId`: the asset has the session's id).",
+      },
     ),
     createdAt: Type.Number(ms),
     status: Type.Object(
@@ -135,8 +146,9 @@ export const AssetSchema = Type.Object(
 );
 
 export const PlaybackInfoSchema = Type.Object({
-  type: Type.Union([Type.Literal('vod'), Type.Literal('live')], {
-    description: '`vod` for an asset, `live` for a stream (live or not: meta.live says).',
+  type: Type.Union([Type.Literal('vod'), Type.Literal('live'), Type.Literal('recording')], {
+    description:
+      "`vod` for an asset, `recording` for a live session's recording (an asset too), `live` for a stream (live or not: meta.live says).",
   }),
   meta: Type.Object(
     {
@@ -257,8 +269,21 @@ export interface PlaybackSource {
 }
 
 export interface PlaybackInfo {
-  type: 'vod' | 'live';
+  type: 'vod' | 'live' | 'recording';
   meta: { live?: 0 | 1; playbackPolicy?: Record<string, unknown>; source: PlaybackSource[] };
+}
+
+/**
+ * A live session's recording as the Session and the recording.* events show it (spec/API.md
+ * section D): `recordingUrl` its HLS playlist, `mp4Url` its MP4 (the recording's own file:
+ * the archived source joined into one MP4, the asset's downloadUrl); none before it is ready.
+ */
+export function recordingUrls(
+  output: Pick<AssetOutput, 'hls' | 'source'> | null | undefined,
+  base: PublicBase,
+): { recordingUrl?: string; mp4Url?: string } {
+  if (!output?.hls) return {};
+  return { recordingUrl: mediaUrl(base, output.hls.key), mp4Url: mediaUrl(base, output.source.key) };
 }
 
 /** The playback info of a ready asset: HLS first (what a player should pick), then the MP4s and thumbnails. */
@@ -280,7 +305,7 @@ export function toPlaybackInfo(row: AssetRow, base: PublicBase): PlaybackInfo {
     const poster = out.thumbnails.poster;
     if (poster) source.push({ hrn: 'Thumbnail (JPEG)', type: 'image/jpeg', url: mediaUrl(base, poster) });
   }
-  const info: PlaybackInfo = { type: 'vod', meta: { source } };
+  const info: PlaybackInfo = { type: row.source.type === 'recording' ? 'recording' : 'vod', meta: { source } };
   if (row.playback_policy) info.meta.playbackPolicy = row.playback_policy;
   return info;
 }
