@@ -6,7 +6,8 @@
 //
 // The end to end part (embedded database only: the PostgreSQL run checks the routes without
 // media) publishes 10 s of a frame-numbered 320x240 source over RTMP and clips seconds 3-6 of
-// it by the wall clock: the clip lasts 3 s and starts at the frame sent then.
+// it by the wall clock: the clip lasts 3 s and starts at the frame sent then, made although
+// the caller's key has no concurrent transcode left (the system makes it for the owner).
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -71,7 +72,8 @@ for (const { kind, skip } of await databaseKinds()) {
         settings: { rtmpPort, srtPort: 0, liveClipSecs: CLIP_SECS },
         roles: { api: true, worker: true, ingest: kind === PUBLISHES_ON },
       });
-      alice = await server.key('alice');
+      // One concurrent transcode for alice's key: a live clip is the system's, never refused by it.
+      alice = (await server.running.core.accounts.createKey('alice', { concurrentTranscodes: 1 })).key;
       bob = await server.key('bob');
       const made = await server.call('POST', '/api/stream', {
         key: alice,
@@ -153,6 +155,10 @@ for (const { kind, skip } of await databaseKinds()) {
         });
         const start = await waitFor(() => Promise.resolve(publish?.firstFrameAt()), 15_000, 'the first frame');
         await waitFor(() => Promise.resolve(Date.now() >= start + 7000), 20_000, 'second 7 of the publish');
+        // The key's one transcode taken by an upload that waits for its bytes: another is refused.
+        const upload = () => server.call('POST', '/api/asset/request-upload', { key: alice, body: { name: 'u' } });
+        assert.equal((await upload()).status, 200);
+        assert.equal((await upload()).status, 429);
         const res = await clip({ playbackId: stream.playbackId, startTime: start + 3000, endTime: start + 6000 });
         assert.equal(res.status, 200, JSON.stringify(res.body));
         const answer = res.body as { asset: Asset; task: { id: string } };
