@@ -76,6 +76,12 @@ export async function readLiveRange(
   const start = Math.max(0, (live.startTime - got.startWallMs) / 1000);
   const end = Math.min(got.durationSecs, (endTime - got.startWallMs) / 1000);
   if (end <= start) throw nothingArchived(live);
+  // The session began after startTime, or its beginning is no longer kept: the clip starts later.
+  if (got.startWallMs > live.startTime)
+    ctx.log?.warn(
+      { session: live.sessionId, asked: live.startTime, archived: got.startWallMs },
+      'live clip starts later',
+    );
   return { input, range: { start: lead + start, end: lead + end } };
 }
 
