@@ -73,8 +73,8 @@ export async function readLiveRange(
   // The cut counts from the file's clock start, which may lie before its first frame (audio
   // primed earlier, or a B-frame delay that a fragmented MP4 has no edit list to hide).
   const lead = await firstFrameLead(d.ffprobePath, input, ctx.signal);
-  const start = Math.max(0, (live.startTime - got.startWallMs) / 1000);
-  const end = Math.min(got.durationSecs, (endTime - got.startWallMs) / 1000);
+  const start = fileSecs(got, live.startTime);
+  const end = Math.min(got.durationSecs, fileSecs(got, endTime));
   if (end <= start) throw nothingArchived(live);
   // The session began after startTime, or its beginning is no longer kept: the clip starts later.
   if (got.startWallMs > live.startTime)
@@ -83,6 +83,26 @@ export async function readLiveRange(
       'live clip starts later',
     );
   return { input, range: { start: lead + start, end: lead + end } };
+}
+
+type Extracted = NonNullable<Awaited<ReturnType<RecordingArchive['extract']>>>;
+
+/**
+ * Where wall-clock `t` (ms) falls in the extracted file, in seconds: in the run it was sent in
+ * (runs are joined end to end, so a reconnect's gap is not in the file: a time in it falls at
+ * the next run's start); 0 before the file's start.
+ */
+function fileSecs(got: Extracted, t: number): number {
+  const runs = got.runs ?? [{ wallStartMs: got.startWallMs, startSecs: 0 }];
+  const at = Math.max(
+    0,
+    runs.findLastIndex((r) => r.wallStartMs <= t),
+  );
+  const run = runs[at];
+  if (!run) return 0;
+  const secs = run.startSecs + Math.max(0, (t - run.wallStartMs) / 1000);
+  const next = runs[at + 1];
+  return next ? Math.min(secs, next.startSecs) : secs;
 }
 
 /** Seconds from the file's clock start (ffmpeg's -ss 0) to its first video frame; 0 without video. */

@@ -39,7 +39,18 @@ export interface RecordingArchive {
     toMs?: number | undefined;
     dest: string;
     signal: AbortSignal;
-  }): Promise<{ startWallMs: number; durationSecs: number } | undefined>;
+  }): Promise<
+    | {
+        startWallMs: number;
+        durationSecs: number;
+        /**
+         * Where each run begins: its wall clock (ms) and its offset in the file (s). Runs are
+         * joined end to end, so a reconnect's gap is not in the file; absent: one run.
+         */
+        runs?: { wallStartMs: number; startSecs: number }[];
+      }
+    | undefined
+  >;
   /** Wall clock (ms) up to which the session's source is archived (its newest part's end); undefined: nothing yet. */
   archivedUntil(sessionId: string): Promise<number | undefined>;
 }

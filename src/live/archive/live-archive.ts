@@ -15,8 +15,8 @@ import { archiveInitKey } from './keys.ts';
 // RecordingArchive; main.ts hands this to assets/, which may not import live/). Each run's
 // init segment and parts, joined, are one fragmented MP4; the runs (a ladder restart, a
 // reconnect, a continuation on another node) are then joined in order by ffmpeg's concat
-// demuxer without encoding, which also starts the file's clock at zero, so an offset into it
-// is wall ms minus `startWallMs`.
+// demuxer without encoding, which also starts the file's clock at zero: an offset into it is
+// wall ms minus its run's start, plus where that run starts in the file (`runs`).
 
 /** Parts read from the store at once. */
 const READ_CONCURRENCY = 8;
@@ -55,15 +55,24 @@ export class LiveArchive {
    * The session's archive (or the parts overlapping [fromMs, toMs], from the keyframe at or
    * before fromMs) as one MP4 at `dest`; undefined when nothing is archived there.
    */
-  async extract(o: ExtractOptions): Promise<{ startWallMs: number; durationSecs: number } | undefined> {
+  async extract(
+    o: ExtractOptions,
+  ): Promise<
+    { startWallMs: number; durationSecs: number; runs: { wallStartMs: number; startSecs: number }[] } | undefined
+  > {
     const parts = selectRange(await this.#index.parts(o.sessionId, o.toMs), o.fromMs);
     const first = parts[0];
     if (first === undefined) return undefined;
     const runFiles: string[] = [];
+    // Where each run starts in the joined file: after the runs before it (a reconnect's gap is not in it).
+    const runs: { wallStartMs: number; startSecs: number }[] = [];
+    let joinedMs = 0;
     try {
       for (const [run, ofRun] of byRun(parts)) {
         const file = `${o.dest}.run-${run}.mp4`;
         runFiles.push(file);
+        runs.push({ wallStartMs: ofRun[0]?.wallStartMs ?? first.wallStartMs, startSecs: joinedMs / 1000 });
+        joinedMs += ofRun.reduce((sum, p) => sum + p.durationMs, 0);
         await this.#writeRun({ sessionId: o.sessionId, run, parts: ofRun, file, signal: o.signal });
       }
       await this.#join(runFiles, o.dest, o.signal);
@@ -71,8 +80,7 @@ export class LiveArchive {
       await Promise.all(runFiles.map((f) => rm(f, { force: true })));
       await rm(`${o.dest}.runs.txt`, { force: true });
     }
-    const durationMs = parts.reduce((sum, p) => sum + p.durationMs, 0);
-    return { startWallMs: first.wallStartMs, durationSecs: durationMs / 1000 };
+    return { startWallMs: first.wallStartMs, durationSecs: joinedMs / 1000, runs };
   }
 
   /** One run as a fragmented MP4: its init segment, then its parts in order. */
