@@ -3,7 +3,6 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Accounts, KeyTaskAdmission, keyLimiter } from './accounts/index.ts';
 import {
-  AssetRecordings,
   assetFinishSteps,
   AssetStore,
   CLIP_TASK_TYPE,
@@ -28,7 +27,8 @@ import { ENCODING_TASK_TYPES, Queue, TaskStore, Worker } from './tasks/index.ts'
 import { WebhookDispatcher, WebhookStore } from './webhooks/index.ts';
 import { Sweeper } from './lib/sweep.ts';
 import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner, setVodNiceness } from './transcode/index.ts';
-import { archivePlugin, type IngestListener, LiveArchive, LiveNode, StreamStore } from './live/index.ts';
+import { type IngestListener, LiveArchive, type LiveNode } from './live/index.ts';
+import { createLiveNode } from './main-live.ts';
 import { dwebStoreFactory, loadAgent } from './storage/dweb/index.ts';
 import { runCli } from './cli/index.ts';
 import { startOrchestrator } from './llm/orchestrator/index.ts';
@@ -323,25 +323,6 @@ async function startWorkerRole(running: StartedRoles, closers: Array<() => Promi
 }
 
 /**
- * The live runtime of this process: its publish gate reads streams and counts a publish against
- * the stream's key; its ladders' counter goes on /metrics.
- */
-export function createLiveNode(core: Core, metrics?: MetricsRegistry): LiveNode {
-  const store = new StreamStore(core.db);
-  return new LiveNode({
-    config: core.config,
-    log: core.log,
-    store,
-    accounts: core.accounts,
-    ...(metrics ? { metrics } : {}),
-    // Every session's source is archived as it arrives (recordings, live clips).
-    plugins: [archivePlugin({ store: core.builtinStore, db: core.db, clipSecs: core.config.liveClipSecs })],
-    // A recorded session's recording, an asset made by the asset pipeline.
-    recordings: new AssetRecordings(core.assets, { maxQueuedPerOwner: core.config.maxQueuedPerOwner }),
-  });
-}
-
-/**
  * Starts the ingest listeners once the API listens (players find the media routes there). Live is
  * stopped first on shutdown: publishers cut off, renditions ended, streams marked idle while the
  * database is open. Beside a worker, VOD's ffmpegs run niced so the ladders keep real time.
@@ -353,7 +334,8 @@ async function startIngest(
   const live = running.live;
   if (!live) return;
   o.closers.unshift(() => live.close());
-  running.ingest = await live.listen();
+  // The other nodes reach this one's ladders at its internal URL, else where its API listens.
+  running.ingest = await live.listen({ internalUrl: running.core.config.internalUrl ?? running.url });
   if (o.nextToWorker) {
     setVodNiceness(VOD_NICENESS_BESIDE_LIVE);
     o.closers.push(async () => setVodNiceness(0));

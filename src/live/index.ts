@@ -18,6 +18,7 @@ export type {
   MultistreamTarget,
   RecordingQueue,
   ServedRendition,
+  SessionKey,
   SessionRecord,
   StreamRecord,
 } from './types.ts';
@@ -38,7 +39,11 @@ export type {
   PublishRefusal,
   SourceInfo,
 } from './ingest-types.ts';
-export { LiveNode, type LiveNodeConfig, type LiveNodeOptions } from './node.ts';
+export { LiveNode, type LiveNodeConfig, type LiveNodeOptions, type LiveNodeRegistry } from './node.ts';
+export { HEARTBEAT_MS, LEASE_MS, NodeRegistry } from './node-registry.ts';
+export { LiveSessionStore, type SessionClaim } from './session-store.ts';
+export { type SessionRow, sessionFromRow } from './session-rows.ts';
+export { SessionSweep } from './session-sweep.ts';
 export { archivePlugin, archiveRetentionJob, LiveArchive } from './archive/index.ts';
 export {
   type MultistreamTargetRecord,

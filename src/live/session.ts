@@ -1,29 +1,41 @@
-import { Writable } from 'node:stream';
 import type { Logger } from '../lib/log.ts';
 import { ladderCores } from './admission.ts';
-import { FlvFormatError, FlvReader, type FlvTagInfo } from './flv-reader.ts';
 import type { FlvSink, PublishAttempt } from './ingest-types.ts';
 import { type LadderPlan, type LadderTiming, planLiveLadder } from './ladder.ts';
 import { LadderProcess } from './ladder-process.ts';
-import { LiveRendition, multivariantPlaylist, type VariantInfo } from './llhls/index.ts';
+import { LadderView } from './ladder-view.ts';
+import { LiveRendition } from './llhls/index.ts';
 import { type Profile, rungsFor, SOURCE_RENDITION } from './profiles.ts';
+import { type InputOwner, PublishInput } from './publish-input.ts';
 import type { SessionRiders } from './session-riders.ts';
 import { SessionHealth, SOURCE_MAX_KEYFRAME_GAP_MS, sourceKeyframeIssue } from './session-health.ts';
-import type { LiveCounters, LiveLadder, ServedRendition, SessionStore, StreamRecord } from './types.ts';
+import type {
+  LiveCounters,
+  LiveLadder,
+  ServedRendition,
+  SessionKey,
+  SessionRecord,
+  SessionStore,
+  StreamRecord,
+} from './types.ts';
 
-// One publish: the publisher's FLV in (either ingest), one ladder ffmpeg, its renditions out as
-// low-latency HLS. The FLV is read tag by tag before ffmpeg sees it (garbage cuts the publisher
-// off, not the ladder), held until the source is known (its first video frame, after onMetaData
-// and the sequence headers), then fed to ffmpeg with the publisher's own backpressure. Counters
-// go to the store every ~2 s; the end, however it comes, ends the renditions (EXT-X-ENDLIST)
-// and marks the stream idle.
+// One live session on this node: its publisher's FLV in (publish-input.ts; a publisher that
+// comes back within the reconnect window gets a new input), one ladder ffmpeg per publish,
+// its renditions out as low-latency HLS. The renditions outlive a publisher that went: a
+// reconnect restarts the ladder (every rendition begins a new run: one EXT-X-DISCONTINUITY,
+// RFC 8216bis 4.4.4.3), the window's end (or a terminate) ends them (EXT-X-ENDLIST). Counters
+// go to the store every ~2 s while a publisher sends.
 
 export interface LiveSessionOptions {
   stream: StreamRecord;
   sessionId: string;
+  /** The node holding the session (its lease); the store's compare-and-sets check it. */
+  nodeId?: string | undefined;
   attempt: PublishAttempt;
   ffmpegPath: string;
   timing: LadderTiming & { windowSecs: number };
+  /** How long the session waits for its publisher to come back (s); 0: it ends with the publish. */
+  reconnectSecs?: number | undefined;
   store: SessionStore;
   log: Logger;
   /** The session's plug-ins on this node (the archive, restreaming). */
@@ -32,182 +44,156 @@ export interface LiveSessionOptions {
   onLadderStart(): void;
   /** The ladder's cost in cores, once its source is known or after it dropped a rung. */
   onCost(cores: number): void;
-  /** The session is over (its renditions ended, the stream idle). */
-  onEnd(): void;
+  /** The publisher went and its ladder stopped (its cores are free); the session may wait for it. */
+  onPublishEnd?(): void;
+  /**
+   * The session is over on this node: `ended` is the session as this node ended it; undefined
+   * when it was continued on another node (or had ended already), and the renditions were
+   * left as they were.
+   */
+  onEnd(ended?: SessionRecord): void;
   reportEveryMs?: number;
 }
 
-/** FLV held before the source is known: a publisher that sends this much without a video frame is cut off. */
-const MAX_HELD_BYTES = 2 * 1024 * 1024;
 /** How long a ladder's ffmpeg gets to write out what it holds once its input ends. */
 const FINISH_GRACE_MS = 3000;
 
-export class LiveSession implements FlvSink, LiveLadder {
-  readonly flv: Writable;
+export class LiveSession implements FlvSink, LiveLadder, InputOwner {
   readonly stream: StreamRecord;
   readonly sessionId: string;
   private readonly o: LiveSessionOptions;
-  private readonly reader: FlvReader;
+  private readonly key: SessionKey;
   private readonly health: SessionHealth;
-  /** Tags read from the chunk being taken (onTag fills it). */
-  private batch: FlvTagInfo[] = [];
-  /** Tags held until the ladder starts. */
-  private held: Buffer[] = [];
-  private heldBytes = 0;
-  /** onMetaData and the sequence headers: a restarted ffmpeg is given them first. */
-  private readonly configTags = new Map<string, Buffer>();
+  private input: PublishInput;
   private plan: LadderPlan | undefined;
   private process: LadderProcess | undefined;
   private readonly all = new Map<string, LiveRendition>();
-  private readonly views = new WeakMap<LiveRendition, ServedRendition>();
+  private readonly view: LadderView;
   private byFd = new Map<number, LiveRendition>();
-  /** After a restart, media waits for the next keyframe (ffmpeg cannot decode from the middle of a GOP). */
-  private awaitKeyframe = false;
   private over = false;
   private readonly timer: NodeJS.Timeout;
+  private windowTimer: NodeJS.Timeout | undefined;
+  /** The writes of the last publisher's end (the node waits for them before a reconnect's claim). */
+  private gone: Promise<void> = Promise.resolve();
+  private ending: Promise<void> | undefined;
 
   constructor(o: LiveSessionOptions) {
     this.o = o;
     this.stream = o.stream;
     this.sessionId = o.sessionId;
-    this.reader = new FlvReader({ onTag: (t) => this.batch.push(t) });
+    this.key = { streamId: o.stream.id, sessionId: o.sessionId, nodeId: o.nodeId ?? '' };
     this.health = new SessionHealth({ segmentSecs: o.timing.segmentSecs });
-    this.flv = new Writable({
-      write: (chunk: Buffer, _enc, done) => this.take(chunk, done),
-      highWaterMark: 256 * 1024,
+    this.input = new PublishInput({ attempt: o.attempt, owner: this, log: o.log });
+    this.view = new LadderView({
+      all: this.all,
+      plan: () => this.plan,
+      sourceListable: () => this.sourceListable(),
     });
-    // The listener ends the stream when the publisher goes; what happens then is `ended`'s.
-    this.flv.on('error', () => {});
     this.timer = setInterval(() => void this.tick(), o.reportEveryMs ?? 2000);
     this.timer.unref();
   }
 
-  // --- FlvSink
+  // --- the publisher (FlvSink: the current one's)
 
-  ended(kind: 'left' | 'cut' | 'refused', reason: string): void {
-    if (kind === 'refused') this.health.event(reason);
-    const log = kind === 'left' ? this.o.log.info.bind(this.o.log) : this.o.log.warn.bind(this.o.log);
-    log(
-      { streamId: this.stream.id, sessionId: this.sessionId, remote: this.o.attempt.remote, kind },
-      `publish ended: ${reason}`,
-    );
-    void this.finish();
+  get flv(): FlvSink['flv'] {
+    return this.input.flv;
   }
 
-  // --- LiveLadder
+  ended(kind: 'left' | 'cut' | 'refused', reason: string): void {
+    this.input.ended(kind, reason);
+  }
+
+  /** The current publisher's sink (the listener writes it). */
+  get sink(): FlvSink {
+    return this.input;
+  }
+
+  /** A publisher sends now (none while the session waits for it to come back). */
+  get publishing(): boolean {
+    return !this.input.closed && !this.over;
+  }
+
+  /** Resolves once the last publisher's end is written (a reconnect is claimed after it). */
+  settled(): Promise<void> {
+    return this.gone;
+  }
+
+  /** A publisher came back within the window: a new input, the same renditions (the ladder restarts on its first frame). */
+  attach(attempt: PublishAttempt): FlvSink {
+    clearTimeout(this.windowTimer);
+    this.input = new PublishInput({ attempt, owner: this, log: this.o.log });
+    this.o.log.info(
+      { streamId: this.stream.id, sessionId: this.sessionId },
+      'the publisher is back: session continued',
+    );
+    return this.input;
+  }
+
+  /** Cuts the publisher off (terminate, suspend, delete): the session ends now, without a window. */
+  cut(reason: string): void {
+    if (this.publishing) this.input.cut(reason, { forced: true });
+    else void this.endHere(['live', 'waiting']);
+  }
+
+  /** Shutdown: the publisher cut off, the session ended, the stream idle. */
+  async close(reason: string): Promise<void> {
+    if (this.publishing) {
+      this.input.cut(reason, { forced: true });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    await this.gone;
+    await this.endHere(['live', 'waiting']);
+  }
+
+  // --- InputOwner
+
+  sourceKnown(input: PublishInput, held: Buffer, done: () => void): void {
+    if (input !== this.input || this.over) {
+      done();
+      return;
+    }
+    this.startLadder(rungsFor(this.stream.profiles, input.reader.source)).write(held, done);
+  }
+
+  media(input: PublishInput, flv: Buffer, done: () => void): void {
+    if (!this.process || input !== this.input) done();
+    else this.process.write(flv, done);
+  }
+
+  /** Something went wrong that ends the publish: an `issues` entry, and the publisher cut off. */
+  inputFailed(input: PublishInput, issue: string): void {
+    if (input !== this.input || !this.publishing) return;
+    this.health.event(issue);
+    this.o.log.warn({ ...this.ids(), remote: input.attempt.remote }, issue);
+    input.cut(issue);
+  }
+
+  inputEnded(input: PublishInput, kind: 'left' | 'cut' | 'refused', reason: string): void {
+    if (kind === 'refused') this.health.event(reason);
+    const log = kind === 'left' ? this.o.log.info.bind(this.o.log) : this.o.log.warn.bind(this.o.log);
+    log({ ...this.ids(), remote: input.attempt.remote, kind }, `publish ended: ${reason}`);
+    if (input !== this.input || this.over) return;
+    this.gone = this.publisherGone(input);
+  }
+
+  // --- LiveLadder (ladder-view.ts)
 
   multivariant(uriQuery?: string): string | undefined {
-    const listed = this.listed();
-    if (listed.length === 0 || !listed.every((r) => r.ready)) return undefined;
-    const variants = listed.map((r) => this.variantOf(r));
-    return multivariantPlaylist(variants, uriQuery);
+    return this.view.multivariant(uriQuery);
   }
 
   rendition(name: string): ServedRendition | undefined {
-    const r = this.all.get(name);
-    return r && this.served(r);
+    return this.view.rendition(name);
   }
 
   renditions(): readonly ServedRendition[] {
-    return this.listed().map((r) => this.served(r));
-  }
-
-  /**
-   * A rendition as the API serves it: its rendition reports (EXT-X-RENDITION-REPORT) name the
-   * siblings a player is offered now, whatever the caller passes.
-   */
-  private served(r: LiveRendition): ServedRendition {
-    let view = this.views.get(r);
-    if (!view) {
-      view = {
-        name: r.name,
-        get ready() {
-          return r.ready;
-        },
-        playlist: (req) => r.playlist({ ...req, others: this.listed().filter((o) => o !== r) }),
-        file: (name, signal) => r.file(name, signal),
-      };
-      this.views.set(r, view);
-    }
-    return view;
-  }
-
-  /** Cuts the publisher off (terminate, suspend, shutdown); the listener then calls `ended`. */
-  cut(reason: string): void {
-    this.o.attempt.disconnect(reason);
-  }
-
-  /** Shutdown: the publisher cut off, the renditions ended, the stream idle. */
-  async close(reason: string): Promise<void> {
-    this.cut(reason);
-    await this.finish();
-  }
-
-  // --- the FLV in
-
-  private take(chunk: Buffer, done: () => void): void {
-    if (this.over) {
-      done();
-      return;
-    }
-    try {
-      this.reader.push(chunk);
-    } catch (err) {
-      const what = err instanceof FlvFormatError ? err.message : String(err);
-      this.fail(`the publisher sent media that cannot be read (${what}); it was disconnected`);
-      done();
-      return;
-    }
-    const tags = this.batch;
-    this.batch = [];
-    for (const t of tags) this.keepConfig(t);
-    if (this.process) this.feed(tags, done);
-    else this.hold(tags, done);
-  }
-
-  private keepConfig(t: FlvTagInfo): void {
-    if (t.kind === 'script') this.configTags.set('script', Buffer.from(t.raw));
-    else if (t.sequenceHeader) this.configTags.set(t.kind, Buffer.from(t.raw));
-  }
-
-  private hold(tags: FlvTagInfo[], done: () => void): void {
-    for (const t of tags) {
-      this.held.push(t.raw);
-      this.heldBytes += t.raw.length;
-    }
-    if (this.reader.videoFrames > 0) {
-      this.startLadder(rungsFor(this.stream.profiles, this.reader.source));
-      const held = Buffer.concat(this.held);
-      this.held = [];
-      this.process?.write(held, done);
-      return;
-    }
-    if (this.heldBytes > MAX_HELD_BYTES)
-      this.fail(`no video arrived in the first ${MAX_HELD_BYTES / 1024 / 1024} MB: send H.264 video with the audio`);
-    done();
-  }
-
-  private feed(tags: FlvTagInfo[], done: () => void): void {
-    const raws: Buffer[] = [];
-    for (const t of tags) {
-      // Audio waits too: a probe of audio alone leaves the copied source without its header.
-      if (this.awaitKeyframe && t.kind !== 'script' && !t.sequenceHeader) {
-        if (t.kind !== 'video' || !t.keyframe) continue;
-        this.awaitKeyframe = false;
-      }
-      raws.push(t.raw);
-    }
-    if (raws.length === 0 || !this.process) {
-      done();
-      return;
-    }
-    this.process.write(raws.length === 1 && raws[0] ? raws[0] : Buffer.concat(raws), done);
+    return this.view.renditions();
   }
 
   // --- the ladder
 
-  private startLadder(rungs: readonly Profile[]): void {
-    const source = this.reader.source;
+  private startLadder(rungs: readonly Profile[]): LadderProcess {
+    const source = this.input.reader.source;
     const restart = this.plan !== undefined;
     this.plan = planLiveLadder({ rungs, source, timing: this.o.timing });
     this.o.onCost(ladderCores(rungs, source));
@@ -246,14 +232,7 @@ export class LiveSession implements FlvSink, LiveLadder {
       },
       restart ? 'ladder restarted' : 'ladder started',
     );
-    if (restart) this.replayConfig();
-  }
-
-  /** A restarted ffmpeg reads a new FLV: the header, onMetaData, the sequence headers, then the next keyframe. */
-  private replayConfig(): void {
-    const head = [this.reader.headerBytes, ...this.configTags.values()].filter((b): b is Buffer => b !== undefined);
-    this.awaitKeyframe = true;
-    this.process?.write(Buffer.concat(head), () => {});
+    return ladder;
   }
 
   private llhlsTiming(): { partTargetSecs: number; segmentTargetSecs: number; windowSecs: number } {
@@ -265,14 +244,15 @@ export class LiveSession implements FlvSink, LiveLadder {
     ladder: LadderProcess,
     e: { code: number | null; signal: NodeJS.Signals | null; stderrTail: string },
   ): void {
-    if (ladder !== this.process || this.over || this.finishing) return;
+    if (ladder !== this.process || !this.publishing) return;
     const last = e.stderrTail.trim().split('\n').at(-1) ?? '';
     const how = e.signal ? `signal ${e.signal}` : `exit ${e.code}`;
     this.o.log.error(
       { streamId: this.stream.id, sessionId: this.sessionId, stderr: e.stderrTail },
       `the ladder stopped (${how})`,
     );
-    this.fail(
+    this.inputFailed(
+      this.input,
       `the live transcoder stopped (${how}${last ? `: ${last.slice(0, 200)}` : ''}); the publisher was disconnected`,
     );
   }
@@ -295,37 +275,14 @@ export class LiveSession implements FlvSink, LiveLadder {
     old.kill();
     this.all.get(top.name)?.end();
     this.all.delete(top.name);
-    this.startLadder(rungs.filter((r) => r !== top));
+    this.startLadder(rungs.filter((r) => r !== top)).write(this.input.restartHead(), () => {});
   }
 
   // --- what the stream shows
 
-  /** The renditions a player is offered: the rungs, and the source when its keyframes allow. */
-  private listed(): LiveRendition[] {
-    const names = this.plan?.renditions.map((r) => r.name) ?? [];
-    const onlySource = names.length === 1;
-    return names
-      .filter((n) => n !== SOURCE_RENDITION || onlySource || this.sourceListable())
-      .flatMap((n) => this.all.get(n) ?? []);
-  }
-
   /** RFC 8216bis 4.4.3.8: a segment may not exceed the target duration; the source's cannot be cut shorter than its GOP. */
   private sourceListable(): boolean {
-    return (this.reader.maxKeyframeGapMs ?? 0) <= SOURCE_MAX_KEYFRAME_GAP_MS;
-  }
-
-  private variantOf(r: LiveRendition): VariantInfo {
-    const planned = this.plan?.renditions.find((p) => p.name === r.name);
-    const stats = r.stats();
-    const width = stats.width ?? planned?.width;
-    const height = stats.height ?? planned?.height;
-    return {
-      name: r.name,
-      bandwidth: planned?.bandwidth ?? 1_000_000,
-      ...(width !== undefined && height !== undefined ? { width, height } : {}),
-      ...(stats.codecs ? { codecs: stats.codecs } : {}),
-      ...(planned?.frameRate ? { frameRate: planned.frameRate } : {}),
-    };
+    return (this.input.reader.maxKeyframeGapMs ?? 0) <= SOURCE_MAX_KEYFRAME_GAP_MS;
   }
 
   private counters(): LiveCounters {
@@ -336,63 +293,102 @@ export class LiveSession implements FlvSink, LiveLadder {
     const sourceIssue = this.plan?.renditions.some((r) => r.name === SOURCE_RENDITION) && !this.sourceListable();
     return this.health.counters({
       now: Date.now(),
-      ingestRate: this.reader.bytesPerSecond(),
-      declaredKbps: this.reader.source.declaredKbps,
+      ingestRate: this.input.reader.bytesPerSecond(),
+      declaredKbps: this.input.reader.source.declaredKbps,
       outBytes: out,
-      ...(sourceIssue ? { sourceIssue: sourceKeyframeIssue(this.reader.maxKeyframeGapMs ?? 0) } : {}),
+      ...(sourceIssue ? { sourceIssue: sourceKeyframeIssue(this.input.reader.maxKeyframeGapMs ?? 0) } : {}),
       source: { segments: source?.segments ?? 0, secs: source?.segmentsSecs ?? 0, bytes: source?.bytes ?? 0 },
       transcoded: { segments: sum((s) => s.segments), secs: sum((s) => s.segmentsSecs), bytes: sum((s) => s.bytes) },
     });
   }
 
   private async tick(): Promise<void> {
-    if (this.over) return;
+    if (!this.publishing || !this.process) return;
     const encoded = [...this.byFd.values()].filter((r) => r.name !== SOURCE_RENDITION || this.byFd.size === 1);
     const mediaSecs = Math.min(...encoded.map((r) => r.stats().mediaSecs));
     const verdict = this.health.observe({
       now: Date.now(),
-      inputSecs: this.reader.mediaMs / 1000,
+      inputSecs: this.input.reader.mediaMs / 1000,
       outputSecs: mediaSecs,
       blocked: this.process?.blocked ?? false,
     });
     if (verdict === 'drop-top-rung' && (this.plan?.renditions.filter((r) => r.profile).length ?? 0) > 1)
       this.dropTopRung();
-    await this.o.store.report(this.stream.id, this.counters()).catch((err: unknown) => {
+    await this.o.store.report(this.key, this.counters()).catch((err: unknown) => {
       this.o.log.warn({ err, streamId: this.stream.id }, 'the counters could not be written');
     });
   }
 
   // --- the end
 
-  /** Something went wrong that ends the publish: an `issues` entry, and the publisher cut off. */
-  private fail(issue: string): void {
-    if (this.over) return;
-    this.health.event(issue);
-    this.o.log.warn({ streamId: this.stream.id, sessionId: this.sessionId, remote: this.o.attempt.remote }, issue);
-    this.cut(issue);
+  private ids(): { streamId: string; sessionId: string } {
+    return { streamId: this.stream.id, sessionId: this.sessionId };
   }
 
-  private finishing: Promise<void> | undefined;
-
-  private finish(): Promise<void> {
-    this.finishing ??= this.finishOnce();
-    return this.finishing;
-  }
-
-  private async finishOnce(): Promise<void> {
-    clearInterval(this.timer);
+  /**
+   * The publisher went: its ladder writes out its last parts (the renditions stay, without
+   * EXT-X-ENDLIST), the stream is idle and the session waits for the publisher within the
+   * window; a cut by the service, or no window, ends it now.
+   */
+  private async publisherGone(input: PublishInput): Promise<void> {
     this.o.riders?.publishEnded();
-    // Let the ladder write out its last parts before the playlists end.
-    if (this.process) await this.process.finish(FINISH_GRACE_MS);
-    this.over = true;
-    for (const r of this.all.values()) r.end();
-    await this.o.riders?.end();
+    const ladder = this.process;
+    if (ladder) await ladder.finish(FINISH_GRACE_MS);
+    if (this.process === ladder) this.process = undefined;
+    this.o.onPublishEnd?.();
     try {
-      await this.o.store.report(this.stream.id, this.counters());
-      await this.o.store.idle(this.stream.id, this.sessionId);
+      await this.o.store.report(this.key, this.counters());
+      await this.o.store.idle(this.key);
     } catch (err) {
-      this.o.log.error({ err, streamId: this.stream.id }, 'the end of a publish could not be written');
+      this.o.log.error({ err, ...this.ids() }, 'the end of a publish could not be written');
     }
-    this.o.onEnd();
+    const window = this.o.reconnectSecs ?? 0;
+    if (input.forced || window <= 0) {
+      void this.endHere(['live', 'waiting']);
+      return;
+    }
+    if (input !== this.input) return;
+    this.windowTimer = setTimeout(() => void this.windowClosed(), window * 1000);
+    this.windowTimer.unref();
+  }
+
+  /** The window closed without the publisher: the session ends, unless another node continued it. */
+  private async windowClosed(): Promise<void> {
+    if (this.publishing || this.over) return;
+    const ended = await this.o.store.end(this.key, ['waiting']).catch((err: unknown) => {
+      this.o.log.error({ err, ...this.ids() }, 'the end of a session could not be written');
+      return undefined;
+    });
+    if (this.publishing || this.over) return;
+    if (ended) await this.finish(ended);
+    else {
+      this.o.log.info(this.ids(), 'the session went on elsewhere: its copy here is dropped');
+      await this.finish(undefined);
+    }
+  }
+
+  /** Ends the session now (a compare-and-set on the states `from`), its renditions and plug-ins with it. */
+  private endHere(from: readonly SessionRecord['state'][]): Promise<void> {
+    this.ending ??= (async () => {
+      clearTimeout(this.windowTimer);
+      await this.gone;
+      const ended = await this.o.store.end(this.key, from).catch((err: unknown) => {
+        this.o.log.error({ err, ...this.ids() }, 'the end of a session could not be written');
+        return undefined;
+      });
+      await this.finish(ended, { endRenditions: true });
+    })();
+    return this.ending;
+  }
+
+  private async finish(ended: SessionRecord | undefined, o: { endRenditions?: boolean } = {}): Promise<void> {
+    if (this.over) return;
+    this.over = true;
+    clearInterval(this.timer);
+    clearTimeout(this.windowTimer);
+    this.process?.kill();
+    if (ended || o.endRenditions) for (const r of this.all.values()) r.end();
+    await this.o.riders?.end();
+    this.o.onEnd(ended);
   }
 }

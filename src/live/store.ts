@@ -1,16 +1,16 @@
 import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Db, Queryable } from '../db/index.ts';
+import type { Db } from '../db/index.ts';
 import { NotFoundError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
 import { paged } from '../lib/paging.ts';
-import type { StreamEventName } from './event-names.ts';
 import type { IngestProtocol } from './ingest-types.ts';
 import type { Profile } from './profiles.ts';
-import type { LiveCounters, MultistreamTarget, StreamRecord } from './types.ts';
+import { STREAM_ACTIVE } from './session-rows.ts';
+import type { MultistreamTarget, StreamRecord } from './types.ts';
 
-// All SQL of live streams, in one place (as assets/store.ts holds the assets'). A state change
-// that makes a webhook event (stream.started, stream.idle) writes it through the migration's
-// stream_event in the same statement, from the row the change RETURNED.
+// All SQL of live streams, in one place (as assets/store.ts holds the assets'); what a publish
+// changes of its stream (live, idle, counters, with their webhook events) is the session
+// store's (session-store.ts), in the transactions that change its session.
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -64,10 +64,7 @@ export interface StreamRow {
   last_terminated_at: Date | string | null;
 }
 
-// A live session reports every 2 s (session.ts). A stream whose node stopped reporting for this
-// long (killed, or cut off from the database) is not live: reads say so, and a new publish on
-// any node may take it over.
-const ACTIVE = `(is_active AND last_seen > now() - interval '10 seconds')`;
+const ACTIVE = STREAM_ACTIVE;
 
 const COLUMNS = `id, owner, project_id, key_id, name, stream_key, playback_id, profiles, record, recording_spec,
   playback_policy, multistream, user_tags, creator_id, suspended, ${ACTIVE} AS is_active, session_id, protocol, is_healthy, issues,
@@ -283,63 +280,6 @@ export class StreamStore {
     const given = Buffer.from(streamKey);
     const kept = Buffer.from(row.stream_key);
     return given.length === kept.length && timingSafeEqual(given, kept) ? streamFromRow(row) : undefined;
-  }
-
-  /**
-   * A publish started: isActive, its session, lastSeen and `stream.started`, in one statement.
-   * False when the stream is already active (a second publisher won the race), suspended or
-   * deleted. A stream whose node stopped reporting is taken over.
-   */
-  async started(streamId: string, o: { sessionId: string; protocol: IngestProtocol }): Promise<boolean> {
-    const rows = await this.#change(
-      `UPDATE streams SET is_active = true, session_id = $2, protocol = $3, last_seen = now(), is_healthy = true,
-         issues = '[]', ingest_rate = 0, outgoing_rate = 0
-       WHERE id = $1 AND NOT ${ACTIVE} AND NOT suspended AND deleted_at IS NULL`,
-      [streamId, o.sessionId, o.protocol],
-      'stream.started',
-    );
-    return rows.length > 0;
-  }
-
-  /** The live session's counters (every ~2 s while live); lastSeen with them. */
-  async report(streamId: string, c: LiveCounters): Promise<void> {
-    await this.#db.query(
-      `UPDATE streams SET last_seen = now(), is_healthy = $2, issues = $3::jsonb, ingest_rate = $4, outgoing_rate = $5,
-         source_segments = $6, transcoded_segments = $7, source_segments_duration = $8,
-         transcoded_segments_duration = $9, source_bytes = $10, transcoded_bytes = $11
-       WHERE id = $1 AND is_active`,
-      [
-        streamId,
-        c.isHealthy,
-        JSON.stringify(c.issues),
-        c.ingestRate,
-        c.outgoingRate,
-        Math.round(c.sourceSegments),
-        Math.round(c.transcodedSegments),
-        c.sourceSegmentsDuration,
-        c.transcodedSegmentsDuration,
-        c.sourceBytes,
-        c.transcodedBytes,
-      ],
-    );
-  }
-
-  /** The session ended: isActive false and `stream.idle`, in one statement; nothing when another session took over. */
-  async idle(streamId: string, sessionId: string): Promise<void> {
-    await this.#change(
-      `UPDATE streams SET is_active = false, last_seen = now(), ingest_rate = 0, outgoing_rate = 0
-       WHERE id = $1 AND session_id = $2 AND is_active`,
-      [streamId, sessionId],
-      'stream.idle',
-    );
-  }
-
-  /** Runs `update` (an UPDATE of streams with no RETURNING) and writes `event` of each row it changed. */
-  async #change(update: string, params: readonly unknown[], event: StreamEventName, q: Queryable = this.#db) {
-    return q.query<{ id: string }>(
-      `WITH s AS (${update} RETURNING *) SELECT s.id, stream_event(to_jsonb(s), $${params.length + 1}) FROM s`,
-      [...params, event],
-    );
   }
 
   #one(rows: StreamRow[]): StreamRecord {

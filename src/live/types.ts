@@ -35,10 +35,21 @@ export interface LiveCounters {
   transcodedBytes: number;
 }
 
-/** What a live session writes of its stream (StreamStore in store.ts has these). */
+/** Where a session is: its stream, its id, and the node that holds it. */
+export interface SessionKey {
+  streamId: string;
+  sessionId: string;
+  nodeId: string;
+}
+
+/** What a live session writes of itself and its stream (LiveSessionStore in session-store.ts has these). */
 export interface SessionStore {
-  report(streamId: string, counters: LiveCounters): Promise<void>;
-  idle(streamId: string, sessionId: string): Promise<void>;
+  /** The counters of the session and its stream (every ~2 s while live); the publisher was seen now. */
+  report(k: SessionKey, counters: LiveCounters): Promise<void>;
+  /** The publisher went: the stream idle (`stream.idle`), the session waiting within the window. */
+  idle(k: SessionKey): Promise<void>;
+  /** Ends the session if this node holds it in a state of `from`; the session as it ended, else undefined. */
+  end(k: SessionKey, from?: readonly SessionRecord['state'][]): Promise<SessionRecord | undefined>;
 }
 
 /** A stream as the store keeps it (StreamStore in store.ts); the API's wire shape is toWireStream's. */

@@ -106,6 +106,9 @@ export async function startTestServer(opts: {
       // Live ingest listens only in the tests that ask for it (on ports they pick).
       rtmpPort: 0,
       srtPort: 0,
+      // A publish's end ends its session at once (EXT-X-ENDLIST, the recording queued) unless a
+      // test of reconnects sets a window.
+      liveReconnectSecs: 0,
       ...TEST_ENCODE_SETTINGS,
       ...opts.settings,
     },

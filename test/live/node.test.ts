@@ -5,7 +5,7 @@ import { RateLimitedError } from '../../src/lib/errors.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import type { PublishAttempt, PublishDecision } from '../../src/live/ingest-types.ts';
 import { LiveNode, type LiveNodeConfig, type PublishCounting } from '../../src/live/node.ts';
-import type { StreamRecord } from '../../src/live/types.ts';
+import type { SessionRecord, StreamRecord } from '../../src/live/types.ts';
 import { LogCapture } from '../helpers/server.ts';
 
 // The publish gate without a listener or a database: a store and accounts that keep what they
@@ -23,6 +23,7 @@ const CONFIG: LiveNodeConfig = {
   livePartSecs: 0.25,
   liveWindowSecs: 30,
   liveIdleTimeoutMs: 10_000,
+  liveReconnectSecs: 0,
 };
 
 const LIMITED = { requestsPerMinute: 1, tokensPerMinute: null } as unknown as KeyLimits;
@@ -63,9 +64,10 @@ function harness(streams: Record<string, StreamRecord>, limited: Set<string>) {
     log: createLogger({ level: 'info', destination: logs }),
     store: {
       findByKey: async (key) => streams[key],
-      started: async () => true,
+      claim: async (c) => ({ claimed: true, session: { id: c.sessionId } as SessionRecord, continued: false }),
       report: async () => {},
-      idle: async (id) => void idle.push(id),
+      idle: async (k) => void idle.push(k.streamId),
+      end: async (k) => ({ id: k.sessionId }) as SessionRecord,
     },
     accounts,
   });

@@ -108,6 +108,7 @@ function startSession(o: { ffmpegPath?: string; profiles: Profile[] | null }): H
       store: {
         report: async (_id, c) => void reports.push(c),
         idle: async () => idled(),
+        end: async () => undefined,
       },
       log: createLogger({ level: 'info', destination: logs }),
       onLadderStart: () => h.ladders++,

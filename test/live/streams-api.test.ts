@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { Livepeer } from 'livepeer';
 import { Type } from 'livepeer/models/components/playbackpolicy.js';
 import { Events } from 'livepeer/models/components/webhook.js';
-import { StreamStore } from '../../src/live/index.ts';
+import { createLogger } from '../../src/lib/log.ts';
+import { LiveSessionStore, NodeRegistry } from '../../src/live/index.ts';
 import { freePort } from '../helpers/ports.ts';
 import { databaseKinds, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
 import { startJsonReceiver } from '../helpers/webhook-receiver.ts';
@@ -248,13 +249,17 @@ for (const { kind, skip } of await databaseKinds()) {
       const s = (await sdk.stream.create({ name: 'goes live' })).stream;
       keys.push(s?.streamKey ?? '');
       assert.ok(s?.id);
-      // What the live runtime does when a publish starts and ends.
-      const store = new StreamStore(server.running.core.db);
-      const session = randomUUID();
-      assert.equal(await store.started(s.id, { sessionId: session, protocol: 'rtmp' }), true);
+      // What the live runtime does when a publish starts and ends (a node holding its session's lease).
+      const db = server.running.core.db;
+      const sessions = new LiveSessionStore(db);
+      const node = new NodeRegistry({ db, log: createLogger({ level: 'silent' }) });
+      await node.register(undefined);
+      const k = { streamId: s.id, sessionId: randomUUID(), nodeId: node.id };
+      assert.equal((await sessions.claim({ ...k, protocol: 'rtmp', windowSecs: 0 })).claimed, true);
       const live = (await sdk.playback.get(s.playbackId ?? '')).playbackInfo;
       assert.equal(live?.meta.live, 1);
-      await store.idle(s.id, session);
+      await sessions.idle(k);
+      await node.unregister();
       const got = await waitFor(
         async () => (receiver.got.length >= 2 ? receiver.got : undefined),
         15_000,

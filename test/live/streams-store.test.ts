@@ -1,5 +1,5 @@
 // The live streams' store on both databases: keys found by their hash and compared whole,
-// one publish at a time (started is a compare-and-set), the stream events written into the
+// one publish at a time (the session store's claim), the stream events written into the
 // outbox with the change and without the key, and another owner's stream out of reach.
 
 import assert from 'node:assert/strict';
@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Db } from '../../src/db/index.ts';
 import { NotFoundError } from '../../src/lib/errors.ts';
+import { createLogger } from '../../src/lib/log.ts';
+import { LiveSessionStore, NodeRegistry } from '../../src/live/index.ts';
 import { StreamStore } from '../../src/live/store.ts';
 import { databaseKinds, openTestDb } from '../helpers/server.ts';
 
@@ -28,6 +30,8 @@ for (const { kind, skip } of await databaseKinds()) {
   describe(`streams store (${kind} database)`, { skip }, () => {
     let db: Db;
     let streams: StreamStore;
+    let sessions: LiveSessionStore;
+    let node: NodeRegistry;
     const events = (id: string) =>
       db.query<{ event: string; owner: string; task: Record<string, unknown> }>(
         'SELECT event, owner, task FROM task_events WHERE task_id = $1 ORDER BY created_at',
@@ -42,8 +46,14 @@ for (const { kind, skip } of await databaseKinds()) {
           PROJECT,
         ]);
       streams = new StreamStore(db);
+      sessions = new LiveSessionStore(db);
+      node = new NodeRegistry({ db, log: createLogger({ level: 'silent' }) });
+      await node.register(undefined);
     });
-    after(() => db.close());
+    after(async () => {
+      await node.unregister();
+      await db.close();
+    });
 
     it('makes a long random key and finds the stream by it, and by nothing shorter or longer', async () => {
       const s = await streams.create({ owner: 'alice', projectId: PROJECT, name: 'cam' });
@@ -101,10 +111,14 @@ for (const { kind, skip } of await databaseKinds()) {
         name: 'live',
         multistream: { targets: [target] },
       });
-      const session = randomUUID();
-      assert.equal(await streams.started(s.id, { sessionId: session, protocol: 'rtmp' }), true);
-      assert.equal(await streams.started(s.id, { sessionId: randomUUID(), protocol: 'srt' }), false);
-      await streams.report(s.id, COUNTERS);
+      const k = { streamId: s.id, sessionId: randomUUID(), nodeId: node.id };
+      assert.equal((await sessions.claim({ ...k, protocol: 'rtmp', windowSecs: 0 })).claimed, true);
+      const second = { ...k, sessionId: randomUUID() };
+      assert.deepEqual(await sessions.claim({ ...second, protocol: 'srt', windowSecs: 0 }), {
+        claimed: false,
+        why: 'live',
+      });
+      await sessions.report(k, COUNTERS);
       const live = await streams.get('alice', s.id);
       assert.equal(live.isActive, true);
       assert.equal(live.isHealthy, false);
@@ -112,9 +126,9 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal(live.transcodedBytes, 1_200_000);
       assert.equal(live.sourceSegments, 4);
       assert.ok(live.lastSeen);
-      await streams.idle(s.id, randomUUID()); // another session's end changes nothing
+      await sessions.idle(second); // another session's end changes nothing
       assert.equal((await streams.get('alice', s.id)).isActive, true);
-      await streams.idle(s.id, session);
+      await sessions.idle(k);
       const idle = await streams.get('alice', s.id);
       assert.equal(idle.isActive, false);
       assert.equal(idle.ingestRate, 0);
@@ -133,14 +147,19 @@ for (const { kind, skip } of await databaseKinds()) {
       }
     });
 
-    it('reads a stream whose node stopped reporting as not live, and lets a new publish take it over', async () => {
+    it('reads a stream whose node stopped beating as not live, and lets a new publish take it over', async () => {
       const s = await streams.create({ owner: 'alice', projectId: PROJECT, name: 'orphaned' });
-      assert.equal(await streams.started(s.id, { sessionId: randomUUID(), protocol: 'rtmp' }), true);
-      // Its node died 11 s ago: no report since.
-      await db.query("UPDATE streams SET last_seen = now() - interval '11 seconds' WHERE id = $1", [s.id]);
+      const dead = new NodeRegistry({ db, log: createLogger({ level: 'silent' }) });
+      await dead.register(undefined);
+      const k = { streamId: s.id, sessionId: randomUUID(), nodeId: dead.id };
+      assert.equal((await sessions.claim({ ...k, protocol: 'rtmp', windowSecs: 0 })).claimed, true);
+      assert.equal((await streams.get('alice', s.id)).isActive, true);
+      // Its node died: its last heartbeat is older than the lease.
+      await db.query("UPDATE live_nodes SET heartbeat_at = now() - interval '5 seconds' WHERE id = $1", [dead.id]);
       assert.equal((await streams.get('alice', s.id)).isActive, false);
       const next = randomUUID();
-      assert.equal(await streams.started(s.id, { sessionId: next, protocol: 'srt' }), true);
+      const claim = await sessions.claim({ ...k, sessionId: next, nodeId: node.id, protocol: 'srt', windowSecs: 0 });
+      assert.equal(claim.claimed && claim.continued, false);
       const live = await streams.get('alice', s.id);
       assert.equal(live.isActive, true);
       assert.equal(live.sessionId, next);
@@ -149,7 +168,11 @@ for (const { kind, skip } of await databaseKinds()) {
     it('refuses a suspended stream its start', async () => {
       const s = await streams.create({ owner: 'alice', projectId: PROJECT, name: 'off' });
       await streams.update('alice', s.id, { suspended: true });
-      assert.equal(await streams.started(s.id, { sessionId: randomUUID(), protocol: 'rtmp' }), false);
+      const k = { streamId: s.id, sessionId: randomUUID(), nodeId: node.id };
+      assert.deepEqual(await sessions.claim({ ...k, protocol: 'rtmp', windowSecs: 0 }), {
+        claimed: false,
+        why: 'gone',
+      });
       assert.equal((await events(s.id)).length, 0);
     });
 

@@ -1,0 +1,64 @@
+import type { Logger } from '../lib/log.ts';
+import type { LiveSessionStore } from './session-store.ts';
+import type { RecordingQueue } from './types.ts';
+
+// The sweep every node with ingest runs (every ~2 s): sessions whose holder died (its lease
+// gone) and whose publisher was not seen within the reconnect window are ended, their streams
+// idle; then each ended session with `record` whose recording was not queued yet is handed
+// to the RecordingQueue (idempotent: the asset's id is the session's, so two nodes sweeping
+// at once make one recording).
+
+export const SWEEP_EVERY_MS = 2000;
+
+export class SessionSweep {
+  readonly #store: Pick<LiveSessionStore, 'endOrphans' | 'unqueuedRecordings' | 'recordingQueued'>;
+  readonly #recordings: RecordingQueue | undefined;
+  readonly #windowSecs: number;
+  readonly #log: Logger;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(o: {
+    store: Pick<LiveSessionStore, 'endOrphans' | 'unqueuedRecordings' | 'recordingQueued'>;
+    recordings?: RecordingQueue | undefined;
+    windowSecs: number;
+    log: Logger;
+  }) {
+    this.#store = o.store;
+    this.#recordings = o.recordings;
+    this.#windowSecs = o.windowSecs;
+    this.#log = o.log;
+  }
+
+  start(everyMs = SWEEP_EVERY_MS): void {
+    this.#timer = setInterval(() => {
+      this.#running ??= this.sweep().finally(() => {
+        this.#running = undefined;
+      });
+    }, everyMs);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  /** One pass: orphans ended, then recordings queued. Never throws (the next pass tries again). */
+  async sweep(): Promise<void> {
+    try {
+      const ended = await this.#store.endOrphans(this.#windowSecs);
+      for (const s of ended)
+        this.#log.info({ streamId: s.streamId, sessionId: s.id }, 'a session whose node stopped was ended');
+      if (!this.#recordings) return;
+      for (const s of await this.#store.unqueuedRecordings()) {
+        await this.#recordings.queue(s);
+        await this.#store.recordingQueued(s.id);
+        this.#log.info({ streamId: s.streamId, sessionId: s.id }, 'recording queued');
+      }
+    } catch (err) {
+      this.#log.error({ err }, 'the live session sweep failed');
+    }
+  }
+}
