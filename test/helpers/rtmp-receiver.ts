@@ -29,26 +29,12 @@ export async function startRtmpReceiver(port: number, o: { key?: string } = {}):
   const dir = await mkdtemp(join(tmpdir(), 'rtmp-receiver-'));
   const file = join(dir, 'received.flv');
   const url = `rtmp://127.0.0.1:${port}/live/${o.key ?? KEY}`;
-  const child: ChildProcess = spawn(
-    'ffmpeg',
-    [
-      '-hide_banner',
-      '-loglevel',
-      'error',
-      '-nostdin',
-      '-listen',
-      '1',
-      '-i',
-      url,
-      '-c',
-      'copy',
-      '-f',
-      'flv',
-      '-y',
-      file,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  // Written packet by packet (-flush_packets): the file's size says when media came.
+  const args = [
+    ...['-hide_banner', '-loglevel', 'error', '-nostdin', '-listen', '1', '-i', url],
+    ...['-c', 'copy', '-flush_packets', '1', '-f', 'flv', '-y', file],
+  ];
+  const child: ChildProcess = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.resume();
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const kill = (): void => {

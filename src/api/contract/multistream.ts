@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import type { MultistreamTargetRecord } from '../../live/index.ts';
+import { type MultistreamTargetRecord, type StreamRow, streamFromRow } from '../../live/index.ts';
+import { toWireStream } from './stream.ts';
 
 // The wire shapes of saved restream targets (spec/API.md section D, Livepeer's
 // `/multistream/target`): a target's url holds the other service's stream key, so it is taken
@@ -46,4 +47,29 @@ export function toWireTarget(t: MultistreamTargetRecord): WireMultistreamTarget 
 export function defaultTargetName(url: string): string {
   const u = new URL(url);
   return `${u.protocol}//${u.host}`;
+}
+
+/** Whether an outbox event is a restream target's (multistream.connected, .error, .disconnected). */
+export const isMultistreamEvent = (e: { event: string }): boolean => e.event.startsWith('multistream.');
+
+interface MultistreamEventTask {
+  stream: StreamRow;
+  target?: { id?: unknown; name?: unknown; profile?: unknown; videoOnly?: unknown };
+}
+
+/**
+ * The payload of a multistream.* event: `{stream, target}`, the stream as GET /api/stream/{id}
+ * shows it (no key) and the target as the stream lists it, with its name (never its url: the
+ * outbox never holds it, live_event's caller leaves it out).
+ */
+export function multistreamEventPayload(e: { task: unknown }): Record<string, unknown> {
+  const task = e.task as MultistreamEventTask;
+  const t = task.target ?? {};
+  const target = {
+    id: String(t.id ?? ''),
+    ...(typeof t.name === 'string' ? { name: t.name } : {}),
+    profile: String(t.profile ?? ''),
+    videoOnly: t.videoOnly === true,
+  };
+  return { stream: toWireStream(streamFromRow(task.stream)), target };
 }

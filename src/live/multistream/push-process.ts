@@ -27,6 +27,7 @@ export function pushArgs(url: string, videoOnly: boolean): string[] {
   const container = url.startsWith('srt:') ? ['-f', 'mpegts'] : ['-f', 'flv', '-flvflags', 'no_duration_filesize'];
   return [
     ...['-hide_banner', '-nostats', '-loglevel', 'info'],
+    ...['-analyzeduration', '0', '-probesize', '32768'],
     ...inputArgs('pipe:0', 'live-fmp4'),
     ...['-map', '0:v?', ...(videoOnly ? [] : ['-map', '0:a?']), '-c', 'copy'],
     ...container,
