@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/index.ts';
+import { leaseHeld } from '../node-registry.ts';
 
 // Where a playbackId is live in the cluster: the internal URL the node holding its stream's
 // current session advertises, while that node's lease holds. Nodes find each other through
@@ -12,18 +13,15 @@ export interface HolderLookup {
 
 /**
  * The session's holder while it is live or waiting for its publisher (its renditions are still
- * served there, without ENDLIST) and the holder's heartbeat is younger than the lease.
+ * served there, without ENDLIST) and the holder's lease holds (node-registry.ts).
  */
 const HOLDER_SQL = `
   SELECT n.internal_url FROM streams s
     JOIN stream_sessions ss ON ss.id = s.session_id
     JOIN live_nodes n ON n.id = ss.node_id
-   WHERE s.playback_id = $1 AND ss.state IN ('live', 'waiting')
-     AND n.heartbeat_at > now() - $2 * interval '1 millisecond'
+   WHERE s.playback_id = $1 AND ss.state IN ('live', 'waiting') AND n.internal_url IS NOT NULL
+     AND ${leaseHeld('ss.node_id')}
    LIMIT 1`;
-
-/** A session's holder holds it while its heartbeat is younger than this (the node registry's lease). */
-const LEASE_MS = 4000;
 
 /** Bounded: a flood of made-up playbackIds costs reads, not memory. */
 const MAX_KEPT = 10_000;
@@ -34,14 +32,12 @@ const MAX_KEPT = 10_000;
  */
 export class LiveHolders implements HolderLookup {
   readonly #db: Queryable;
-  readonly #leaseMs: number;
   readonly #readEveryMs: number;
   readonly #now: () => number;
   readonly #read = new Map<string, { at: number; url: Promise<string | undefined> }>();
 
-  constructor(o: { db: Queryable; leaseMs?: number; readEveryMs?: number; now?: () => number }) {
+  constructor(o: { db: Queryable; readEveryMs?: number; now?: () => number }) {
     this.#db = o.db;
-    this.#leaseMs = o.leaseMs ?? LEASE_MS;
     this.#readEveryMs = o.readEveryMs ?? 1000;
     this.#now = o.now ?? Date.now;
   }
@@ -51,7 +47,7 @@ export class LiveHolders implements HolderLookup {
     if (kept && this.#now() - kept.at < this.#readEveryMs) return kept.url;
     if (this.#read.size >= MAX_KEPT) this.#read.clear();
     const url = this.#db
-      .query<{ internal_url: string }>(HOLDER_SQL, [playbackId, this.#leaseMs])
+      .query<{ internal_url: string }>(HOLDER_SQL, [playbackId])
       .then((rows) => rows[0]?.internal_url);
     this.#read.set(playbackId, { at: this.#now(), url });
     url.catch(() => this.#read.delete(playbackId));
