@@ -48,7 +48,7 @@ async function sharedEnv(): Promise<{ env: Record<string, string>; close(): Prom
   const store = storeSettings(s3, await s3.createBucket('bench-live-cluster'));
   return {
     env: {
-      MEDIAPLANE_DATABASE_URL: await pg.createDatabase(),
+      DATABASE_URL: await pg.createDatabase(),
       MEDIAPLANE_STORE_URL: store.storeUrl,
       MEDIAPLANE_STORE_ENDPOINT: store.storeEndpoint,
       MEDIAPLANE_STORE_REGION: store.storeRegion,
