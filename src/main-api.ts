@@ -8,7 +8,14 @@ import type { UploadStaging } from './assets/index.ts';
 import type { Config } from './config/index.ts';
 import type { Core } from './core.ts';
 import { readOrCreate } from './lib/state-file.ts';
-import { LiveHolders, type LivePlayback, MultistreamTargetStore, RemotePlayback, StreamStore } from './live/index.ts';
+import {
+  LiveHolders,
+  type LivePlayback,
+  LiveSessionStore,
+  MultistreamTargetStore,
+  RemotePlayback,
+  StreamStore,
+} from './live/index.ts';
 import { validateDwebProof } from './storage/dweb/index.ts';
 import { CLIENT_TASK_TYPES, ENCODING_TASK_TYPES } from './tasks/index.ts';
 import { registerKeyMetrics, UsageStore } from './usage/index.ts';
@@ -68,6 +75,8 @@ export async function createApp(core: Core, { api, ...role }: ApiRole, version: 
     streams: new StreamStore(db),
     multistreamTargets: new MultistreamTargetStore(db),
     cluster: liveCluster(core, role.metrics),
+    sessions: new LiveSessionStore(db),
+    liveClipSecs: config.liveClipSecs,
     ingestPorts: { rtmp: config.rtmpPort, srt: config.srtPort },
   });
 }
