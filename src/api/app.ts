@@ -14,7 +14,13 @@ import type { Accounts, Principal } from '../accounts/index.ts';
 import type { AssetStore, UploadStaging } from '../assets/index.ts';
 import type { BuiltinStore } from '../storage/builtin/index.ts';
 import type { Db } from '../db/index.ts';
-import type { LivePlayback, MultistreamTargetStore, RemoteLadders, StreamStore } from '../live/index.ts';
+import type {
+  LivePlayback,
+  LiveSessionStore,
+  MultistreamTargetStore,
+  RemoteLadders,
+  StreamStore,
+} from '../live/index.ts';
 import type { Queue, TaskStore } from '../tasks/index.ts';
 import { jsonBodyParser } from '../lib/json-body.ts';
 import { type RequestAuth, requestAuth } from '../lib/request-auth.ts';
@@ -52,6 +58,7 @@ import { keyRoutes } from './key-routes.ts';
 import { exportRoutes } from './export-routes.ts';
 import { streamPlayback, streamRoutes } from './stream-routes.ts';
 import { multistreamRoutes } from './multistream-routes.ts';
+import { sessionRoutes } from './session-routes.ts';
 import { mediaAccess } from './media-access.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { internalLiveRoutes } from './internal-live-routes.ts';
@@ -120,8 +127,8 @@ export interface ApiDeps {
   ingestPorts: { rtmp: number; srt: number };
   /** Saved restream targets (live/ MultistreamTargetStore): their routes, and the streams' inline specs saved there. */
   multistreamTargets?: MultistreamTargetStore | undefined;
-  /** Live sessions (live/ LiveSessionStore): a live clip's session and GET /api/session/{id}/clips read them. */
-  sessions?: LiveClipSources['sessions'] | undefined;
+  /** Live sessions (live/ LiveSessionStore): their routes, a live clip's session and GET /api/session/{id}/clips read them. */
+  sessions?: Pick<LiveSessionStore, 'get' | 'list'> | undefined;
   /** MEDIAPLANE_LIVE_CLIP_SECS: how far back a clip of a live stream may reach, and its longest length. */
   liveClipSecs?: number | undefined;
 }
@@ -282,6 +289,8 @@ async function apiRoutes(
   const targets = saver && { saver, rules };
   await streamRoutes(api, { auth, streams, live, publicBase: base, publicUrl, ingestPorts, targets });
   if (saver) await multistreamRoutes(api, { auth, targets: saver, streams, rules, publicUrl });
+  if (deps.sessions)
+    await sessionRoutes(api, { auth, sessions: deps.sessions, streams, assets, publicBase: base, publicUrl });
   await keyRoutes(api, { auth, accounts: deps.accounts, windowMs: deps.accounts.limiter?.windowMs ?? 60_000 });
   await usageRoutes(api, { auth, usage: deps.usage });
   await capabilitiesRoutes(api, { auth, rules, exportProofConfigured, publicBase: base });
