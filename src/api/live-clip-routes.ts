@@ -50,7 +50,8 @@ export async function createLiveClip(
   const { who, stream } = o;
   const b = req.body;
   const nowMs = Date.now();
-  const range = { startTime: b.startTime, endTime: b.endTime ?? nowMs };
+  // Whole milliseconds: the archive dates its parts so, and a player's clock gives fractions.
+  const range = { startTime: Math.round(b.startTime), endTime: Math.round(b.endTime ?? nowMs) };
   const problems = liveClipRangeProblems(range, { nowMs, clipSecs: d.live.clipSecs, waitMs: LIVE_CLIP_WAIT_MS });
   if (problems.length > 0) throw new ValidationError(problems);
   const sessionId = await sessionToClip(d.live, { owner: who.owner, stream, asked: b.sessionId });

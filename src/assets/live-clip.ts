@@ -64,8 +64,9 @@ export async function readLiveRange(
   const input = path.join(ctx.scratchDir, 'live-source.mp4');
   const got = await d.archive.extract({
     sessionId: live.sessionId,
-    fromMs: live.startTime,
-    toMs: endTime,
+    // The archive's index holds whole milliseconds.
+    fromMs: Math.floor(live.startTime),
+    toMs: Math.ceil(endTime),
     dest: input,
     signal: ctx.signal,
   });
