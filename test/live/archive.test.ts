@@ -9,12 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Db } from '../../src/db/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
-import { archivePlugin, LiveArchive } from '../../src/live/archive/index.ts';
+import { archivePlugin, archiveRetentionJob, LiveArchive } from '../../src/live/archive/index.ts';
 import { ArchiveIndex } from '../../src/live/archive/archive-index.ts';
+import { archiveInitKey, archivePartKey } from '../../src/live/archive/keys.ts';
 import { ArchiveWriter } from '../../src/live/archive/writer.ts';
 import { mainTrackFragment, readFragment, readInit } from '../../src/live/llhls/fmp4.ts';
 import { LiveRendition } from '../../src/live/llhls/index.ts';
@@ -29,6 +31,9 @@ const run = promisify(execFile);
 const TIMING = { partTargetSecs: 0.25, segmentTargetSecs: 1, windowSecs: 30 };
 const log = createLogger({ level: 'silent' });
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 30);
+const PROJECT = '00000000-0000-4000-8000-000000000000';
+/** Some bytes to store where the retention test needs objects. */
+const THIS_FILE = fileURLToPath(import.meta.url);
 
 /** A rendition whose clock advances by each part's media duration as it is fed: wall times as a live run has them. */
 function clockedRendition(name: string): {
@@ -226,5 +231,67 @@ describe('live archive', () => {
       signal: AbortSignal.timeout(60_000),
     });
     assert.equal((await probeFile(out)).videoFrames, 4 * 30);
+  });
+  it('keeps the last MEDIAPLANE_LIVE_CLIP_SECS of a session, and all of a recorded one until its recording is made', async () => {
+    const index = new ArchiveIndex(db);
+    const out = store.writer('');
+    const now = Date.now();
+    /** A part of `sessionId` `agoMs` ago, in the store and the index. */
+    const put = async (sessionId: string, agoMs: number, n: number) => {
+      const p = { run: 1, msn: n, part: 0, wallStartMs: now - agoMs };
+      const key = archivePartKey(sessionId, p);
+      await out.put(key, { file: THIS_FILE }, { contentType: 'video/mp4', signal: AbortSignal.timeout(5000) });
+      await index.add(sessionId, { ...p, key, durationMs: 250, bytes: 1, independent: true });
+      return key;
+    };
+    const exists = async (key: string) => (await store.stat(key)) !== undefined;
+    const plain = randomUUID();
+    await out.put(
+      archiveInitKey(plain, 1),
+      { file: THIS_FILE },
+      { contentType: 'video/mp4', signal: AbortSignal.timeout(5000) },
+    );
+    const old = await put(plain, 10 * 60_000, 1);
+    const recent = await put(plain, 1000, 2);
+    const recorded = randomUUID();
+    await db.query('INSERT INTO owners (name, project_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', ['alice', PROJECT]);
+    const streamId = randomUUID();
+    await db.query(
+      `INSERT INTO streams (id, owner, project_id, name, stream_key, stream_key_hash, playback_id, record)
+       VALUES ($1, 'alice', $2, 'kept', $3, $3, $3, true)`,
+      [streamId, PROJECT, `k${streamId}`],
+    );
+    await db.query(
+      `INSERT INTO stream_sessions (id, stream_id, owner, project_id, name, playback_id, record, state)
+       VALUES ($1, $2, 'alice', $3, 'kept', $4, true, 'ended')`,
+      [recorded, streamId, PROJECT, streamId],
+    );
+    const kept = await put(recorded, 10 * 60_000, 1);
+
+    const job = archiveRetentionJob({ db, store, clipSecs: 60 });
+    await job.run(100);
+    assert.equal(await exists(old), false, 'a minute past the clip window goes');
+    assert.equal(await exists(recent), true, 'the clip window stays');
+    assert.equal(await exists(archiveInitKey(plain, 1)), true, 'the init stays while parts of its session do');
+    assert.deepEqual(
+      (await index.parts(plain)).map((p) => p.msn),
+      [2],
+    );
+    assert.equal(await exists(kept), true, 'a recorded session waits for its recording');
+
+    // Its recording was made (an asset with the session's id, ready) longer than the window ago: all of it goes.
+    const task = randomUUID();
+    await db.query(
+      `INSERT INTO tasks (id, owner, project_id, type, phase, params) VALUES ($1, 'alice', $2, 'upload', 'completed', '{}')`,
+      [task, PROJECT],
+    );
+    await db.query(
+      `INSERT INTO assets (id, owner, project_id, playback_id, name, phase, task_id, source, updated_at)
+       VALUES ($1, 'alice', $2, $3, 'kept', 'ready', $4, '{"type":"recording"}', now() - interval '5 minutes')`,
+      [recorded, PROJECT, recorded.slice(0, 16), task],
+    );
+    await job.run(100);
+    assert.equal(await exists(kept), false);
+    assert.deepEqual(await index.parts(recorded), []);
   });
 });

@@ -67,7 +67,7 @@ export class ArchiveIndex {
     const rows = await this.#db.query<PartRow>(
       `SELECT ${PART_COLUMNS} FROM live_archive_parts WHERE session_id = $1 AND ($2::bigint IS NULL OR wall_start_ms <= $2)
        ORDER BY run, msn, part`,
-      [sessionId, toMs ?? null],
+      [sessionId, toMs === undefined ? null : Math.ceil(toMs)],
     );
     return rows.map(partOf);
   }
