@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { publishTestSource } from '../helpers/live.ts';
 import { freePort } from '../helpers/ports.ts';
-import { type RtmpReceiver, startRtmpReceiver } from '../helpers/rtmp-receiver.ts';
+import { type RestreamReceiver, startRtmpReceiver } from '../helpers/restream-receiver.ts';
 import {
   blockingReload,
   createStream,
@@ -50,7 +50,7 @@ async function until(what: string, check: () => boolean, timeoutMs: number): Pro
 }
 
 /** When the receiver's file first had media in it (polled every 50 ms). */
-async function firstMediaAt(r: RtmpReceiver, timeoutMs: number): Promise<number> {
+async function firstMediaAt(r: RestreamReceiver, timeoutMs: number): Promise<number> {
   const end = Date.now() + timeoutMs;
   while ((await r.bytes()) === 0) {
     if (Date.now() > end) throw new Error(`no media on port ${r.port} within ${timeoutMs} ms`);

@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import { createLogger } from '../../src/lib/log.ts';
 import { LiveRendition } from '../../src/live/llhls/index.ts';
 import { type PusherEvent, TargetPusher } from '../../src/live/multistream/index.ts';
-import { freePort } from '../helpers/ports.ts';
-import { startRtmpReceiver } from '../helpers/rtmp-receiver.ts';
+import { freePort, freeUdpPort } from '../helpers/ports.ts';
+import { startRtmpReceiver, startSrtReceiver } from '../helpers/restream-receiver.ts';
 import { LogCapture } from '../helpers/server.ts';
 import { liveFmp4, probe } from './llhls-source.ts';
 
@@ -159,4 +159,26 @@ test('a target that never reads costs the rendition nothing: the tap returns at 
     for (const s of sockets) s.destroy();
     silent.close();
   }
+});
+
+test('an srt:// target gets the rendition as MPEG-TS, copied', async () => {
+  const receiver = await startSrtReceiver(await freeUdpPort());
+  const { rendition, done } = liveRendition(4);
+  const { events, onEvent } = eventLog();
+  const pusher = new TargetPusher({
+    ffmpegPath: 'ffmpeg',
+    videoOnly: false,
+    log: createLogger({ level: 'silent' }),
+    address: async () => ({ url: receiver.url }),
+    onEvent,
+  });
+  rendition.tap(pusher);
+  await done;
+  await pusher.stop();
+  receiver.kill();
+  await receiver.exited;
+  assert.deepEqual(events, ['multistream.connected', 'multistream.disconnected']);
+  const got = await probe(receiver.file);
+  assert.deepEqual(got.codecs.sort(), ['aac', 'h264']);
+  assert.ok(got.videoFrames >= 60, `${got.videoFrames} frames received`);
 });
