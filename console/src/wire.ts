@@ -9,6 +9,8 @@
 import type { Static } from '@sinclair/typebox';
 import type { PlaybackInfo, PlaybackSource, WireAsset } from '../../src/api/contract/asset.ts';
 import type { Capabilities } from '../../src/api/contract/capabilities.ts';
+import type { WireMultistreamTarget } from '../../src/api/contract/multistream.ts';
+import type { WireSession } from '../../src/api/contract/session.ts';
 import type { StreamCreateBody, WireStream } from '../../src/api/contract/stream.ts';
 import type { WireTask } from '../../src/api/contract/task.ts';
 import type { WEBHOOK_EVENTS, WebhookPatchBody, WireWebhook, WireWebhookLog } from '../../src/api/contract/webhook.ts';
@@ -49,3 +51,7 @@ export type ModelList = Static<(typeof modelsRoute)['response'][200]>;
 export type Stream = WireStream;
 /** What the console's form sends to POST /api/stream: a name and the ladder (absent: the default; []: the source alone). */
 export type StreamBody = Pick<StreamCreateBody, 'name' | 'profiles'>;
+/** A session of a stream (GET /api/stream/{id}/sessions): one publish, continued by a reconnect within the window. */
+export type Session = WireSession;
+/** A saved restream target (GET /api/multistream/target): its url never comes back. */
+export type MultistreamTarget = WireMultistreamTarget;

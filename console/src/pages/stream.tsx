@@ -1,7 +1,9 @@
 // One stream: where to publish (stream-ingest.tsx), its state followed while the page is open
 // (GET /api/stream/{id} every 3 s while the tab is visible: the API has no event stream for
 // streams, and one small read is cheap), its health, issues and counters, a low-latency
-// player while it is live, and suspend, resume and delete (stream-actions.tsx).
+// player while it is live, a clip of the last 30 s while live (stream-clip.tsx), its sessions
+// and their recordings (stream-sessions.tsx), where it is restreamed (stream-restream.tsx),
+// and suspend, resume and delete (stream-actions.tsx).
 
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
@@ -11,8 +13,11 @@ import { useInterval, useLoad, useVisible } from '../hooks.ts';
 import { href } from '../router.ts';
 import type { PlaybackInfo, Stream } from '../wire.ts';
 import { StreamActions } from './stream-actions.tsx';
+import { StreamClip } from './stream-clip.tsx';
 import { StreamIngest } from './stream-ingest.tsx';
 import { healthWords, StreamBadge } from './stream-parts.tsx';
+import { StreamRestream } from './stream-restream.tsx';
+import { StreamSessions } from './stream-sessions.tsx';
 
 const POLL_MS = 3000;
 /** How often the player's page asks whether the first parts of every rendition are there. */
@@ -147,10 +152,13 @@ export function StreamPage({ id }: { id: string }) {
       {s && (
         <>
           <LivePlayer stream={s} onFatal={() => void loaded.reload()} />
+          <StreamClip stream={s} />
           <div class="grid2">
             <StreamIngest stream={s} />
             <State stream={s} />
           </div>
+          <StreamSessions stream={s} />
+          <StreamRestream stream={s} onChanged={loaded.reload} />
           <StreamActions stream={s} onChanged={loaded.reload} />
         </>
       )}
