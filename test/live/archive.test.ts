@@ -24,7 +24,7 @@ import type { RenditionTap, TappedPart } from '../../src/live/session-plugins.ts
 import type { StreamRecord } from '../../src/live/types.ts';
 import { type BuiltinStore, createBuiltinStore, FolderStore } from '../../src/storage/builtin/index.ts';
 import { startS3, storeSettings, type TestS3 } from '../helpers/s3.ts';
-import { openTestDb } from '../helpers/server.ts';
+import { databaseKinds, openTestDb } from '../helpers/server.ts';
 import { fmp4File, topLevelBoxes } from './llhls-source.ts';
 
 const run = promisify(execFile);
@@ -232,66 +232,88 @@ describe('live archive', () => {
     });
     assert.equal((await probeFile(out)).videoFrames, 4 * 30);
   });
-  it('keeps the last MEDIAPLANE_LIVE_CLIP_SECS of a session, and all of a recorded one until its recording is made', async () => {
-    const index = new ArchiveIndex(db);
-    const out = store.writer('');
-    const now = Date.now();
-    /** A part of `sessionId` `agoMs` ago, in the store and the index. */
-    const put = async (sessionId: string, agoMs: number, n: number) => {
-      const p = { run: 1, msn: n, part: 0, wallStartMs: now - agoMs };
-      const key = archivePartKey(sessionId, p);
-      await out.put(key, { file: THIS_FILE }, { contentType: 'video/mp4', signal: AbortSignal.timeout(5000) });
-      await index.add(sessionId, { ...p, key, durationMs: 250, bytes: 1, independent: true });
-      return key;
-    };
-    const exists = async (key: string) => (await store.stat(key)) !== undefined;
-    const plain = randomUUID();
-    await out.put(
-      archiveInitKey(plain, 1),
-      { file: THIS_FILE },
-      { contentType: 'video/mp4', signal: AbortSignal.timeout(5000) },
-    );
-    const old = await put(plain, 10 * 60_000, 1);
-    const recent = await put(plain, 1000, 2);
-    const recorded = randomUUID();
-    await db.query('INSERT INTO owners (name, project_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', ['alice', PROJECT]);
-    const streamId = randomUUID();
-    await db.query(
-      `INSERT INTO streams (id, owner, project_id, name, stream_key, stream_key_hash, playback_id, record)
-       VALUES ($1, 'alice', $2, 'kept', $3, $3, $3, true)`,
-      [streamId, PROJECT, `k${streamId}`],
-    );
-    await db.query(
-      `INSERT INTO stream_sessions (id, stream_id, owner, project_id, name, playback_id, record, state)
-       VALUES ($1, $2, 'alice', $3, 'kept', $4, true, 'ended')`,
-      [recorded, streamId, PROJECT, streamId],
-    );
-    const kept = await put(recorded, 10 * 60_000, 1);
-
-    const job = archiveRetentionJob({ db, store, clipSecs: 60 });
-    await job.run(100);
-    assert.equal(await exists(old), false, 'a minute past the clip window goes');
-    assert.equal(await exists(recent), true, 'the clip window stays');
-    assert.equal(await exists(archiveInitKey(plain, 1)), true, 'the init stays while parts of its session do');
-    assert.deepEqual(
-      (await index.parts(plain)).map((p) => p.msn),
-      [2],
-    );
-    assert.equal(await exists(kept), true, 'a recorded session waits for its recording');
-
-    // Its recording was made (an asset with the session's id, ready) longer than the window ago: all of it goes.
-    const task = randomUUID();
-    await db.query(
-      `INSERT INTO tasks (id, owner, project_id, type, phase, params) VALUES ($1, 'alice', $2, 'upload', 'completed', '{}')`,
-      [task, PROJECT],
-    );
-    await db.query(
-      `INSERT INTO assets (id, owner, project_id, playback_id, name, phase, task_id, source, updated_at)
-       VALUES ($1, 'alice', $2, $3, 'kept', 'ready', $4, '{"type":"recording"}', now() - interval '5 minutes')`,
-      [recorded, PROJECT, recorded.slice(0, 16), task],
-    );
-    await job.run(100);
-    assert.equal(await exists(kept), false);
-    assert.deepEqual(await index.parts(recorded), []);
-  });
 });
+
+for (const { kind, skip } of await databaseKinds()) {
+  describe(`live archive retention (${kind} database)`, { skip }, () => {
+    let db: Db;
+    let dir: string;
+    let store: BuiltinStore;
+
+    before(async () => {
+      db = await openTestDb(kind);
+      dir = await mkdtemp(path.join(tmpdir(), 'live-archive-retention-'));
+      store = new FolderStore(path.join(dir, 'media'));
+    });
+    after(async () => {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    it('keeps the last MEDIAPLANE_LIVE_CLIP_SECS of a session, and all of a recorded one until its recording is made', async () => {
+      const index = new ArchiveIndex(db);
+      const out = store.writer('');
+      const now = Date.now();
+      /** A part of `sessionId` `agoMs` ago, in the store and the index. */
+      const put = async (sessionId: string, agoMs: number, n: number) => {
+        const p = { run: 1, msn: n, part: 0, wallStartMs: now - agoMs };
+        const key = archivePartKey(sessionId, p);
+        await out.put(key, { file: THIS_FILE }, { contentType: 'video/mp4', signal: AbortSignal.timeout(5000) });
+        await index.add(sessionId, { ...p, key, durationMs: 250, bytes: 1, independent: true });
+        return key;
+      };
+      const exists = async (key: string) => (await store.stat(key)) !== undefined;
+      const plain = randomUUID();
+      await out.put(
+        archiveInitKey(plain, 1),
+        { file: THIS_FILE },
+        { contentType: 'video/mp4', signal: AbortSignal.timeout(5000) },
+      );
+      const old = await put(plain, 10 * 60_000, 1);
+      const recent = await put(plain, 1000, 2);
+      const recorded = randomUUID();
+      await db.query('INSERT INTO owners (name, project_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [
+        'alice',
+        PROJECT,
+      ]);
+      const streamId = randomUUID();
+      await db.query(
+        `INSERT INTO streams (id, owner, project_id, name, stream_key, stream_key_hash, playback_id, record)
+         VALUES ($1, 'alice', $2, 'kept', $3, $3, $3, true)`,
+        [streamId, PROJECT, `k${streamId}`],
+      );
+      await db.query(
+        `INSERT INTO stream_sessions (id, stream_id, owner, project_id, name, playback_id, record, state)
+         VALUES ($1, $2, 'alice', $3, 'kept', $4, true, 'ended')`,
+        [recorded, streamId, PROJECT, streamId],
+      );
+      const kept = await put(recorded, 10 * 60_000, 1);
+
+      const job = archiveRetentionJob({ db, store, clipSecs: 60 });
+      await job.run(100);
+      assert.equal(await exists(old), false, 'a minute past the clip window goes');
+      assert.equal(await exists(recent), true, 'the clip window stays');
+      assert.equal(await exists(archiveInitKey(plain, 1)), true, 'the init stays while parts of its session do');
+      assert.deepEqual(
+        (await index.parts(plain)).map((p) => p.msn),
+        [2],
+      );
+      assert.equal(await exists(kept), true, 'a recorded session waits for its recording');
+
+      // Its recording was made (an asset with the session's id, ready) longer than the window ago: all of it goes.
+      const task = randomUUID();
+      await db.query(
+        `INSERT INTO tasks (id, owner, project_id, type, phase, params) VALUES ($1, 'alice', $2, 'upload', 'completed', '{}')`,
+        [task, PROJECT],
+      );
+      await db.query(
+        `INSERT INTO assets (id, owner, project_id, playback_id, name, phase, task_id, source, updated_at)
+         VALUES ($1, 'alice', $2, $3, 'kept', 'ready', $4, '{"type":"recording"}', now() - interval '5 minutes')`,
+        [recorded, PROJECT, recorded.slice(0, 16), task],
+      );
+      await job.run(100);
+      assert.equal(await exists(kept), false);
+      assert.deepEqual(await index.parts(recorded), []);
+    });
+  });
+}
