@@ -240,7 +240,13 @@ export class LiveNode implements LivePlayback {
   ): LiveSession {
     const c = this.o.config;
     const sessionId = claim.session.id;
-    const view = { stream, sessionId, continued: claim.continued, log: this.log };
+    const view = {
+      stream,
+      sessionId,
+      continued: claim.continued,
+      log: this.log,
+      issue: (text: string) => session.issue(text),
+    };
     const session: LiveSession = new LiveSession({
       stream,
       sessionId,

@@ -16,6 +16,8 @@ export interface SessionView {
   /** A publisher that came back within the reconnect window: the session goes on (maybe on another node). */
   continued: boolean;
   log: Logger;
+  /** Adds a lasting issue to the session's `issues` (in its owner's words), e.g. archived parts dropped. */
+  issue?(text: string): void;
 }
 
 /** A plug-in of one session on this node. */

@@ -160,6 +160,11 @@ export class LiveSession implements FlvSink, LiveLadder, InputOwner {
     else this.process.write(flv, done);
   }
 
+  /** A lasting issue of something riding along the session (its plug-ins): an `issues` entry. */
+  issue(text: string): void {
+    this.health.event(text);
+  }
+
   /** Something went wrong that ends the publish: an `issues` entry, and the publisher cut off. */
   inputFailed(input: PublishInput, issue: string): void {
     if (input !== this.input || !this.publishing) return;

@@ -156,7 +156,15 @@ describe('live archive', () => {
   it('drops parts up to the next keyframe when the store falls behind, and keeps what it wrote decodable', async () => {
     const sessionId = randomUUID();
     const index = new ArchiveIndex(db);
-    const writer = new ArchiveWriter({ store, index, sessionId, log, maxQueuedBytes: 60_000 });
+    let issues = 0;
+    const writer = new ArchiveWriter({
+      store,
+      index,
+      sessionId,
+      log,
+      maxQueuedBytes: 60_000,
+      onDrop: () => void issues++,
+    });
     const source = clockedRendition('source');
     const tapped: TappedPart[] = [];
     const tap: RenditionTap = {
@@ -173,6 +181,7 @@ describe('live archive', () => {
     await writer.close();
     const stats = writer.stats;
     assert.ok(stats.dropped > 0, 'some parts were dropped');
+    assert.ok(issues > 0, 'the session is told (its issues)');
     assert.equal(stats.failed, 0);
     assert.equal(stats.queuedBytes, 0);
     const parts = await index.parts(sessionId);

@@ -21,6 +21,10 @@ export interface ArchivePluginDeps {
   maxQueuedBytes?: number;
 }
 
+/** The session's issue when the store falls behind (recordings and clips then miss those seconds). */
+export const DROP_ISSUE =
+  'the built-in store fell behind the live archive: some seconds of the source were not kept (the recording and clips miss them)';
+
 /** The archive's plug-in factory for the live node (main.ts). */
 export function archivePlugin(deps: ArchivePluginDeps): SessionPluginFactory {
   const index = new ArchiveIndex(deps.db);
@@ -40,6 +44,7 @@ class ArchivePlugin implements SessionPlugin {
       index,
       sessionId: view.sessionId,
       log: view.log,
+      onDrop: () => view.issue?.(DROP_ISSUE),
       ...(deps.maxQueuedBytes === undefined ? {} : { maxQueuedBytes: deps.maxQueuedBytes }),
     });
   }

@@ -28,6 +28,8 @@ export interface ArchiveWriterOptions {
   sessionId: string;
   log: Logger;
   maxQueuedBytes?: number;
+  /** Told once per run of drops (the session's `issues`: its owner sees that the archive has holes). */
+  onDrop?: (() => void) | undefined;
 }
 
 /** What a writer did, for logs and tests. */
@@ -73,11 +75,13 @@ export class ArchiveWriter {
     }
     const max = this.#o.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
     if (this.#stats.queuedBytes + p.bytes.length > max) {
-      if (!this.#dropping)
+      if (!this.#dropping) {
         this.#o.log.warn(
           { session: this.#o.sessionId, queuedBytes: this.#stats.queuedBytes },
           'live archive: the store is not keeping up; parts are dropped until the next keyframe',
         );
+        this.#o.onDrop?.();
+      }
       this.#dropping = true;
       this.#stats.dropped++;
       return;
