@@ -145,6 +145,10 @@ export interface LiveLadder {
 export interface LivePlayback {
   /** The ladder of a playbackId live on this node; undefined when it is not. */
   ladder(playbackId: string): LiveLadder | undefined;
-  /** Cuts the publisher of a stream off; false when it is not live here. */
+  /**
+   * Ends the stream's session here now, without a reconnect window (terminate, suspend, delete):
+   * its publisher cut off; false when no publisher of it is live here (a session waiting here
+   * for its publisher is ended all the same).
+   */
   terminate(streamId: string, reason: string): boolean;
 }
