@@ -18,6 +18,7 @@ import type {
   LivePlayback,
   LiveSessionStore,
   MultistreamTargetStore,
+  RemoteCut,
   RemoteLadders,
   StreamStore,
 } from '../live/index.ts';
@@ -122,7 +123,7 @@ export interface ApiDeps {
    * Several nodes (MEDIAPLANE_CLUSTER_SECRET set): the ladders live on other nodes, which viewers
    * here are served, and the secret those nodes ask this one's /internal/live/ with.
    */
-  cluster?: { remote: RemoteLadders; secret: string } | undefined;
+  cluster?: { remote: RemoteLadders & RemoteCut; secret: string } | undefined;
   /** MEDIAPLANE_RTMP_PORT and MEDIAPLANE_SRT_PORT, for the streams' ingest URLs (0: that ingest is off). */
   ingestPorts: { rtmp: number; srt: number };
   /** Saved restream targets (live/ MultistreamTargetStore): their routes, and the streams' inline specs saved there. */
@@ -287,7 +288,16 @@ async function apiRoutes(
   const { streams, live, ingestPorts } = deps;
   const saver = deps.multistreamTargets;
   const targets = saver && { saver, rules };
-  await streamRoutes(api, { auth, streams, live, publicBase: base, publicUrl, ingestPorts, targets });
+  await streamRoutes(api, {
+    auth,
+    streams,
+    live,
+    remote: deps.cluster?.remote,
+    publicBase: base,
+    publicUrl,
+    ingestPorts,
+    targets,
+  });
   if (saver) await multistreamRoutes(api, { auth, targets: saver, streams, rules, publicUrl });
   if (deps.sessions)
     await sessionRoutes(api, { auth, sessions: deps.sessions, streams, assets, publicBase: base, publicUrl });

@@ -10,7 +10,8 @@ import { contentTypeOf } from './media-routes.ts';
 // names as /media/live/ under /internal/live/{playbackId}/, for a viewer's node that serves
 // them (live/cluster RemotePlayback). Only with `Authorization: Bearer <cluster secret>`,
 // compared in constant time (lib/bearer.ts); the viewer's node checked the playback policy,
-// so the playlists here carry no token. Without a secret set, the routes are not there (404).
+// so the playlists here carry no token; and the cut of a publisher held here, asked by the
+// node a terminate, suspend or delete came to. Without a secret set, the routes are not there (404).
 // They have no schema: they stay out of the public OpenAPI document.
 
 export interface InternalLiveDeps {
@@ -43,6 +44,14 @@ export async function internalLiveRoutes(app: FastifyInstance, deps: InternalLiv
   app.get<{ Params: Params; Querystring: Query }>(`${prefix}/:rendition/index.m3u8`, { logLevel }, (req, reply) =>
     playlist(ladderOf(req), req, reply),
   );
+  // A terminate, suspend or delete asked of another node: the publisher held here is cut off.
+  app.post<{ Params: Params; Body: unknown }>(`${prefix}/terminate`, async (req, reply) => {
+    ladderOf(req);
+    const { streamId, reason } = (req.body ?? {}) as { streamId?: unknown; reason?: unknown };
+    if (typeof streamId !== 'string' || typeof reason !== 'string') return refuse(reply, 400, 'streamId and reason');
+    if (!deps.live?.terminate(streamId, reason.slice(0, 200))) throw new NotFoundError();
+    return reply.code(204).send();
+  });
   app.get<{ Params: Params }>(`${prefix}/:rendition/:file`, { logLevel }, async (req, reply) => {
     const file = req.params.file ?? '';
     const bytes = await ladderOf(req)

@@ -6,6 +6,7 @@ import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import {
   type LivePlayback,
+  type RemoteCut,
   profileProblems,
   type StreamPatch,
   type StreamRecord,
@@ -36,6 +37,8 @@ export interface StreamRoutesDeps {
   streams: Pick<StreamStore, 'create' | 'list' | 'get' | 'update' | 'remove' | 'terminated'>;
   /** The live runtime of this node: cuts a publisher off (absent: nothing is live here). */
   live?: LivePlayback | undefined;
+  /** Several nodes: cuts a publisher off on the node holding its stream. */
+  remote?: RemoteCut | undefined;
   publicBase: PublicBase;
   /** MEDIAPLANE_PUBLIC_URL, for the list's `Link` (api/paging.ts). */
   publicUrl?: string | undefined;
@@ -102,7 +105,9 @@ function patchOf(b: StreamPatchBody | StreamCreateBody): StreamPatch {
 export async function streamRoutes(api: FastifyInstance, deps: StreamRoutesDeps): Promise<void> {
   const edge: Edge = {
     wire: (s) => toWireStream(s, ingestAddress(deps)),
-    cut: (s, reason) => deps.live?.terminate(s.id, reason) ?? false,
+    cut: async (s, reason) =>
+      deps.live?.terminate(s.id, reason) ||
+      ((await deps.remote?.terminate({ streamId: s.id, playbackId: s.playbackId, reason })) ?? false),
   };
   readRoutes(api, deps, edge);
   changeRoutes(api, deps, edge);
@@ -111,8 +116,8 @@ export async function streamRoutes(api: FastifyInstance, deps: StreamRoutesDeps)
 /** What the routes share: the wire shape with this node's ingest URLs, and the cut of a live publisher. */
 interface Edge {
   wire(s: StreamRecord): ReturnType<typeof toWireStream>;
-  /** Cuts the publisher of `s` off when it is live on this node; whether it was. */
-  cut(s: StreamRecord, reason: string): boolean;
+  /** Cuts the publisher of `s` off when it is live on this node or (several nodes) another; whether it was. */
+  cut(s: StreamRecord, reason: string): Promise<boolean>;
 }
 
 /** Create, list, get. */
@@ -195,7 +200,7 @@ function changeRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { cut }: Edg
       checkStreamBody(patch, current);
       await keepTargets(deps, who, patch);
       const changed = await streams.update(owner, current.id, patch);
-      if (patch.suspended === true && cut(changed, 'the stream was suspended by its owner'))
+      if (patch.suspended === true && (await cut(changed, 'the stream was suspended by its owner')))
         req.log.info({ streamId: changed.id }, 'suspended stream: its publisher was cut off');
       return reply.code(204).send();
     },
@@ -213,7 +218,7 @@ function changeRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { cut }: Edg
     },
     async (req, reply) => {
       const removed = await streams.remove(auth.of(req).owner, req.params.id);
-      cut(removed, 'the stream was deleted by its owner');
+      await cut(removed, 'the stream was deleted by its owner');
       return reply.code(204).send();
     },
   );
@@ -231,7 +236,7 @@ function changeRoutes(api: FastifyInstance, deps: StreamRoutesDeps, { cut }: Edg
     async (req, reply) => {
       const owner = auth.of(req).owner;
       const s = await streams.get(owner, req.params.id);
-      if (!cut(s, 'the stream was terminated by its owner'))
+      if (!(await cut(s, 'the stream was terminated by its owner')))
         throw new ConflictError(
           s.isActive
             ? "the stream's publisher is on another node of this service: terminate it there"

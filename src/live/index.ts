@@ -58,6 +58,7 @@ export {
   type HolderLookup,
   INTERNAL_LIVE_PREFIX,
   LiveHolders,
+  type RemoteCut,
   type RemoteLadders,
   RemotePlayback,
   type RemotePlaybackOptions,

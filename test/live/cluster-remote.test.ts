@@ -75,7 +75,7 @@ describe('a ladder live on another node', () => {
   let stream: StreamRecord;
   let rendition: LiveRendition;
   let file: Buffer;
-  let cuts: number[];
+  let moofs: number[];
   let written: number;
   let nodeA: FastifyInstance;
   let nodeB: FastifyInstance;
@@ -84,12 +84,14 @@ describe('a ladder live on another node', () => {
   let registry: Registry;
   let remote: RemotePlayback;
   let holderUrl: string | undefined;
+  /** The publishers A was asked to cut off. */
+  const cuts: string[] = [];
   /** The internal requests A was sent (path and query). */
   const seenByA: string[] = [];
 
   /** Writes the source up to the start of moof `n`: parts before it are whole. */
   const writeUpTo = (n: number) => {
-    const end = cuts[n] ?? file.length;
+    const end = moofs[n] ?? file.length;
     rendition.write(file.subarray(written, end));
     written = end;
   };
@@ -100,14 +102,17 @@ describe('a ladder live on another node', () => {
     streams = new StreamStore(db);
     stream = await streams.create({ owner: 'alice', projectId: PROJECT, name: 'on air' });
     file = await fmp4File(6);
-    cuts = moofOffsets(file);
+    moofs = moofOffsets(file);
     written = 0;
     rendition = new LiveRendition({ name: 'low', timing: TIMING });
     writeUpTo(6);
     const ladder = standInLadder(rendition);
     const live: LivePlayback = {
       ladder: (id) => (id === stream.playbackId ? ladder : undefined),
-      terminate: () => false,
+      terminate: (id, reason) => {
+        cuts.push(`${id}: ${reason}`);
+        return id === stream.id;
+      },
     };
     nodeA = bareApp();
     nodeA.addHook('onRequest', async (req) => {
@@ -159,6 +164,25 @@ describe('a ladder live on another node', () => {
     }
   });
 
+  it('cuts a publisher held here off when another node asks with the secret', async () => {
+    const terminate = (secret: string | undefined, streamId: string) =>
+      fetch(`${urlA}/internal/live/${stream.playbackId}/terminate`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(secret === undefined ? {} : { authorization: `Bearer ${secret}` }),
+        },
+        body: JSON.stringify({ streamId, reason: 'the stream was terminated by its owner' }),
+      });
+    assert.equal((await terminate(undefined, stream.id)).status, 401);
+    assert.deepEqual(cuts, []);
+    assert.equal((await terminate(SECRET, 'another-stream')).status, 404);
+    assert.equal((await terminate(SECRET, stream.id)).status, 204);
+    assert.deepEqual(cuts.at(-1), `${stream.id}: the stream was terminated by its owner`);
+    assert.equal(await remote.terminate({ streamId: stream.id, playbackId: stream.playbackId, reason: 'r' }), true);
+    assert.equal(await remote.terminate({ streamId: stream.id, playbackId: 'nosuchplayback00', reason: 'r' }), false);
+  });
+
   it("serves a viewer of another node the holder's playlists and files, byte for byte", async () => {
     const master = await fetch(`${urlB}/index.m3u8`);
     assert.equal(master.status, 200);
@@ -191,7 +215,7 @@ describe('a ladder live on another node', () => {
     const waiting = Array.from({ length: VIEWERS }, () => fetch(`${urlB}/${reload}`));
     const hintedPart = Array.from({ length: VIEWERS }, () => fetch(`${urlB}/low/${msn}.${part}.m4s`));
     await new Promise((r) => setTimeout(r, 300));
-    writeUpTo(cuts.findIndex((c) => c > written) + 1);
+    writeUpTo(moofs.findIndex((c) => c > written) + 1);
     const reloads = await Promise.all(waiting);
     for (const res of reloads) {
       assert.equal(res.status, 200);

@@ -2,7 +2,8 @@
 // A with RTMP ingest, node B without. A stream published to A is played through B (B finds A
 // through live_nodes and fetches under /internal/live/): its viewers' blocking reloads and
 // hinted parts reach A once per distinct URL however many viewers ask, as B's
-// mediaplane_live_upstream_requests_total shows; and the secret is in no log line of either.
+// mediaplane_live_upstream_requests_total shows; the secret is in no log line of either; and
+// a terminate asked of B cuts the publisher off on A.
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +14,7 @@ import { databaseFor, databaseKinds, startTestServer, type TestServer } from '..
 
 const postgres = (await databaseKinds()).find((k) => k.kind === 'postgres');
 const VIEWERS = 8;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SECRET = randomBytes(24).toString('hex');
 
 /** The count of B's upstream requests on its /metrics. */
@@ -105,5 +107,19 @@ describe('a stream played through a node that does not hold it', { skip: postgre
     assert.equal(direct.status, 401, 'the internal routes need the secret');
     await direct.arrayBuffer();
     for (const node of [a, b]) assert.ok(!node.logs.text.includes(SECRET), 'the cluster secret is in no log line');
+  });
+
+  it('cuts the publisher off on the node holding the stream when another node is asked to terminate it', async () => {
+    const key = await a.key('alice');
+    const stream = (await a.call('GET', '/api/stream', { key })).body.find(
+      (s: { name: string }) => s.name === 'two nodes',
+    );
+    assert.ok(publish && stream);
+    const terminated = await b.call('DELETE', `/api/stream/${stream.id}/terminate`, { key });
+    assert.equal(terminated.status, 204, JSON.stringify(terminated.body));
+    const exited = await Promise.race([publish.exited.then(() => true), sleep(10_000).then(() => false)]);
+    assert.ok(exited, 'the publisher was cut off');
+    const again = await b.call('DELETE', `/api/stream/${stream.id}/terminate`, { key });
+    assert.equal(again.status, 409, 'nothing left to cut off');
   });
 });

@@ -10,6 +10,10 @@ import type { Upstream, UpstreamAnswer } from './upstream.ts';
 /** Where a node answers other nodes from its own ladders: {prefix}/{playbackId}/... */
 export const INTERNAL_LIVE_PREFIX = '/internal/live';
 
+/** Where the holder at `holderUrl` answers for `playbackId`. */
+export const internalBase = (holderUrl: string, playbackId: string): string =>
+  `${holderUrl.replace(/\/+$/, '')}${INTERNAL_LIVE_PREFIX}/${encodeURIComponent(playbackId)}`;
+
 type PlaylistAnswer = Awaited<ReturnType<ServedRendition['playlist']>>;
 
 export class RemoteLadder implements LiveLadder {
@@ -17,7 +21,7 @@ export class RemoteLadder implements LiveLadder {
   readonly #upstream: Upstream;
 
   constructor(o: { holderUrl: string; playbackId: string; upstream: Upstream }) {
-    this.#base = `${o.holderUrl.replace(/\/+$/, '')}${INTERNAL_LIVE_PREFIX}/${encodeURIComponent(o.playbackId)}`;
+    this.#base = internalBase(o.holderUrl, o.playbackId);
     this.#upstream = o.upstream;
   }
 
