@@ -183,14 +183,14 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal((await call('GET', '/api/webhook')).status, 401);
     });
 
-    it('events other than the task, asset and stream events are a 422 naming events[i], through the SDK too', async () => {
+    it('events other than the task, asset, stream, recording and multistream events are a 422 naming events[i], through the SDK too', async () => {
       const err = await refused(
-        sdk.webhook.create({ name: 'recording', url: 'https://example.com/s', events: [Events.RecordingReady] }),
+        sdk.webhook.create({ name: 'detection', url: 'https://example.com/s', events: [Events.StreamDetection] }),
       );
       assert.equal(err.statusCode, 422);
       assert.deepEqual(JSON.parse(err.body), {
         errors: [
-          'events[0]: must be one of "task.spawned", "task.updated", "task.completed", "task.failed", "asset.created", "asset.updated", "asset.ready", "asset.failed", "asset.deleted", "stream.started", "stream.idle" (this server sends task, asset and stream events only; got "recording.ready")',
+          'events[0]: must be one of "task.spawned", "task.updated", "task.completed", "task.failed", "asset.created", "asset.updated", "asset.ready", "asset.failed", "asset.deleted", "stream.started", "stream.idle", "recording.started", "recording.waiting", "recording.ready", "multistream.connected", "multistream.error", "multistream.disconnected" (this server sends task, asset, stream, recording and multistream events only; got "stream.detection")',
         ],
       });
       const cases: [unknown, string][] = [

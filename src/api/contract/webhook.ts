@@ -41,7 +41,7 @@ const Events = Type.Array(
   Type.Union(
     WEBHOOK_EVENTS.map((e) => Type.Literal(e)),
     {
-      [ERROR_MESSAGE]: `must be one of ${EVENTS_LIST} (this server sends task, asset and stream events only; got {value})`,
+      [ERROR_MESSAGE]: `must be one of ${EVENTS_LIST} (this server sends task, asset, stream, recording and multistream events only; got {value})`,
     },
   ),
   {
