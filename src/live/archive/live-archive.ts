@@ -60,15 +60,15 @@ export class LiveArchive {
   ): Promise<
     { startWallMs: number; durationSecs: number; runs: { wallStartMs: number; startSecs: number }[] } | undefined
   > {
-    const parts = selectRange(await this.#index.parts(o.sessionId, o.toMs), o.fromMs);
-    const first = parts[0];
+    const runParts = byRun(selectRange(await this.#index.parts(o.sessionId, o.toMs), o.fromMs));
+    const first = runParts.values().next().value?.[0];
     if (first === undefined) return undefined;
     const runFiles: string[] = [];
     // Where each run starts in the joined file: after the runs before it (a reconnect's gap is not in it).
     const runs: { wallStartMs: number; startSecs: number }[] = [];
     let joinedMs = 0;
     try {
-      for (const [run, ofRun] of byRun(parts)) {
+      for (const [run, ofRun] of runParts) {
         const file = `${o.dest}.run-${run}.mp4`;
         runFiles.push(file);
         runs.push({ wallStartMs: ofRun[0]?.wallStartMs ?? first.wallStartMs, startSecs: joinedMs / 1000 });
@@ -132,12 +132,16 @@ export function selectRange(parts: readonly ArchivedPart[], fromMs: number | und
   return start === -1 ? [] : parts.slice(start);
 }
 
+/**
+ * The parts by run, each run from its first keyframe: parts before it (the keyframe's part was
+ * left out when the store fell behind) cannot be decoded. A run without one is left out.
+ */
 function byRun(parts: readonly ArchivedPart[]): Map<number, ArchivedPart[]> {
   const runs = new Map<number, ArchivedPart[]>();
   for (const p of parts) {
-    const list = runs.get(p.run) ?? [];
-    list.push(p);
-    runs.set(p.run, list);
+    const list = runs.get(p.run);
+    if (list !== undefined) list.push(p);
+    else if (p.independent) runs.set(p.run, [p]);
   }
   return runs;
 }
