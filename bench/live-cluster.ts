@@ -40,6 +40,22 @@ async function upstreamRequests(node: LiveService): Promise<number> {
   return Number(m[1]);
 }
 
+/**
+ * What node A answered under /internal/live/ (its HTTP metric by route): media playlists
+ * (blocking reloads among them) and files (init segments, parts, segments).
+ */
+async function internalAnswers(node: LiveService): Promise<{ playlists: number; files: number }> {
+  const text = await (await fetch(`${node.url}/metrics`)).text();
+  const counts = { playlists: 0, files: 0 };
+  const line = /^mediaplane_http_request_duration_seconds_count\{[^}]*route="\/internal\/live\/([^"]*)"[^}]*\} (\d+)/gm;
+  for (const m of text.matchAll(line)) {
+    const n = Number(m[2]);
+    if (m[1]?.endsWith(':rendition/index.m3u8')) counts.playlists += n;
+    else if (m[1]?.endsWith(':rendition/:file')) counts.files += n;
+  }
+  return counts;
+}
+
 /** The settings both nodes share, as environment variables. */
 async function sharedEnv(): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
   const pg = await testPostgres();
@@ -72,10 +88,12 @@ interface Round {
   partsPerViewer: number;
   cores: number;
   errors: number;
+  /** Node A's answers under /internal/live/ over the window. */
+  answered: { playlists: number; files: number };
 }
 
 /** `n` viewers of `playlist` on node B for WINDOW s, after 3 s of warming up. */
-async function round(b: LiveService, playlist: string, n: number): Promise<Round> {
+async function round(a: LiveService, b: LiveService, playlist: string, n: number): Promise<Round> {
   const stop = new AbortController();
   const agent = new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
   const counts: ViewerCounts = { playlists: 0, parts: 0, errors: 0, seen: new Set() };
@@ -84,8 +102,10 @@ async function round(b: LiveService, playlist: string, n: number): Promise<Round
     await sleep(3000);
     const seen0 = new Set(counts.seen);
     const [u0, c0, k0, e0] = [await upstreamRequests(b), b.cpu().self, counts.parts, counts.errors];
+    const a0 = await internalAnswers(a);
     await sleep(WINDOW * 1000);
     const [u1, c1] = [await upstreamRequests(b), b.cpu().self];
+    const a1 = await internalAnswers(a);
     const fresh = [...(counts.seen ?? [])].filter((u) => !seen0.has(u));
     return {
       viewers: n,
@@ -95,6 +115,7 @@ async function round(b: LiveService, playlist: string, n: number): Promise<Round
       partsPerViewer: (counts.parts - k0) / n / WINDOW,
       cores: (c1 - c0) / WINDOW,
       errors: counts.errors - e0,
+      answered: { playlists: a1.playlists - a0.playlists, files: a1.files - a0.files },
     };
   } finally {
     stop.abort();
@@ -107,6 +128,7 @@ function report(r: Round): string {
   return (
     `| ${r.viewers} viewers on node B | ${r.upstream} upstream requests for ${r.urls} distinct URLs (${r.parts} parts): ` +
     `${(r.upstream / r.urls).toFixed(2)} a URL, ${(r.upstream / r.parts).toFixed(2)} a part; ` +
+    `node A answered ${r.answered.files} files and ${r.answered.playlists} playlists; ` +
     `${r.partsPerViewer.toFixed(2)} parts/s a viewer (${1 / PART_SECS} at full rate), ${r.errors} errors; node B ${r.cores.toFixed(2)} cores | 1 a URL |`
   );
 }
@@ -134,7 +156,7 @@ try {
   await waitLive(a, s);
   await waitLive(b, s, 15_000);
   for (const n of COUNTS) {
-    const r = await round(b, liveUrl(b, s, 'source'), n);
+    const r = await round(a, b, liveUrl(b, s, 'source'), n);
     const line = report(r);
     console.log(`${line} (load ${load()})`);
     summary.push(line);
