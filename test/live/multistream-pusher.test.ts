@@ -182,3 +182,37 @@ test('an srt:// target gets the rendition as MPEG-TS, copied', async () => {
   assert.deepEqual(got.codecs.sort(), ['aac', 'h264']);
   assert.ok(got.videoFrames >= 60, `${got.videoFrames} frames received`);
 });
+
+test('a new run of the rendition (a restart, a reconnect) is pushed by a new ffmpeg with its own init, without an error', async () => {
+  const firstReceiver = await startRtmpReceiver(await freePort());
+  let receiver = firstReceiver;
+  const rendition = new LiveRendition({ name: 'source', timing: TIMING });
+  const { events, onEvent, seen } = eventLog();
+  const pusher = new TargetPusher({
+    ffmpegPath: 'ffmpeg',
+    videoOnly: false,
+    log: createLogger({ level: 'silent' }),
+    address: async () => ({ url: receiver.url }),
+    onEvent,
+  });
+  rendition.tap(pusher);
+  const feed = async (secs: number): Promise<void> => {
+    const ffmpeg = liveFmp4(secs);
+    ffmpeg.stdout.on('data', (c: Buffer) => rendition.write(c));
+    ffmpeg.stderr.resume();
+    await once(ffmpeg, 'close');
+  };
+  await feed(3);
+  // The next connection goes to a receiver of its own; the first one's ends with its run.
+  receiver = await startRtmpReceiver(await freePort());
+  rendition.restart();
+  await feed(3);
+  rendition.end();
+  await pusher.stop();
+  await Promise.all([firstReceiver.exited, receiver.exited]);
+  const first = await probe(firstReceiver.file);
+  await seen('multistream.disconnected');
+  assert.deepEqual(events, ['multistream.connected', 'multistream.connected', 'multistream.disconnected']);
+  const second = await probe(receiver.file);
+  for (const got of [first, second]) assert.ok(got.videoFrames >= 60, `${got.videoFrames} frames in a run`);
+});
