@@ -20,7 +20,10 @@ export interface UpstreamOptions {
   onRequest?: () => void;
   /** Bytes of immutable files kept (default 64 MB). */
   cacheBytes?: number;
-  /** Longest wait for a holder's answer: a blocking reload is held three target durations at most. */
+  /**
+   * Longest wait for a holder's answer (default 20 s): a blocking reload is held three target
+   * durations at most there (18 s with the longest segments, MEDIAPLANE_LIVE_SEGMENT_SECS=6).
+   */
   timeoutMs?: number;
 }
 
@@ -53,7 +56,7 @@ export class Upstream {
     try {
       const res = await fetch(url, {
         headers: { authorization: `Bearer ${this.#o.secret}` },
-        signal: AbortSignal.timeout(this.#o.timeoutMs ?? 15_000),
+        signal: AbortSignal.timeout(this.#o.timeoutMs ?? 20_000),
       });
       const body = Buffer.from(await res.arrayBuffer());
       if (res.status === 200) {
