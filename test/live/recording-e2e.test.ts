@@ -11,7 +11,7 @@ import { startWebhookReceiver } from '../helpers/webhook-receiver.ts';
 // A recorded stream end to end: an RTMP publish cut off half way and resumed within the
 // reconnect window is one session, and its recording one asset (the session's id) made by the
 // worker from the live archive: as long as what was sent, `recording.ready` signed with the
-// session's recording URLs, and it plays in Chromium.
+// session's recording URLs (and no stream key in any delivery or log line), and it plays in Chromium.
 
 const SECRET = 'recording-e2e-webhook-secret';
 const FPS = 30;
@@ -20,6 +20,7 @@ const WINDOW_SECS = 4;
 interface Delivery {
   event: string;
   signed: boolean;
+  body: string;
   payload: { stream?: { id: string }; session?: { id: string; recordingUrl?: string; mp4Url?: string } };
 }
 
@@ -61,6 +62,7 @@ test('a recorded RTMP publish cut half way and resumed within the window is one 
     const envelope = JSON.parse(body) as { event: string; payload: Delivery['payload'] };
     return {
       event: envelope.event,
+      body,
       payload: envelope.payload,
       signed: v1 === createHmac('sha256', SECRET).update(body).digest('hex'),
     };
@@ -126,6 +128,9 @@ test('a recorded RTMP publish cut half way and resumed within the window is one 
   const play = await player.playHls(asset.playbackUrl as string, { seconds: 2 });
   assert.equal(play.error, undefined, play.log.join('\n'));
   assert.ok(play.played > 1, `played ${play.played} s`);
+  // The stream key (a secret) is in no delivery and no log line.
+  assert.ok(!receiver.got.some((d) => d.body.includes(stream.streamKey)), 'no delivery shows the stream key');
+  assert.ok(!server.logs.text.includes(stream.streamKey), 'no log line shows the stream key');
   const info = await server.call('GET', `/api/playback/${asset.playbackId}`);
   assert.equal(info.body.type, 'recording');
 });
