@@ -41,10 +41,11 @@ const NoContent = { 204: Type.Null({ description: 'Done' }) };
 /** The routes of section D on restream targets. */
 export async function multistreamRoutes(api: FastifyInstance, deps: MultistreamRoutesDeps): Promise<void> {
   savedTargetRoutes(api, deps);
+  oneTargetRoutes(api, deps);
   streamTargetRoutes(api, deps);
 }
 
-/** POST|GET /multistream/target, GET|PATCH|DELETE /multistream/target/{id}. */
+/** POST|GET /multistream/target. */
 function savedTargetRoutes(api: FastifyInstance, deps: MultistreamRoutesDeps): void {
   const { auth, targets, rules } = deps;
   const onRequest = auth.hook;
@@ -89,7 +90,12 @@ function savedTargetRoutes(api: FastifyInstance, deps: MultistreamRoutesDeps): v
       return (await pageOf(req, reply, { publicUrl: deps.publicUrl, read })).targets.map(toWireTarget);
     },
   );
+}
 
+/** GET|PATCH|DELETE /multistream/target/{id}. */
+function oneTargetRoutes(api: FastifyInstance, deps: MultistreamRoutesDeps): void {
+  const { auth, targets, rules } = deps;
+  const onRequest = auth.hook;
   api.get<{ Params: Static<typeof TargetId> }>(
     '/multistream/target/:id',
     {
