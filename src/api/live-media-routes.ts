@@ -212,12 +212,13 @@ function fileRoute(app: FastifyInstance, { open, logLevel }: { open: Open; logLe
 /**
  * The multivariant playlist, waiting (without timers of its own) for every rendition's first
  * part: each rendition's plain playlist request answers once its first part is there, or at
- * its hold limit.
+ * its hold limit. A ladder on another node lists no renditions here: its holder waited already.
  */
 export async function multivariantOf(ladder: LiveLadder, uriQuery: string | undefined, signal: AbortSignal) {
   const now = await ladder.multivariant(uriQuery);
-  if (now !== undefined) return now;
-  await Promise.all(ladder.renditions().map((r) => r.playlist({ signal })));
+  const renditions = ladder.renditions();
+  if (now !== undefined || renditions.length === 0) return now;
+  await Promise.all(renditions.map((r) => r.playlist({ signal })));
   return ladder.multivariant(uriQuery);
 }
 
