@@ -116,6 +116,8 @@ describe('a reconnect within the window', () => {
     assert.ok(endedIn < 20_000, `ended ${endedIn} ms after the terminate, not at the window's end`);
     await second.exited;
     assert.deepEqual(await events(s, stream.id), ['stream.started', 'stream.idle', 'stream.started', 'stream.idle']);
+    assert.match(s.server.logs.text, /the publisher is back: session continued/);
+    assert.ok(!s.server.logs.text.includes(stream.streamKey), 'no log line holds the stream key');
   });
 });
 
