@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream';
-import type { Logger } from '../lib/log.ts';
 import { FlvFormatError, FlvReader, type FlvTagInfo } from './flv-reader.ts';
 import type { FlvSink, PublishAttempt } from './ingest-types.ts';
 
@@ -41,7 +40,7 @@ export class PublishInput implements FlvSink {
   /** After a ladder restart, media waits for the next keyframe (ffmpeg cannot decode from the middle of a GOP). */
   #awaitKeyframe = false;
 
-  constructor(o: { attempt: PublishAttempt; owner: InputOwner; log: Logger }) {
+  constructor(o: { attempt: PublishAttempt; owner: InputOwner }) {
     this.attempt = o.attempt;
     this.#owner = o.owner;
     this.reader = new FlvReader({ onTag: (t) => this.#batch.push(t) });

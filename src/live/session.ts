@@ -83,7 +83,7 @@ export class LiveSession implements FlvSink, LiveLadder, InputOwner {
     this.sessionId = o.sessionId;
     this.key = { streamId: o.stream.id, sessionId: o.sessionId, nodeId: o.nodeId ?? '' };
     this.health = new SessionHealth({ segmentSecs: o.timing.segmentSecs });
-    this.input = new PublishInput({ attempt: o.attempt, owner: this, log: o.log });
+    this.input = new PublishInput({ attempt: o.attempt, owner: this });
     this.view = new LadderView({
       all: this.all,
       plan: () => this.plan,
@@ -121,7 +121,7 @@ export class LiveSession implements FlvSink, LiveLadder, InputOwner {
   /** A publisher came back within the window: a new input, the same renditions (the ladder restarts on its first frame). */
   attach(attempt: PublishAttempt): FlvSink {
     clearTimeout(this.windowTimer);
-    this.input = new PublishInput({ attempt, owner: this, log: this.o.log });
+    this.input = new PublishInput({ attempt, owner: this });
     this.o.log.info(
       { streamId: this.stream.id, sessionId: this.sessionId },
       'the publisher is back: session continued',
