@@ -2,13 +2,15 @@
 // A with RTMP ingest, node B without. A stream published to A is played through B (B finds A
 // through live_nodes and fetches under /internal/live/): its viewers' blocking reloads and
 // hinted parts reach A once per distinct URL however many viewers ask, as B's
-// mediaplane_live_upstream_requests_total shows; the secret is in no log line of either; and
-// a terminate asked of B cuts the publisher off on A.
+// mediaplane_live_upstream_requests_total shows; hls.js in Chromium plays it through B; the
+// secret is in no log line of either; and a terminate asked of B cuts the publisher off on A.
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { publishTestSource, type TestPublish } from '../helpers/live.ts';
+import type { Browser } from 'playwright-core';
+import { openChromium } from '../helpers/browser.ts';
+import { publishTestSource, type TestPublish, watchLatency } from '../helpers/live.ts';
 import { freePort } from '../helpers/ports.ts';
 import { databaseFor, databaseKinds, startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -51,6 +53,8 @@ describe('a stream played through a node that does not hold it', { skip: postgre
   let a: TestServer;
   let b: TestServer;
   let publish: TestPublish | undefined;
+  let browser: Browser | string;
+  let playbackId = '';
 
   before(async () => {
     const databaseUrl = await databaseFor('postgres');
@@ -64,8 +68,10 @@ describe('a stream played through a node that does not hold it', { skip: postgre
       roles: { api: true, worker: false },
       settings: { clusterSecret: SECRET },
     });
+    browser = await openChromium();
   });
   after(async () => {
+    if (browser && typeof browser !== 'string') await browser.close();
     await publish?.stop();
     await b?.stop();
     await a?.stop();
@@ -83,6 +89,7 @@ describe('a stream played through a node that does not hold it', { skip: postgre
       height: 240,
       fps: 15,
     });
+    playbackId = stream.playbackId;
     const playlist = `${b.url}/media/live/${stream.playbackId}/source/index.m3u8`;
     for (let i = 0; ; i++) {
       const res = await fetch(playlist);
@@ -93,7 +100,7 @@ describe('a stream played through a node that does not hold it', { skip: postgre
     }
     const before = await upstreamRequests(b);
     const asked = new Set<string>();
-    const until = Date.now() + 4000;
+    const until = Date.now() + 3000;
     const parts = await Promise.all(Array.from({ length: VIEWERS }, () => viewer(playlist, { until, asked })));
     const upstream = (await upstreamRequests(b)) - before;
     // Each viewer starts with a plain playlist request (one each at most) besides what it shares.
@@ -107,6 +114,21 @@ describe('a stream played through a node that does not hold it', { skip: postgre
     assert.equal(direct.status, 401, 'the internal routes need the secret');
     await direct.arrayBuffer();
     for (const node of [a, b]) assert.ok(!node.logs.text.includes(SECRET), 'the cluster secret is in no log line');
+  });
+
+  it('plays in Chromium with hls.js through the node that does not hold it', async (t) => {
+    if (typeof browser === 'string') return t.skip(browser);
+    assert.ok(publish);
+    const report = await watchLatency(browser, {
+      url: `${b.url}/media/live/${playbackId}/index.m3u8`,
+      lowLatency: true,
+      seconds: 2,
+      source: publish,
+    });
+    assert.ok(report.played && report.samples.length > 10, `${report.error ?? ''} ${report.log.join('\n')}`);
+    t.diagnostic(
+      `through node B: ${report.samples.length} frames, glass-to-glass p50 ${Math.round(report.p50)} ms, ${report.stalls.length} stalls`,
+    );
   });
 
   it('cuts the publisher off on the node holding the stream when another node is asked to terminate it', async () => {
