@@ -58,7 +58,7 @@ describe('a reconnect within the window', () => {
   });
   after(() => svc.s.stop());
 
-  it('continues the same session with one discontinuity, and a terminate ends it at once', async () => {
+  it('continues the same session with one discontinuity, and a terminate ends it at once', async (t) => {
     const { s, rtmp } = svc;
     const stream = await createStream(s, { name: 'comes back', profiles: [] });
     const base = `${s.server.url}/media/live/${stream.playbackId}/`;
@@ -76,6 +76,7 @@ describe('a reconnect within the window', () => {
     assert.equal(between.status, 200);
     assert.ok(!between.text.includes('#EXT-X-ENDLIST'), 'no ENDLIST while the session waits');
 
+    const back = Date.now();
     const second = publish(rtmp, stream.streamKey, 12);
     await waitFor(
       async () => {
@@ -88,6 +89,7 @@ describe('a reconnect within the window', () => {
       20_000,
       'the second run in the playlist',
     );
+    t.diagnostic(`the second run's parts listed ${Date.now() - back} ms after the publisher came back`);
     const during = await get(playlistUrl);
     assert.equal(discontinuities(during.text), 1, during.text);
     assert.ok(!during.text.includes('#EXT-X-ENDLIST'));
@@ -113,6 +115,7 @@ describe('a reconnect within the window', () => {
       'the session ended',
     );
     const endedIn = Date.now() - t0;
+    t.diagnostic(`the session ended ${endedIn} ms after the terminate (window 20 s)`);
     assert.ok(endedIn < 20_000, `ended ${endedIn} ms after the terminate, not at the window's end`);
     await second.exited;
     assert.deepEqual(await events(s, stream.id), ['stream.started', 'stream.idle', 'stream.started', 'stream.idle']);
