@@ -1,6 +1,10 @@
 // bench/live.ts's recording leg: what `record: true` adds to a live stream's CPU. The archive
 // copies the source rendition's parts into the built-in store as they are made (no second
-// encode), so its cost should be a small fraction of the ladder's: target under 5%.
+// encode), so its cost should be a small fraction of the ladder's: target under 5%. The archive
+// rides along every session, recorded or not (live clips read it), so while live `record`
+// itself should add nothing: the leg measures that difference, and the archive's own share is
+// read from a CPU profile of the leg's service (BENCH_SERVICE_NODE_OPTIONS="--cpu-prof
+// --cpu-prof-dir=DIR", then bench/cpu-profile.ts on the profile named after its pid).
 //
 // A service of its own with a reconnect window of an hour: the sessions stay `waiting` through
 // the leg, so no recording is queued and no VOD encode runs while the CPU is counted. Three
@@ -67,15 +71,16 @@ export async function recordingLeg(o: { flv: string; seconds: number; summary: s
     const extraSelf = r1.self - mean('self');
     const extraLadder = r1.ladder - mean('ladder');
     const share = (extraSelf + extraLadder) / mean('ladder');
+    // Every publish is archived (p0 and p1 too).
     const archived = archivedBytes(svc.dataDir);
     const source = statSync(o.flv).size;
     console.log(
       `recording's extra: service process ${extraSelf.toFixed(2)} CPU s, ladder ${extraLadder.toFixed(2)} CPU s: ` +
         `${(share * 100).toFixed(1)}% of the ladder's ${mean('ladder').toFixed(1)} CPU s; ` +
-        `archived ${(archived / 1e6).toFixed(1)} MB for a ${(source / 1e6).toFixed(1)} MB source FLV`,
+        `archived ${(archived / 1e6).toFixed(1)} MB in all for three publishes of a ${(source / 1e6).toFixed(1)} MB source FLV; service pid ${svc.pid}`,
     );
     o.summary.push(
-      `| the recording's extra CPU on a live stream | ${(share * 100).toFixed(1)}% of the ladder's (service process ${extraSelf >= 0 ? '+' : ''}${extraSelf.toFixed(2)} CPU s, ladder ${extraLadder >= 0 ? '+' : ''}${extraLadder.toFixed(2)} CPU s on ${mean('ladder').toFixed(1)}); archived ${(archived / 1e6).toFixed(1)} MB of a ${(source / 1e6).toFixed(1)} MB source | < 5% |`,
+      `| what record: true adds to a live stream's CPU | ${(share * 100).toFixed(1)}% of the ladder's (service process ${extraSelf >= 0 ? '+' : ''}${extraSelf.toFixed(2)} CPU s, ladder ${extraLadder >= 0 ? '+' : ''}${extraLadder.toFixed(2)} CPU s on ${mean('ladder').toFixed(1)}) | < 5% |`,
     );
   } finally {
     await svc.stop();
