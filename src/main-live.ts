@@ -20,6 +20,7 @@ import {
  */
 export function createLiveNode(core: Core, metrics?: MetricsRegistry): LiveNode {
   const store = new LiveSessionStore(core.db);
+  const nodes = new NodeRegistry({ db: core.db, log: core.log });
   // A recorded session's recording, an asset made by the asset pipeline.
   const recordings = new AssetRecordings(core.assets, { maxQueuedPerOwner: core.config.maxQueuedPerOwner });
   return new LiveNode({
@@ -36,11 +37,12 @@ export function createLiveNode(core: Core, metrics?: MetricsRegistry): LiveNode 
         targets: new MultistreamTargetStore(core.db),
         ffmpegPath: core.config.ffmpegPath,
         allowPrivateUrls: core.config.allowPrivateUrls,
+        metrics,
       }),
     ],
     recordings,
     // The leases of this node's sessions, and the sweep of the sessions of nodes that died.
-    registry: new NodeRegistry({ db: core.db, log: core.log }),
-    sweep: new SessionSweep({ store, recordings, windowSecs: core.config.liveReconnectSecs, log: core.log }),
+    registry: nodes,
+    sweep: new SessionSweep({ store, recordings, nodes, windowSecs: core.config.liveReconnectSecs, log: core.log }),
   });
 }

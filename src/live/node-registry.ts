@@ -12,6 +12,8 @@ import type { Logger } from '../lib/log.ts';
 export const LEASE_MS = 4000;
 /** How often a node beats: several beats fit in a lease, so a slow query or two lose nothing. */
 export const HEARTBEAT_MS = 1000;
+/** A node silent this long died without deleting its row (SIGKILL): its row is deleted. */
+const FORGET_AFTER_MS = 10 * 60 * 1000;
 
 /** SQL: the node `node` (a column or parameter holding a live_nodes id) holds its leases now. */
 export const leaseHeld = (node: string): string =>
@@ -56,6 +58,17 @@ export class NodeRegistry {
     } catch (err) {
       this.#log.warn({ err, nodeId: this.id }, 'the live node heartbeat could not be written');
     }
+  }
+
+  /**
+   * Deletes the rows of nodes that died without deleting them (their leases are long gone: a
+   * session of theirs reads the same without the row); how many.
+   */
+  async forgetDead(): Promise<number> {
+    const rows = await this.#db.query<{ id: string }>(
+      `DELETE FROM live_nodes WHERE heartbeat_at < now() - interval '${FORGET_AFTER_MS} milliseconds' RETURNING id`,
+    );
+    return rows.length;
   }
 
   /** Stops beating and deletes this node's row: its leases end now. */

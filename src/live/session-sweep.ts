@@ -4,7 +4,7 @@ import type { RecordingQueue } from './types.ts';
 
 // The sweep every node with ingest runs (every ~2 s): sessions whose holder died (its lease
 // gone) and whose publisher was not seen within the reconnect window are ended, their streams
-// idle; then each ended session with `record` whose recording was not queued yet is handed
+// idle, and the rows of nodes long dead deleted; then each ended session with `record` whose recording was not queued yet is handed
 // to the RecordingQueue (idempotent: the asset's id is the session's, so two nodes sweeping
 // at once make one recording).
 
@@ -13,6 +13,7 @@ export const SWEEP_EVERY_MS = 2000;
 export class SessionSweep {
   readonly #store: Pick<LiveSessionStore, 'endOrphans' | 'unqueuedRecordings' | 'recordingQueued'>;
   readonly #recordings: RecordingQueue | undefined;
+  readonly #nodes: { forgetDead(): Promise<number> } | undefined;
   readonly #windowSecs: number;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
@@ -21,11 +22,14 @@ export class SessionSweep {
   constructor(o: {
     store: Pick<LiveSessionStore, 'endOrphans' | 'unqueuedRecordings' | 'recordingQueued'>;
     recordings?: RecordingQueue | undefined;
+    /** The registry of nodes (NodeRegistry): the rows of nodes long dead are deleted. */
+    nodes?: { forgetDead(): Promise<number> } | undefined;
     windowSecs: number;
     log: Logger;
   }) {
     this.#store = o.store;
     this.#recordings = o.recordings;
+    this.#nodes = o.nodes;
     this.#windowSecs = o.windowSecs;
     this.#log = o.log;
   }
@@ -51,6 +55,7 @@ export class SessionSweep {
       const ended = await this.#store.endOrphans(this.#windowSecs);
       for (const s of ended)
         this.#log.info({ streamId: s.streamId, sessionId: s.id }, 'a session whose node stopped was ended');
+      await this.#nodes?.forgetDead();
       if (!this.#recordings) return;
       for (const s of await this.#store.unqueuedRecordings()) {
         await this.#recordings.queue(s);

@@ -2,7 +2,7 @@
 // live while the holder's lease holds, continued within the reconnect window, new otherwise,
 // recording.started for a recorded stream's new session), the end as a compare-and-set of the
 // holder, and the sweep of a holder that died (its heartbeat faked stale in SQL): the session
-// ended, its stream idle, its recording queued once.
+// ended, its stream idle, its recording queued once; the rows of nodes long dead deleted.
 
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -131,7 +131,11 @@ for (const { kind, skip } of await databaseKinds()) {
       const c = await claim(s.id, dead, 1);
       assert.ok(c.claimed);
       const queued: SessionRecord[] = [];
+      const longDead = new NodeRegistry({ db, log });
+      await longDead.register(undefined);
+      await db.query("UPDATE live_nodes SET heartbeat_at = now() - interval '11 minutes' WHERE id = $1", [longDead.id]);
       const sweep = new SessionSweep({
+        nodes: a,
         store: sessions,
         recordings: { queue: async (x) => void queued.push(x) },
         windowSecs: 1,
@@ -139,6 +143,9 @@ for (const { kind, skip } of await databaseKinds()) {
       });
       await sweep.sweep();
       assert.equal((await sessions.get('alice', c.session.id)).state, 'live', 'its holder still beats');
+      const nodeIds = async () => (await db.query<{ id: string }>('SELECT id FROM live_nodes')).map((r) => r.id);
+      assert.ok(!(await nodeIds()).includes(longDead.id), 'a node long dead: its row is deleted');
+      assert.ok((await nodeIds()).includes(dead.id), 'a node beating keeps its row');
       await stale(dead);
       await db.query("UPDATE stream_sessions SET last_seen = now() - interval '2 seconds' WHERE id = $1", [
         c.session.id,
