@@ -126,6 +126,9 @@ test('restreamed to two RTMP receivers; one killed and back: the other and the v
   b = await startRtmpReceiver(portB, { key: KEY_B });
   await until('b connected again', () => targetEvents(hooks.got).filter((e) => e.target === 'b').length >= 3, 10_000);
   await b.receiving({ minBytes: 1, timeoutMs: 5000 });
+  const metrics = await (await fetch(`${service.server.url}/metrics`)).text();
+  const failures = Number(/^mediaplane_live_restream_failures_total (\d+)/m.exec(metrics)?.[1] ?? 0);
+  assert.ok(failures >= 1, `${failures} restream failures counted on /metrics`);
 
   await publish.exited;
   await until(

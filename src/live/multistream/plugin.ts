@@ -1,3 +1,4 @@
+import { Counter, type Registry } from 'prom-client';
 import type { Resolve } from '../../lib/net-guard.ts';
 import type { RenditionTap, SessionPlugin, SessionPluginFactory, SessionView } from '../session-plugins.ts';
 import type { MultistreamTarget } from '../types.ts';
@@ -18,15 +19,41 @@ export interface MultistreamPluginDeps {
   /** How host names are resolved (a seam for tests); the system's otherwise. */
   resolve?: Resolve | undefined;
   maxQueueSecs?: number | undefined;
+  /** /metrics: restream failures and dropped parts. */
+  metrics?: Registry | undefined;
+}
+
+/** What the pushers count on /metrics. */
+interface RestreamMeter {
+  failed(): void;
+  dropped(count: number): void;
+}
+
+function restreamMeter(metrics: Registry | undefined): RestreamMeter {
+  if (!metrics) return { failed: () => {}, dropped: () => {} };
+  const failures = new Counter({
+    name: 'mediaplane_live_restream_failures_total',
+    help: 'Restream connections that failed or ended unasked (each is retried with backoff)',
+    registers: [metrics],
+  });
+  const dropped = new Counter({
+    name: 'mediaplane_live_restream_dropped_parts_total',
+    help: 'Parts a restream target was too slow or away to take (dropped a whole GOP at a time)',
+    registers: [metrics],
+  });
+  return { failed: () => failures.inc(), dropped: (n) => dropped.inc(n) };
 }
 
 /** Makes the restreaming of each session whose stream names targets. */
 export function multistreamPlugin(deps: MultistreamPluginDeps): SessionPluginFactory {
+  const meter = restreamMeter(deps.metrics);
   return (view) => {
     const targets = view.stream.multistream.targets;
-    return targets.length === 0 ? undefined : new MultistreamSession(view, targets, deps);
+    return targets.length === 0 ? undefined : new MultistreamSession(view, targets, { ...deps, meter });
   };
 }
+
+type SessionDeps = MultistreamPluginDeps & { meter: RestreamMeter };
 
 interface Pushed {
   target: TargetShown;
@@ -38,7 +65,7 @@ type SavedTargets = () => Promise<Map<string, MultistreamTargetRecord>>;
 class MultistreamSession implements SessionPlugin {
   readonly #pushed: Pushed[];
 
-  constructor(view: SessionView, targets: readonly MultistreamTarget[], deps: MultistreamPluginDeps) {
+  constructor(view: SessionView, targets: readonly MultistreamTarget[], deps: SessionDeps) {
     const ids = targets.flatMap((t) => (t.id === undefined ? [] : [t.id]));
     // Read once per session; a failed read is each pusher's failure, and read again at its retry.
     let saved: Promise<Map<string, MultistreamTargetRecord>> | undefined;
@@ -66,7 +93,7 @@ function pushed(o: {
   view: SessionView;
   t: MultistreamTarget;
   i: number;
-  deps: MultistreamPluginDeps;
+  deps: SessionDeps;
   savedTargets: SavedTargets;
 }): Pushed {
   const { view, t, deps } = o;
@@ -100,6 +127,8 @@ function pushed(o: {
       return u === undefined ? undefined : guardedTargetUrl(u, guard);
     },
     onEvent: emit,
+    onFailure: deps.meter.failed,
+    onDropped: deps.meter.dropped,
   });
   return { target, pusher };
 }

@@ -26,6 +26,10 @@ export interface TargetPusherOptions {
   /** Has the session's and the target's ids (never the url). */
   log: Logger;
   onEvent(e: PusherEvent, detail?: string): void;
+  /** A connection failed or ended unasked (for the metrics; each is retried). */
+  onFailure?(): void;
+  /** Parts were dropped: the target was behind or away. */
+  onDropped?(count: number): void;
   backoff?: Backoff | undefined;
   /** Media queued for a target that is behind or away, before whole GOPs are dropped. */
   maxQueueSecs?: number | undefined;
@@ -76,7 +80,9 @@ export class TargetPusher implements RenditionTap {
 
   part(p: TappedPart): void {
     if (this.#state === 'stopped') return;
+    const before = this.#queue.dropped;
     this.#queue.push(p);
+    if (this.#queue.dropped > before) this.#o.onDropped?.(this.#queue.dropped - before);
     if (this.#proc) this.#pump();
     else this.#maybeStart();
   }
@@ -175,6 +181,7 @@ export class TargetPusher implements RenditionTap {
   #failed(reason: string): void {
     if (this.#state === 'stopped') return;
     this.#state = 'retrying';
+    this.#o.onFailure?.();
     const delay = backoffMs(this.#failures++, this.#o.backoff ?? PUSH_BACKOFF);
     this.#o.log.warn({ retryInMs: delay }, `multistream target failed: ${reason}`);
     if (!this.#outage) {
