@@ -45,6 +45,7 @@ const SERIAL = new Set([
   'test/live/live-many.test.ts', // four live ladders at once; a stall is 1.5 s without a new part
   'test/console/stream-live.test.ts', // a live ladder in real time played in the page within its 15 s publish
   'test/live/live-ingest-role.test.ts', // a service started and stopped by SIGTERM within fixed bounds
+  'test/live/multistream-e2e.test.ts', // two restream receivers get media within 3 s of stream.started; one is killed
 ]);
 
 // Most files wait on timers, sockets and child processes more than they compute: twice as
