@@ -44,6 +44,8 @@ export interface LiveNodeStore extends SessionStore {
   ): Promise<SessionClaim>;
   /** The recording of an ended session was handed to the RecordingQueue. */
   recordingQueued?(sessionId: string): Promise<void>;
+  /** Of the sessions waiting here, those a publisher continued on another node (or that ended). */
+  continuedElsewhere?(sessionIds: readonly string[], nodeId: string): Promise<string[]>;
 }
 
 /** This node in the registry of nodes (NodeRegistry in node-registry.ts): the leases of its sessions. */
@@ -95,7 +97,7 @@ export interface LiveNodeOptions {
   /** Where this node's sessions are leased (absent: a node of its own, as in tests without a database). */
   registry?: LiveNodeRegistry | undefined;
   /** The sweep of dead nodes' sessions and of unqueued recordings (SessionSweep): runs while the node listens. */
-  sweep?: { start(): void; stop(): Promise<void> } | undefined;
+  sweep?: { start(): void; stop(): Promise<void>; alsoEachPass?(job: () => Promise<void>): void } | undefined;
 }
 
 export class LiveNode implements LivePlayback {
@@ -304,6 +306,22 @@ export class LiveNode implements LivePlayback {
     }
   }
 
+  /**
+   * Copies here of sessions a publisher continued on another node go at once, rather than at
+   * the end of their window: the local ladder is asked first, and its viewers find the session there.
+   */
+  private async dropCopiesElsewhere(): Promise<void> {
+    const waiting = [...this.byStream.values()].filter((s) => !s.publishing);
+    if (waiting.length === 0 || !this.o.store.continuedElsewhere) return;
+    const gone = new Set(
+      await this.o.store.continuedElsewhere(
+        waiting.map((s) => s.sessionId),
+        this.registryId,
+      ),
+    );
+    for (const s of waiting) if (gone.has(s.sessionId)) await s.dropCopy();
+  }
+
   // --- LivePlayback
 
   ladder(playbackId: string): LiveLadder | undefined {
@@ -341,6 +359,7 @@ export class LiveNode implements LivePlayback {
     const common = { host, log: this.log, gate: this.gate, idleTimeoutMs: c.liveIdleTimeoutMs };
     try {
       await this.o.registry?.register(o.internalUrl);
+      this.o.sweep?.alsoEachPass?.(() => this.dropCopiesElsewhere());
       this.o.sweep?.start();
       if (c.rtmpPort !== 0) this.listeners.push(await startRtmpServer({ ...common, port: c.rtmpPort }));
       if (c.srtPort !== 0)

@@ -208,6 +208,15 @@ export class LiveSessionStore implements SessionStore {
     return rows.map(sessionFromRow);
   }
 
+  /** Of `sessionIds` waiting on node `nodeId`, those a publisher continued on another node (or that ended). */
+  async continuedElsewhere(sessionIds: readonly string[], nodeId: string): Promise<string[]> {
+    const rows = await this.#db.query<{ id: string }>(
+      `SELECT id FROM stream_sessions WHERE id = ANY($1::uuid[]) AND (node_id IS DISTINCT FROM $2 OR state = 'ended')`,
+      [sessionIds, nodeId],
+    );
+    return rows.map((r) => r.id);
+  }
+
   async recordingQueued(sessionId: string): Promise<void> {
     await this.#db.query('UPDATE stream_sessions SET recording_queued_at = now() WHERE id = $1', [sessionId]);
   }

@@ -16,6 +16,7 @@ export class SessionSweep {
   readonly #nodes: { forgetDead(): Promise<number> } | undefined;
   readonly #windowSecs: number;
   readonly #log: Logger;
+  readonly #also: (() => Promise<void>)[] = [];
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
 
@@ -32,6 +33,11 @@ export class SessionSweep {
     this.#nodes = o.nodes;
     this.#windowSecs = o.windowSecs;
     this.#log = o.log;
+  }
+
+  /** Another job for each pass (the node's: its copies of sessions continued elsewhere). */
+  alsoEachPass(job: () => Promise<void>): void {
+    this.#also.push(job);
   }
 
   start(everyMs = SWEEP_EVERY_MS): void {
@@ -56,6 +62,7 @@ export class SessionSweep {
       for (const s of ended)
         this.#log.info({ streamId: s.streamId, sessionId: s.id }, 'a session whose node stopped was ended');
       await this.#nodes?.forgetDead();
+      for (const job of this.#also) await job();
       if (!this.#recordings) return;
       for (const s of await this.#store.unqueuedRecordings()) {
         await this.#recordings.queue(s);

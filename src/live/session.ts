@@ -9,15 +9,8 @@ import { type Profile, rungsFor, SOURCE_RENDITION } from './profiles.ts';
 import { type InputOwner, PublishInput } from './publish-input.ts';
 import type { SessionRiders } from './session-riders.ts';
 import { SessionHealth, SOURCE_MAX_KEYFRAME_GAP_MS, sourceKeyframeIssue } from './session-health.ts';
-import type {
-  LiveCounters,
-  LiveLadder,
-  ServedRendition,
-  SessionKey,
-  SessionRecord,
-  SessionStore,
-  StreamRecord,
-} from './types.ts';
+import type { LiveCounters, LiveLadder, ServedRendition, SessionKey, SessionRecord } from './types.ts';
+import type { SessionStore, StreamRecord } from './types.ts';
 
 // One live session on this node: its publisher's FLV in (publish-input.ts; a publisher that
 // comes back within the reconnect window gets a new input), one ladder ffmpeg per publish,
@@ -366,10 +359,14 @@ export class LiveSession implements FlvSink, LiveLadder, InputOwner {
     });
     if (this.publishing || this.over) return;
     if (ended) await this.finish(ended);
-    else {
-      this.o.log.info(this.ids(), 'the session went on elsewhere: its copy here is dropped');
-      await this.finish(undefined);
-    }
+    else await this.dropCopy();
+  }
+
+  /** Another node continued the session: this copy goes quietly (no end, no events). */
+  async dropCopy(): Promise<void> {
+    if (this.publishing || this.over) return;
+    this.o.log.info(this.ids(), 'the session went on elsewhere: its copy here is dropped');
+    await this.finish(undefined);
   }
 
   /** Ends the session now (a compare-and-set on the states `from`), its renditions and plug-ins with it. */

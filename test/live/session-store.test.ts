@@ -75,12 +75,14 @@ for (const { kind, skip } of await databaseKinds()) {
       await sessions.idle(k);
       assert.equal((await sessions.get('alice', first.session.id)).state, 'waiting');
       assert.equal((await streams.get('alice', s.id)).isActive, false);
+      assert.deepEqual(await sessions.continuedElsewhere([first.session.id], a.id), [], 'still waiting on A');
       const there = await claim(s.id, b, 60);
       assert.ok(there.claimed && there.continued, 'continued on another node');
       assert.equal(there.session.id, first.session.id);
       assert.equal(there.session.nodeId, b.id);
       assert.equal((await streams.get('alice', s.id)).isActive, true);
-      // A's window timer then finds the session no longer its own.
+      // A's sweep finds its waiting copy continued elsewhere; its window timer finds it no longer its own.
+      assert.deepEqual(await sessions.continuedElsewhere([first.session.id], a.id), [first.session.id]);
       assert.equal(await sessions.end(k, ['waiting']), undefined);
       assert.equal((await sessions.get('alice', first.session.id)).state, 'live');
       assert.deepEqual(await events(s.id), [
