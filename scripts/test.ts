@@ -46,6 +46,14 @@ const SERIAL = new Set([
   'test/console/stream-live.test.ts', // a live ladder in real time played in the page within its 15 s publish
   'test/live/live-ingest-role.test.ts', // a service started and stopped by SIGTERM within fixed bounds
   'test/live/multistream-e2e.test.ts', // two restream receivers get media within 3 s of stream.started; one is killed
+  'test/live/multistream-pusher.test.ts', // real-time fMP4 pushed to receivers that are killed and come back
+  'test/live/multistream-reconnect.test.ts', // a publisher back within a reconnect window timed in seconds
+  'test/live/session-reconnect.test.ts', // reconnect windows of a few seconds, a live ladder in real time
+  'test/live/recording-e2e.test.ts', // a publisher SIGKILLed and back within the window; the recording's length to 0.5 s
+  'test/live/cluster-failover.test.ts', // a node SIGKILLed, its 4 s lease; the viewer back within 15 s
+  'test/live/cluster-servers.test.ts', // viewers on a second node through a live ladder in real time
+  'test/api/live-clip.test.ts', // a clip of a live ladder's last seconds by the wall clock
+  'test/console/stream-sessions.test.ts', // a recorded publish in real time, its clip and sessions in the page
 ]);
 
 // Most files wait on timers, sockets and child processes more than they compute: twice as
