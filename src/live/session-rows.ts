@@ -1,11 +1,12 @@
 import { leaseHeld } from './node-registry.ts';
+import { COUNTER_COLUMNS, type CounterRow, countersFromRow, dateOf, optionalDate } from './counter-rows.ts';
 import type { Profile } from './profiles.ts';
 import type { SessionRecord } from './types.ts';
 
 // A session's row (stream_sessions, migration 503) and the record made of it: one reading for
 // the store's queries and for an outbox event's JSON (dates as ISO strings there).
 
-export interface SessionRow {
+export interface SessionRow extends CounterRow {
   id: string;
   stream_id: string;
   owner: string;
@@ -17,16 +18,6 @@ export interface SessionRow {
   recording_spec: { profiles?: Profile[] | null } | null;
   state: SessionRecord['state'];
   node_id: string | null;
-  is_healthy: boolean | null;
-  issues: string[] | null;
-  ingest_rate: number;
-  outgoing_rate: number;
-  source_segments: number;
-  transcoded_segments: number;
-  source_segments_duration: number;
-  transcoded_segments_duration: number;
-  source_bytes: number;
-  transcoded_bytes: number;
   created_at: Date | string;
   last_seen: Date | string | null;
   ended_at: Date | string | null;
@@ -34,12 +25,7 @@ export interface SessionRow {
 }
 
 export const SESSION_COLUMNS = `id, stream_id, owner, project_id, name, playback_id, profiles, record, recording_spec,
-  state, node_id, is_healthy, issues, ingest_rate, outgoing_rate, source_segments, transcoded_segments,
-  source_segments_duration, transcoded_segments_duration, source_bytes, transcoded_bytes, created_at, last_seen,
-  ended_at, recording_queued_at`;
-
-const dateOf = (d: Date | string): Date => (d instanceof Date ? d : new Date(d));
-const optionalDate = (d: Date | string | null): Date | undefined => (d === null ? undefined : dateOf(d));
+  state, node_id, ${COUNTER_COLUMNS}, created_at, last_seen, ended_at, recording_queued_at`;
 
 export function sessionFromRow(r: SessionRow): SessionRecord {
   return {
@@ -54,16 +40,7 @@ export function sessionFromRow(r: SessionRow): SessionRecord {
     recordingSpec: r.recording_spec ?? undefined,
     state: r.state,
     nodeId: r.node_id ?? undefined,
-    isHealthy: r.is_healthy,
-    issues: r.issues ?? [],
-    ingestRate: Number(r.ingest_rate),
-    outgoingRate: Number(r.outgoing_rate),
-    sourceSegments: Number(r.source_segments),
-    transcodedSegments: Number(r.transcoded_segments),
-    sourceSegmentsDuration: Number(r.source_segments_duration),
-    transcodedSegmentsDuration: Number(r.transcoded_segments_duration),
-    sourceBytes: Number(r.source_bytes),
-    transcodedBytes: Number(r.transcoded_bytes),
+    ...countersFromRow(r),
     createdAt: dateOf(r.created_at),
     lastSeen: optionalDate(r.last_seen),
     endedAt: optionalDate(r.ended_at),

@@ -3,6 +3,7 @@ import type { Db } from '../db/index.ts';
 import { NotFoundError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
 import { paged } from '../lib/paging.ts';
+import { COUNTER_COLUMNS, type CounterRow, countersFromRow, dateOf, optionalDate } from './counter-rows.ts';
 import type { IngestProtocol } from './ingest-types.ts';
 import type { Profile } from './profiles.ts';
 import { STREAM_ACTIVE } from './session-rows.ts';
@@ -30,7 +31,7 @@ const newPlaybackId = (): string => randomText(16);
 const keyHash = (key: string): string => createHash('sha256').update(key).digest('hex');
 
 /** A stream as its row reads (from a query: Date; from an outbox event's JSON: ISO string). */
-export interface StreamRow {
+export interface StreamRow extends CounterRow {
   id: string;
   owner: string;
   project_id: string;
@@ -49,16 +50,6 @@ export interface StreamRow {
   is_active: boolean;
   session_id: string | null;
   protocol: IngestProtocol | null;
-  is_healthy: boolean | null;
-  issues: string[] | null;
-  ingest_rate: number;
-  outgoing_rate: number;
-  source_segments: number;
-  transcoded_segments: number;
-  source_segments_duration: number;
-  transcoded_segments_duration: number;
-  source_bytes: number;
-  transcoded_bytes: number;
   created_at: Date | string;
   last_seen: Date | string | null;
   last_terminated_at: Date | string | null;
@@ -67,12 +58,8 @@ export interface StreamRow {
 const ACTIVE = STREAM_ACTIVE;
 
 const COLUMNS = `id, owner, project_id, key_id, name, stream_key, playback_id, profiles, record, recording_spec,
-  playback_policy, multistream, user_tags, creator_id, suspended, ${ACTIVE} AS is_active, session_id, protocol, is_healthy, issues,
-  ingest_rate, outgoing_rate, source_segments, transcoded_segments, source_segments_duration,
-  transcoded_segments_duration, source_bytes, transcoded_bytes, created_at, last_seen, last_terminated_at`;
-
-const dateOf = (d: Date | string): Date => (d instanceof Date ? d : new Date(d));
-const optionalDate = (d: Date | string | null): Date | undefined => (d === null ? undefined : dateOf(d));
+  playback_policy, multistream, user_tags, creator_id, suspended, ${ACTIVE} AS is_active, session_id, protocol,
+  ${COUNTER_COLUMNS}, created_at, last_seen, last_terminated_at`;
 
 /**
  * The stream of a row, from a query or from an outbox event (whose row has no key: then
@@ -96,18 +83,9 @@ export function streamFromRow(r: StreamRow): StreamRecord {
     creatorId: r.creator_id ?? undefined,
     suspended: r.suspended,
     isActive: r.is_active,
-    isHealthy: r.is_healthy,
-    issues: r.issues ?? [],
     sessionId: r.session_id ?? undefined,
     protocol: r.protocol ?? undefined,
-    ingestRate: Number(r.ingest_rate),
-    outgoingRate: Number(r.outgoing_rate),
-    sourceSegments: Number(r.source_segments),
-    transcodedSegments: Number(r.transcoded_segments),
-    sourceSegmentsDuration: Number(r.source_segments_duration),
-    transcodedSegmentsDuration: Number(r.transcoded_segments_duration),
-    sourceBytes: Number(r.source_bytes),
-    transcodedBytes: Number(r.transcoded_bytes),
+    ...countersFromRow(r),
     createdAt: dateOf(r.created_at),
     lastSeen: optionalDate(r.last_seen),
     lastTerminatedAt: optionalDate(r.last_terminated_at),

@@ -3,6 +3,7 @@ import type { Db } from '../../db/index.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { isUuid } from '../../lib/ids.ts';
 import { paged } from '../../lib/paging.ts';
+import { dateOf } from '../counter-rows.ts';
 import type { StreamEventName } from '../event-names.ts';
 
 // All SQL of saved restream targets (migration 505), and the multistream.* events written
@@ -62,7 +63,7 @@ function targetFromRow(r: TargetRow): MultistreamTargetRecord {
     ...(r.name === null ? {} : { name: r.name }),
     url: r.url,
     disabled: r.disabled,
-    createdAt: r.created_at instanceof Date ? r.created_at : new Date(r.created_at),
+    createdAt: dateOf(r.created_at),
   };
 }
 
