@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import type { Db } from '../db/index.ts';
 import { NotFoundError, ValidationError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
-import { paged } from '../lib/paging.ts';
+import { NEWEST_FIRST, olderThanCursor, paged } from '../lib/paging.ts';
 
 // Signing keys (issue #28, Livepeer's access-control signing keys): all their SQL, in one
 // place. A key is an ES256 pair made here with node:crypto, as livepeer/studio makes it
@@ -93,8 +93,7 @@ export class SigningKeyStore {
     // The cursor is the last id of the previous page (deleted since or not); (created_at, id) orders ties.
     const rows = await this.#db.query<SigningKey>(
       `SELECT ${COLUMNS} FROM signing_keys WHERE owner = $1 AND deleted_at IS NULL
-         AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM signing_keys WHERE id = $2 AND owner = $1))
-       ORDER BY created_at DESC, id DESC LIMIT $3`,
+         AND ${olderThanCursor({ table: 'signing_keys', cursor: '$2', scope: 'owner = $1' })} ${NEWEST_FIRST} LIMIT $3`,
       [owner, page.cursor ?? null, page.limit + 1],
     );
     const { items, next } = paged(rows, page.limit);

@@ -8,3 +8,14 @@ export function paged<T extends { id: string }>(rows: T[], limit: number): { ite
   const items = more ? rows.slice(0, limit) : rows;
   return { items, next: more ? (items.at(-1)?.id ?? null) : null };
 }
+
+/**
+ * The condition of a page after `cursor` (the SQL parameter holding the previous page's last
+ * id, NULL for the first page): rows older than the cursor's, whose (created_at, id) is read
+ * from `table` within `scope` (the list's owner), so a cursor of another scope starts nothing.
+ * (created_at, id) orders ties exactly; the list is ordered by NEWEST_FIRST.
+ */
+export const olderThanCursor = (p: { table: string; cursor: string; scope: string }): string =>
+  `(${p.cursor}::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM ${p.table} WHERE id = ${p.cursor} AND ${p.scope}))`;
+
+export const NEWEST_FIRST = 'ORDER BY created_at DESC, id DESC';

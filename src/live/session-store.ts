@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../db/index.ts';
 import { NotFoundError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
-import { paged } from '../lib/paging.ts';
+import { NEWEST_FIRST, olderThanCursor, paged } from '../lib/paging.ts';
 import type { IngestProtocol } from './ingest-types.ts';
 import { leaseHeld } from './node-registry.ts';
 import { SESSION_COLUMNS, type SessionRow, sessionFromRow } from './session-rows.ts';
@@ -243,8 +243,7 @@ export class LiveSessionStore implements SessionStore {
     const rows = await this.#db.query<SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM stream_sessions WHERE owner = $1
          AND ($2::uuid IS NULL OR stream_id = $2) AND ($3::boolean IS NULL OR record = $3)
-         AND ($4::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM stream_sessions WHERE id = $4 AND owner = $1))
-       ORDER BY created_at DESC, id DESC LIMIT $5`,
+         AND ${olderThanCursor({ table: 'stream_sessions', cursor: '$4', scope: 'owner = $1' })} ${NEWEST_FIRST} LIMIT $5`,
       [owner, o.streamId ?? null, o.record ?? null, o.cursor ?? null, o.limit + 1],
     );
     const { items, next } = paged(rows, o.limit);

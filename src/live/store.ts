@@ -2,7 +2,7 @@ import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
 import type { Db } from '../db/index.ts';
 import { NotFoundError } from '../lib/errors.ts';
 import { isUuid } from '../lib/ids.ts';
-import { paged } from '../lib/paging.ts';
+import { NEWEST_FIRST, olderThanCursor, paged } from '../lib/paging.ts';
 import { COUNTER_COLUMNS, type CounterRow, countersFromRow, dateOf, optionalDate } from './counter-rows.ts';
 import type { IngestProtocol } from './ingest-types.ts';
 import type { Profile } from './profiles.ts';
@@ -189,8 +189,7 @@ export class StreamStore {
     if (o.cursor !== undefined && !isUuid(o.cursor)) return { streams: [], next: null };
     const rows = await this.#db.query<StreamRow>(
       `SELECT ${COLUMNS} FROM streams WHERE owner = $1 AND deleted_at IS NULL
-         AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM streams WHERE id = $2 AND owner = $1))
-       ORDER BY created_at DESC, id DESC LIMIT $3`,
+         AND ${olderThanCursor({ table: 'streams', cursor: '$2', scope: 'owner = $1' })} ${NEWEST_FIRST} LIMIT $3`,
       [owner, o.cursor ?? null, o.limit + 1],
     );
     const { items, next } = paged(rows, o.limit);

@@ -3,6 +3,7 @@ import type { Db, Queryable } from '../db/index.ts';
 import { InvalidStateError, type MediaplaneError, NotFoundError, TooManyRequestsError } from '../lib/errors.ts';
 import { type Bind, sqlParams } from '../lib/sql-params.ts';
 import { isUuid } from '../lib/ids.ts';
+import { NEWEST_FIRST, olderThanCursor } from '../lib/paging.ts';
 import {
   CHANNEL_CANCEL,
   CHANNEL_PROGRESS,
@@ -208,8 +209,7 @@ export class TaskStore {
     // The cursor is the last id of the previous page; (created_at, id) orders ties exactly.
     const rows = await this.#db.query<TaskRow>(
       `SELECT ${TASK_COLUMNS} FROM tasks t WHERE owner = $1 AND parent_id IS NULL
-         AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM tasks WHERE id = $2 AND owner = $1))
-       ORDER BY created_at DESC, id DESC LIMIT $3`,
+         AND ${olderThanCursor({ table: 'tasks', cursor: '$2', scope: 'owner = $1' })} ${NEWEST_FIRST} LIMIT $3`,
       [owner, opts.cursor ?? null, opts.limit + 1],
     );
     const more = rows.length > opts.limit;

@@ -1,3 +1,5 @@
+import { NEWEST_FIRST, olderThanCursor } from '../lib/paging.ts';
+
 // All SQL of the webhooks domain, in one place (after pg-boss's plans.ts). Tables: migration
 // 300_webhooks.sql; the outbox task_events: migration 003 (tasks/events.ts writes it).
 //
@@ -31,8 +33,7 @@ export const getWebhook = `SELECT ${WEBHOOK} FROM webhooks WHERE id = $1 AND own
 
 /** Newest first; the cursor is the last id of the previous page ((created_at, id) orders ties). */
 export const listWebhooks = `SELECT ${WEBHOOK} FROM webhooks WHERE owner = $1 AND deleted_at IS NULL
-    AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM webhooks WHERE id = $2 AND owner = $1))
-  ORDER BY created_at DESC, id DESC LIMIT $3`;
+    AND ${olderThanCursor({ table: 'webhooks', cursor: '$2', scope: 'owner = $1' })} ${NEWEST_FIRST} LIMIT $3`;
 
 /** Replaces what an owner gave (Livepeer's PUT): a secret left out is no secret any more. */
 export const updateWebhook = `UPDATE webhooks SET name = $3, url = $4, events = $5::text[], shared_secret = $6,
@@ -60,8 +61,7 @@ export const deleteWebhook = `WITH gone AS (
 
 /** An owner's webhook's attempts, newest first, with the same cursor rule as the lists. */
 export const listLogs = `SELECT ${LOG} FROM webhook_logs WHERE webhook_id = $1
-    AND ($2::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM webhook_logs WHERE id = $2 AND webhook_id = $1))
-  ORDER BY created_at DESC, id DESC LIMIT $3`;
+    AND ${olderThanCursor({ table: 'webhook_logs', cursor: '$2', scope: 'webhook_id = $1' })} ${NEWEST_FIRST} LIMIT $3`;
 
 export const getLog = `SELECT ${LOG} FROM webhook_logs WHERE id = $1 AND webhook_id = $2`;
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/index.ts';
 import { NotFoundError } from '../../lib/errors.ts';
 import { isUuid } from '../../lib/ids.ts';
-import { paged } from '../../lib/paging.ts';
+import { NEWEST_FIRST, olderThanCursor, paged } from '../../lib/paging.ts';
 import { dateOf } from '../counter-rows.ts';
 import type { StreamEventName } from '../event-names.ts';
 
@@ -102,9 +102,7 @@ export class MultistreamTargetStore {
     if (o.cursor !== undefined && !isUuid(o.cursor)) return { targets: [], next: null };
     const rows = await this.#db.query<TargetRow>(
       `SELECT ${COLUMNS} FROM multistream_targets WHERE owner = $1 AND deleted_at IS NULL
-         AND ($2::uuid IS NULL OR (created_at, id) <
-           (SELECT created_at, id FROM multistream_targets WHERE id = $2 AND owner = $1))
-       ORDER BY created_at DESC, id DESC LIMIT $3`,
+         AND ${olderThanCursor({ table: 'multistream_targets', cursor: '$2', scope: 'owner = $1' })} ${NEWEST_FIRST} LIMIT $3`,
       [owner, o.cursor ?? null, o.limit + 1],
     );
     const { items, next } = paged(rows, o.limit);
