@@ -1,8 +1,9 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { AssetOutput, AssetPhase } from '../../assets/index.ts';
-import { DEFAULT_LIVE_PROFILES, type LiveCounters, type Profile, type SessionRecord } from '../../live/index.ts';
+import type { LiveCounters, SessionRecord } from '../../live/index.ts';
 import type { PublicBase } from '../public-base.ts';
 import { recordingUrls } from './asset.ts';
+import { type WireProfile, wireCounters, wireProfiles, wireRecordingSpec } from './stream.ts';
 
 // The wire contract of live sessions (spec/API.md section D): the Session as the `livepeer`
 // SDK 3.5 parses it (components/session.ts: `name` required; `createdAt`, `lastSeen` numbers;
@@ -66,8 +67,8 @@ export interface WireSession extends Omit<LiveCounters, 'isHealthy'> {
   recordingStatus: RecordingStatus;
   recordingUrl?: string;
   mp4Url?: string;
-  profiles: (Profile & { fps: number })[];
-  recordingSpec?: { profiles?: (Profile & { fps: number })[] };
+  profiles: WireProfile[];
+  recordingSpec?: { profiles?: WireProfile[] };
 }
 
 /** What the routes know of a session's recording asset (its id is the session's): none yet, gone, or its phase. */
@@ -94,8 +95,6 @@ export function recordingStatusOf(record: boolean, recording: SessionRecording):
   }
 }
 
-const wireProfile = (p: Profile): Profile & { fps: number } => ({ ...p, fps: p.fps ?? 0 });
-
 export function toWireSession(s: SessionRecord, recording: SessionRecording, base: PublicBase): WireSession {
   const status = recordingStatusOf(s.record, recording);
   const urls = status === 'ready' && typeof recording === 'object' ? recordingUrls(recording.output, base) : {};
@@ -113,20 +112,10 @@ export function toWireSession(s: SessionRecord, recording: SessionRecording, bas
     record: s.record,
     recordingStatus: status,
     ...urls,
-    profiles: (s.profiles ?? DEFAULT_LIVE_PROFILES).map(wireProfile),
-    ingestRate: s.ingestRate,
-    outgoingRate: s.outgoingRate,
-    sourceSegments: s.sourceSegments,
-    transcodedSegments: s.transcodedSegments,
-    sourceSegmentsDuration: s.sourceSegmentsDuration,
-    transcodedSegmentsDuration: s.transcodedSegmentsDuration,
-    sourceBytes: s.sourceBytes,
-    transcodedBytes: s.transcodedBytes,
+    profiles: wireProfiles(s.profiles),
+    ...wireCounters(s),
   };
-  if (s.recordingSpec) {
-    const profiles = s.recordingSpec.profiles;
-    wire.recordingSpec = profiles ? { profiles: profiles.map(wireProfile) } : {};
-  }
+  if (s.recordingSpec) wire.recordingSpec = wireRecordingSpec(s.recordingSpec);
   return wire;
 }
 

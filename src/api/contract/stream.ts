@@ -244,10 +244,34 @@ export interface WireStream extends Omit<LiveCounters, 'isHealthy'> {
   srtIngestUrl?: string;
 }
 
-type WireProfile = Profile & { fps: number };
+export type WireProfile = Profile & { fps: number };
 
 /** A profile as the SDK requires it: `fps` always there. */
 const wireProfile = (p: Profile): WireProfile => ({ ...p, fps: p.fps ?? 0 });
+
+/** A stream's or session's ladder as the SDK requires it: never null (null is the default ladder). */
+export const wireProfiles = (profiles: Profile[] | null): WireProfile[] =>
+  (profiles ?? DEFAULT_LIVE_PROFILES).map(wireProfile);
+
+/** A stream's or session's recordingSpec: its profiles as the SDK requires them; `{}` without any. */
+export const wireRecordingSpec = (spec: { profiles?: Profile[] | null }): { profiles?: WireProfile[] } =>
+  spec.profiles ? { profiles: spec.profiles.map(wireProfile) } : {};
+
+/** The numbers a stream and a session show of their live counters (isHealthy and issues go apart). */
+export function wireCounters(
+  c: Omit<LiveCounters, 'isHealthy' | 'issues'>,
+): Omit<LiveCounters, 'isHealthy' | 'issues'> {
+  return {
+    ingestRate: c.ingestRate,
+    outgoingRate: c.outgoingRate,
+    sourceSegments: c.sourceSegments,
+    transcodedSegments: c.transcodedSegments,
+    sourceSegmentsDuration: c.sourceSegmentsDuration,
+    transcodedSegmentsDuration: c.transcodedSegmentsDuration,
+    sourceBytes: c.sourceBytes,
+    transcodedBytes: c.transcodedBytes,
+  };
+}
 
 /** The domain's profiles of a body (fps 0 when absent: the source's rate). */
 export function profilesOf(given: readonly LiveProfile[]): Profile[] {
@@ -296,23 +320,13 @@ export function toWireStream(s: StreamRecord, ingest?: IngestAddress): WireStrea
     issues: s.issues,
     suspended: s.suspended,
     record: s.record,
-    profiles: (s.profiles ?? DEFAULT_LIVE_PROFILES).map(wireProfile),
+    profiles: wireProfiles(s.profiles),
     multistream: { targets: wireTargets(s) },
-    ingestRate: s.ingestRate,
-    outgoingRate: s.outgoingRate,
-    sourceSegments: s.sourceSegments,
-    transcodedSegments: s.transcodedSegments,
-    sourceSegmentsDuration: s.sourceSegmentsDuration,
-    transcodedSegmentsDuration: s.transcodedSegmentsDuration,
-    sourceBytes: s.sourceBytes,
-    transcodedBytes: s.transcodedBytes,
+    ...wireCounters(s),
     ...ingestUrls(s, ingest),
   };
   if (s.playbackPolicy) wire.playbackPolicy = s.playbackPolicy;
-  if (s.recordingSpec) {
-    const profiles = s.recordingSpec.profiles;
-    wire.recordingSpec = profiles ? { profiles: profiles.map(wireProfile) } : {};
-  }
+  if (s.recordingSpec) wire.recordingSpec = wireRecordingSpec(s.recordingSpec);
   if (s.userTags) wire.userTags = s.userTags;
   const creatorId = wireCreator(s.creatorId);
   if (creatorId) wire.creatorId = creatorId;
