@@ -15,14 +15,9 @@ import { internalLiveRoutes } from '../../src/api/internal-live-routes.ts';
 import { liveMediaRoutes } from '../../src/api/live-media-routes.ts';
 import type { Db } from '../../src/db/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
-import { LiveRendition, multivariantPlaylist } from '../../src/live/llhls/index.ts';
-import {
-  type LiveLadder,
-  type LivePlayback,
-  RemotePlayback,
-  type StreamRecord,
-  StreamStore,
-} from '../../src/live/index.ts';
+import { LiveRendition } from '../../src/live/llhls/index.ts';
+import { type LivePlayback, RemotePlayback, type StreamRecord, StreamStore } from '../../src/live/index.ts';
+import { moofOffsets, standInLadder } from '../helpers/live-ladder.ts';
 import { signPlaybackJwt } from '../helpers/playback-jwt.ts';
 import { openTestDb } from '../helpers/server.ts';
 import { fmp4File } from './llhls-source.ts';
@@ -31,25 +26,6 @@ const PROJECT = '00000000-0000-4000-8000-000000000000';
 const TIMING = { partTargetSecs: 0.25, segmentTargetSecs: 1, windowSecs: 30 };
 const SECRET = 'a-cluster-secret-of-thirty-two-characters-or-more';
 const VIEWERS = 20;
-
-/** The byte offset in an fMP4 where each moof starts (the parts' boundaries). */
-function moofOffsets(file: Buffer): number[] {
-  const offsets: number[] = [];
-  for (let at = 0; at + 8 <= file.length; at += file.readUInt32BE(at))
-    if (file.toString('latin1', at + 4, at + 8) === 'moof') offsets.push(at);
-  return offsets;
-}
-
-function standInLadder(rendition: LiveRendition): LiveLadder {
-  return {
-    multivariant: (q) =>
-      rendition.ready
-        ? multivariantPlaylist([{ name: rendition.name, bandwidth: 400_000, width: 320, height: 240 }], q)
-        : undefined,
-    rendition: (name) => (name === rendition.name ? rendition : undefined),
-    renditions: () => [rendition],
-  };
-}
 
 async function listening(app: FastifyInstance): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' });

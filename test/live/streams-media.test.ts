@@ -13,34 +13,15 @@ import { sharedErrorHandler } from '../../src/api/errors.ts';
 import { liveMediaRoutes } from '../../src/api/live-media-routes.ts';
 import type { Db } from '../../src/db/index.ts';
 import { createLogger } from '../../src/lib/log.ts';
-import { LiveRendition, multivariantPlaylist } from '../../src/live/llhls/index.ts';
-import { type LiveLadder, type LivePlayback, type StreamRecord, StreamStore } from '../../src/live/index.ts';
+import { LiveRendition } from '../../src/live/llhls/index.ts';
+import { type LivePlayback, type StreamRecord, StreamStore } from '../../src/live/index.ts';
+import { moofOffsets, standInLadder } from '../helpers/live-ladder.ts';
 import { signPlaybackJwt } from '../helpers/playback-jwt.ts';
 import { openTestDb } from '../helpers/server.ts';
 import { fmp4File } from './llhls-source.ts';
 
 const PROJECT = '00000000-0000-4000-8000-000000000000';
 const TIMING = { partTargetSecs: 0.25, segmentTargetSecs: 1, windowSecs: 30 };
-
-/** The byte offset in an fMP4 where its `n`th moof starts (the parts' boundaries). */
-function moofOffsets(file: Buffer): number[] {
-  const offsets: number[] = [];
-  for (let at = 0; at + 8 <= file.length; at += file.readUInt32BE(at))
-    if (file.toString('latin1', at + 4, at + 8) === 'moof') offsets.push(at);
-  return offsets;
-}
-
-/** A ladder of one rendition, as the runtime's LiveNode would hand it out. */
-function standInLadder(rendition: LiveRendition): LiveLadder {
-  return {
-    multivariant: (q) =>
-      rendition.ready
-        ? multivariantPlaylist([{ name: rendition.name, bandwidth: 400_000, width: 320, height: 240 }], q)
-        : undefined,
-    rendition: (name) => (name === rendition.name ? rendition : undefined),
-    renditions: () => [rendition],
-  };
-}
 
 describe('live media routes', () => {
   let db: Db;
