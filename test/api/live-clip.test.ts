@@ -10,18 +10,16 @@
 // the caller's key has no concurrent transcode left (the system makes it for the owner).
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { decodeFrameCells, FRAME_CODE_BAND, publishTestSource, type TestPublish } from '../helpers/live.ts';
+import { readFrameNumbers } from '../helpers/frame-numbers.ts';
+import { publishTestSource, type TestPublish } from '../helpers/live.ts';
 import { freePort } from '../helpers/ports.ts';
 import { databaseKinds, startTestServer, type TestServer, waitFor } from '../helpers/server.ts';
 import { SMALL_RUNG } from '../live/live-e2e.ts';
 
-const run = promisify(execFile);
 /** The database whose run also publishes and clips. */
 const PUBLISHES_ON = 'embedded';
 const CLIP_SECS = 60;
@@ -42,16 +40,7 @@ async function firstFrameNumber(url: string, dir: string): Promise<number | unde
   const res = await fetch(url);
   assert.equal(res.status, 200);
   await writeFile(file, Buffer.from(await res.arrayBuffer()));
-  const [w, h] = [128, 8];
-  const { stdout } = await run(
-    'ffmpeg',
-    [
-      ...['-v', 'error', '-i', file, '-frames:v', '1'],
-      ...['-vf', `crop=iw:ih*${FRAME_CODE_BAND}:0:0,scale=${w}:${h}`, '-f', 'rawvideo', '-pix_fmt', 'rgba', 'pipe:1'],
-    ],
-    { encoding: 'buffer' },
-  );
-  return decodeFrameCells(stdout, w, h);
+  return (await readFrameNumbers(file, { frames: 1 }))[0];
 }
 
 for (const { kind, skip } of await databaseKinds()) {

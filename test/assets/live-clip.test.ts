@@ -20,7 +20,8 @@ import { loadConfig } from '../../src/config/index.ts';
 import { InputUnreadableError, InternalError } from '../../src/lib/errors.ts';
 import { FolderStore } from '../../src/storage/builtin/folder.ts';
 import type { JobContext } from '../../src/tasks/index.ts';
-import { decodeFrameCells, FRAME_CODE_BAND, frameCodeFilter } from '../helpers/live.ts';
+import { readFrameNumbers } from '../helpers/frame-numbers.ts';
+import { frameCodeFilter } from '../helpers/live.ts';
 
 const run = promisify(execFile);
 const config = loadConfig({ env: {}, overrides: { x264Preset: 'ultrafast' } });
@@ -96,32 +97,6 @@ const params = (n: number, range: { startTime: number; endTime: number }) => ({
   ...ladder,
 });
 
-/** The frame numbers drawn into every frame of `file`, in order. */
-async function frameNumbers(file: string): Promise<(number | undefined)[]> {
-  const [w, h] = [128, 8];
-  const { stdout } = await run(
-    'ffmpeg',
-    [
-      '-v',
-      'error',
-      '-i',
-      file,
-      '-vf',
-      `crop=iw:ih*${FRAME_CODE_BAND}:0:0,scale=${w}:${h}`,
-      '-f',
-      'rawvideo',
-      '-pix_fmt',
-      'rgba',
-      'pipe:1',
-    ],
-    { encoding: 'buffer', maxBuffer: 64 << 20 },
-  );
-  const size = w * h * 4;
-  return Array.from({ length: stdout.length / size }, (_, i) =>
-    decodeFrameCells(stdout.subarray(i * size, (i + 1) * size), w, h),
-  );
-}
-
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe('the clip handler on a live session', () => {
@@ -138,7 +113,7 @@ describe('the clip handler on a live session', () => {
       [{ fromMs: T0 + 3500, toMs: T0 + 6500 }],
     );
     // The clip kept as the new asset's source: every frame of the range, none other.
-    assert.deepEqual(await frameNumbers(path.join(dir, 'media', out.source.key)), range(105, 194));
+    assert.deepEqual(await readFrameNumbers(path.join(dir, 'media', out.source.key)), range(105, 194));
   });
 
   it('waits for the archive to hold the range end, then clips', async () => {
@@ -165,7 +140,7 @@ describe('the clip handler on a live session', () => {
       await context(),
     )) as AssetOutput;
     assert.ok(Math.abs((out.videoSpec.duration ?? 0) - 2) < 2 / FPS, `duration ${out.videoSpec.duration}`);
-    assert.deepEqual(await frameNumbers(path.join(dir, 'media', out.source.key)), range(240, 299));
+    assert.deepEqual(await readFrameNumbers(path.join(dir, 'media', out.source.key)), range(240, 299));
   });
 
   it('a range across a reconnect: the gap between the runs is not in the file', async () => {
@@ -181,7 +156,7 @@ describe('the clip handler on a live session', () => {
       params(6, { startTime: T0 + 3000, endTime: back + 1000 }),
       await context(),
     )) as AssetOutput;
-    assert.deepEqual(await frameNumbers(path.join(dir, 'media', out.source.key)), range(90, 179));
+    assert.deepEqual(await readFrameNumbers(path.join(dir, 'media', out.source.key)), range(90, 179));
     assert.ok(Math.abs((out.videoSpec.duration ?? 0) - 3) < 2 / FPS, `duration ${out.videoSpec.duration}`);
   });
 

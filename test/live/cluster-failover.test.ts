@@ -7,21 +7,19 @@
 // before the kill (the source's frames carry their numbers: test/helpers/live.ts).
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { Accounts } from '../../src/accounts/index.ts';
 import { type Db, openDb } from '../../src/db/index.ts';
-import { decodeFrameCells, FRAME_CODE_BAND, publishTestSource, type TestPublish } from '../helpers/live.ts';
+import { readFrameNumbers } from '../helpers/frame-numbers.ts';
+import { publishTestSource, type TestPublish } from '../helpers/live.ts';
 import { type LiveNodeProcess, startLiveNode } from '../helpers/live-node.ts';
 import { testPostgres } from '../helpers/postgres.ts';
 import { startS3, storeSettings, type TestS3 } from '../helpers/s3.ts';
 
-const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SOURCE = { width: 320, height: 240, fps: 15 } as const;
 const pg = await testPostgres();
@@ -94,33 +92,9 @@ function follow(playlistUrl: string) {
   };
 }
 
-/** The frame numbers drawn into the pictures of an MP4 (or fMP4) file, in order. */
+/** The frame numbers drawn into the pictures of an MP4 (or fMP4) file, in order (unreadable ones left out). */
 async function frameNumbers(file: string): Promise<number[]> {
-  const band = Math.max(8, Math.round((SOURCE.height * FRAME_CODE_BAND) / 2) * 2);
-  const { stdout } = await run(
-    'ffmpeg',
-    [
-      '-v',
-      'error',
-      '-i',
-      file,
-      '-vf',
-      `crop=${SOURCE.width}:${band}:0:0`,
-      '-f',
-      'rawvideo',
-      '-pix_fmt',
-      'rgba',
-      'pipe:1',
-    ],
-    { encoding: 'buffer', maxBuffer: 256 << 20 },
-  );
-  const frameBytes = SOURCE.width * band * 4;
-  const numbers: number[] = [];
-  for (let at = 0; at + frameBytes <= stdout.length; at += frameBytes) {
-    const n = decodeFrameCells(stdout.subarray(at, at + frameBytes), SOURCE.width, band);
-    if (n !== undefined) numbers.push(n);
-  }
-  return numbers;
+  return (await readFrameNumbers(file)).filter((n) => n !== undefined);
 }
 
 /** Publishes to `url` again and again (a node refuses while the old holder's lease holds) until one is taken. */
