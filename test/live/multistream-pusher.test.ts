@@ -4,7 +4,7 @@ import net from 'node:net';
 import { test } from 'node:test';
 import { createLogger } from '../../src/lib/log.ts';
 import { LiveRendition } from '../../src/live/llhls/index.ts';
-import { type PusherEvent, TargetPusher } from '../../src/live/multistream/index.ts';
+import { type PusherEvent, TargetPusher, type TargetPusherOptions } from '../../src/live/multistream/index.ts';
 import { freePort, freeUdpPort } from '../helpers/ports.ts';
 import { startRtmpReceiver, startSrtReceiver } from '../helpers/restream-receiver.ts';
 import { LogCapture } from '../helpers/server.ts';
@@ -16,6 +16,18 @@ import { liveFmp4, probe } from './llhls-source.ts';
 
 const TIMING = { partTargetSecs: 0.25, segmentTargetSecs: 1, windowSecs: 30 };
 const FAST_RETRY = { baseMs: 300, maxMs: 1000, jitter: [1, 1] as const };
+
+/** A pusher to the url `target()` gives at each connection, with the tests' defaults: audio kept, a silent log, events ignored. */
+function pusherTo(target: () => string, o: Partial<TargetPusherOptions> = {}): TargetPusher {
+  return new TargetPusher({
+    ffmpegPath: 'ffmpeg',
+    videoOnly: false,
+    log: createLogger({ level: 'silent' }),
+    address: async () => ({ url: target() }),
+    onEvent: () => {},
+    ...o,
+  });
+}
 
 /** A rendition fed `secs` of a 320x240 30 fps source with a tone, in real time. */
 function liveRendition(secs: number): { rendition: LiveRendition; done: Promise<unknown> } {
@@ -50,13 +62,7 @@ test('a rendition is pushed to an RTMP target, copied; the end closes it with mu
   const { rendition, done } = liveRendition(5);
   const logs = new LogCapture();
   const { events, onEvent, seen } = eventLog();
-  const pusher = new TargetPusher({
-    ffmpegPath: 'ffmpeg',
-    videoOnly: false,
-    log: createLogger({ level: 'debug', destination: logs }),
-    address: async () => ({ url: receiver.url }),
-    onEvent,
-  });
+  const pusher = pusherTo(() => receiver.url, { log: createLogger({ level: 'debug', destination: logs }), onEvent });
   rendition.tap(pusher);
   await seen('multistream.connected');
   await receiver.receiving();
@@ -74,13 +80,7 @@ test('a rendition is pushed to an RTMP target, copied; the end closes it with mu
 test('videoOnly pushes the video alone', async () => {
   const receiver = await startRtmpReceiver(await freePort());
   const { rendition, done } = liveRendition(3);
-  const pusher = new TargetPusher({
-    ffmpegPath: 'ffmpeg',
-    videoOnly: true,
-    log: createLogger({ level: 'silent' }),
-    address: async () => ({ url: receiver.url }),
-    onEvent: () => {},
-  });
+  const pusher = pusherTo(() => receiver.url, { videoOnly: true });
   rendition.tap(pusher);
   await done;
   await pusher.stop();
@@ -94,11 +94,8 @@ test('a target killed mid-stream: multistream.error, retries, multistream.connec
   const { rendition, done } = liveRendition(12);
   const logs = new LogCapture();
   const { events, onEvent, seen } = eventLog();
-  const pusher = new TargetPusher({
-    ffmpegPath: 'ffmpeg',
-    videoOnly: false,
+  const pusher = pusherTo(() => receiver.url, {
     log: createLogger({ level: 'debug', destination: logs }),
-    address: async () => ({ url: receiver.url }),
     onEvent,
     backoff: FAST_RETRY,
   });
@@ -130,14 +127,7 @@ test('a target that never reads costs the rendition nothing: the tap returns at 
   const port = (silent.address() as net.AddressInfo).port;
   const { rendition, done } = liveRendition(8);
   const { events, onEvent } = eventLog();
-  const pusher = new TargetPusher({
-    ffmpegPath: 'ffmpeg',
-    videoOnly: false,
-    log: createLogger({ level: 'silent' }),
-    address: async () => ({ url: `rtmp://127.0.0.1:${port}/live/x` }),
-    onEvent,
-    maxQueueSecs: 1,
-  });
+  const pusher = pusherTo(() => `rtmp://127.0.0.1:${port}/live/x`, { onEvent, maxQueueSecs: 1 });
   let slowest = 0;
   rendition.tap({
     init: (run, bytes) => pusher.init(run, bytes),
@@ -165,13 +155,7 @@ test('an srt:// target gets the rendition as MPEG-TS, copied', async () => {
   const receiver = await startSrtReceiver(await freeUdpPort());
   const { rendition, done } = liveRendition(4);
   const { events, onEvent } = eventLog();
-  const pusher = new TargetPusher({
-    ffmpegPath: 'ffmpeg',
-    videoOnly: false,
-    log: createLogger({ level: 'silent' }),
-    address: async () => ({ url: receiver.url }),
-    onEvent,
-  });
+  const pusher = pusherTo(() => receiver.url, { onEvent });
   rendition.tap(pusher);
   await done;
   await pusher.stop();
@@ -188,13 +172,7 @@ test('a new run of the rendition (a restart, a reconnect) is pushed by a new ffm
   let receiver = firstReceiver;
   const rendition = new LiveRendition({ name: 'source', timing: TIMING });
   const { events, onEvent, seen } = eventLog();
-  const pusher = new TargetPusher({
-    ffmpegPath: 'ffmpeg',
-    videoOnly: false,
-    log: createLogger({ level: 'silent' }),
-    address: async () => ({ url: receiver.url }),
-    onEvent,
-  });
+  const pusher = pusherTo(() => receiver.url, { onEvent });
   rendition.tap(pusher);
   const feed = async (secs: number): Promise<void> => {
     const ffmpeg = liveFmp4(secs);
