@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/index.ts';
+import { everyWithoutOverlap, type Repeating } from '../lib/every.ts';
 import type { Logger } from '../lib/log.ts';
 
 // The nodes with ingest, in PostgreSQL (live_nodes, migration 503): each registers itself with
@@ -24,8 +25,7 @@ export class NodeRegistry {
   readonly id = randomUUID();
   readonly #db: Db;
   readonly #log: Logger;
-  #timer: NodeJS.Timeout | undefined;
-  #beating: Promise<void> | undefined;
+  #beats: Repeating | undefined;
 
   constructor(o: { db: Db; log: Logger }) {
     this.#db = o.db;
@@ -39,12 +39,7 @@ export class NodeRegistry {
        ON CONFLICT (id) DO UPDATE SET internal_url = $2, heartbeat_at = now()`,
       [this.id, internalUrl ?? null],
     );
-    this.#timer = setInterval(() => {
-      this.#beating ??= this.beat().finally(() => {
-        this.#beating = undefined;
-      });
-    }, HEARTBEAT_MS);
-    this.#timer.unref();
+    this.#beats = everyWithoutOverlap(HEARTBEAT_MS, () => this.beat());
   }
 
   /** One heartbeat (also re-registers a row someone deleted: the node is alive). */
@@ -73,9 +68,8 @@ export class NodeRegistry {
 
   /** Stops beating and deletes this node's row: its leases end now. */
   async unregister(): Promise<void> {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#beating;
+    await this.#beats?.stop();
+    this.#beats = undefined;
     await this.#db.query('DELETE FROM live_nodes WHERE id = $1', [this.id]).catch((err: unknown) => {
       this.#log.warn({ err, nodeId: this.id }, 'the live node could not be unregistered');
     });

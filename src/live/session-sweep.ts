@@ -1,3 +1,4 @@
+import { everyWithoutOverlap, type Repeating } from '../lib/every.ts';
 import type { Logger } from '../lib/log.ts';
 import type { LiveSessionStore } from './session-store.ts';
 import type { RecordingQueue } from './types.ts';
@@ -17,8 +18,7 @@ export class SessionSweep {
   readonly #windowSecs: number;
   readonly #log: Logger;
   readonly #also: (() => Promise<void>)[] = [];
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #repeating: Repeating | undefined;
 
   constructor(o: {
     store: Pick<LiveSessionStore, 'endOrphans' | 'unqueuedRecordings' | 'recordingQueued'>;
@@ -41,18 +41,12 @@ export class SessionSweep {
   }
 
   start(everyMs = SWEEP_EVERY_MS): void {
-    this.#timer = setInterval(() => {
-      this.#running ??= this.sweep().finally(() => {
-        this.#running = undefined;
-      });
-    }, everyMs);
-    this.#timer.unref();
+    this.#repeating = everyWithoutOverlap(everyMs, () => this.sweep());
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+    await this.#repeating?.stop();
+    this.#repeating = undefined;
   }
 
   /** One pass: orphans ended, then recordings queued. Never throws (the next pass tries again). */
