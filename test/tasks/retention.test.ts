@@ -138,6 +138,7 @@ for (const { kind, skip } of await databaseKinds()) {
         idempotency_keys: 0,
         asset_deletes: 0,
         split_pieces: 0,
+        live_archive_sessions: 0,
       });
     });
 

@@ -21,7 +21,7 @@ export interface ArchiveRetentionDeps {
 export function archiveRetentionJob(d: ArchiveRetentionDeps): SweepJob {
   const index = new ArchiveIndex(d.db);
   return {
-    name: 'live archive beyond MEDIAPLANE_LIVE_CLIP_SECS',
+    name: 'live_archive_sessions',
     run: async (limit) => {
       const sessions = await index.trimmable({ keepMs: d.clipSecs * 1000, limit });
       let trimmed = 0;
