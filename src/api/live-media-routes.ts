@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
+import { readAtMostEvery } from '../lib/recent-reads.ts';
 import { NotFoundError } from '../lib/errors.ts';
 import { routineRouteLevel } from '../lib/log.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
@@ -86,28 +87,11 @@ type Open = (
   reply: FastifyReply,
 ) => Promise<{ ladder: LiveLadder; grant: MediaGrant }>;
 
-/**
- * The stream of a playbackId, read at most once a second per playbackId however many viewers
- * ask (each asks a playlist and a part every quarter second): a playback policy changed by
- * PATCH holds within a second. The token itself is checked on every request.
- */
-function recentStreams(streams: LiveMediaDeps['streams'], keepMs: number, now = Date.now) {
-  const read = new Map<string, { at: number; stream: ReturnType<typeof streams.byPlaybackId> }>();
-  return (playbackId: string) => {
-    const kept = read.get(playbackId);
-    if (kept && now() - kept.at < keepMs) return kept.stream;
-    // Bounded: a flood of made-up ids costs reads, not memory.
-    if (read.size >= 10_000) read.clear();
-    const stream = streams.byPlaybackId(playbackId);
-    read.set(playbackId, { at: now(), stream });
-    stream.catch(() => read.delete(playbackId));
-    return stream;
-  };
-}
-
 /** The ladder live here or on another node, when the request may read it (404 otherwise; a refused token or origin throws). */
 function opener(deps: LiveMediaDeps): Open {
-  const streamOf = recentStreams(deps.streams, deps.streamReadMs ?? 1000);
+  // Read at most once a second per playbackId however many viewers ask: a playback policy
+  // changed by PATCH holds within a second. The token itself is checked on every request.
+  const streamOf = readAtMostEvery((id) => deps.streams.byPlaybackId(id), { keepMs: deps.streamReadMs ?? 1000 });
   return async (req, reply) => {
     reply.headers(CORS);
     const { playbackId } = req.params;

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/index.ts';
+import { readAtMostEvery } from '../../lib/recent-reads.ts';
 import { leaseHeld } from '../node-registry.ts';
 
 // Where a playbackId is live in the cluster: the internal URL the node holding its stream's
@@ -23,34 +24,18 @@ const HOLDER_SQL = `
      AND ${leaseHeld('ss.node_id')}
    LIMIT 1`;
 
-/** Bounded: a flood of made-up playbackIds costs reads, not memory. */
-const MAX_KEPT = 10_000;
-
 /**
  * The holders of playbackIds, each read at most once per `readEveryMs` (default 1 s) however
  * many viewers ask: every viewer asks a playlist and a part every part's duration.
  */
 export class LiveHolders implements HolderLookup {
-  readonly #db: Queryable;
-  readonly #readEveryMs: number;
-  readonly #now: () => number;
-  readonly #read = new Map<string, { at: number; url: Promise<string | undefined> }>();
+  readonly holder: (playbackId: string) => Promise<string | undefined>;
 
   constructor(o: { db: Queryable; readEveryMs?: number; now?: () => number }) {
-    this.#db = o.db;
-    this.#readEveryMs = o.readEveryMs ?? 1000;
-    this.#now = o.now ?? Date.now;
-  }
-
-  holder(playbackId: string): Promise<string | undefined> {
-    const kept = this.#read.get(playbackId);
-    if (kept && this.#now() - kept.at < this.#readEveryMs) return kept.url;
-    if (this.#read.size >= MAX_KEPT) this.#read.clear();
-    const url = this.#db
-      .query<{ internal_url: string }>(HOLDER_SQL, [playbackId])
-      .then((rows) => rows[0]?.internal_url);
-    this.#read.set(playbackId, { at: this.#now(), url });
-    url.catch(() => this.#read.delete(playbackId));
-    return url;
+    this.holder = readAtMostEvery(
+      (playbackId) =>
+        o.db.query<{ internal_url: string }>(HOLDER_SQL, [playbackId]).then((rows) => rows[0]?.internal_url),
+      { keepMs: o.readEveryMs ?? 1000, now: o.now },
+    );
   }
 }
