@@ -68,6 +68,16 @@ export const transcodeSettings = defineSettings({
     max: 3600,
     description: 'Seconds of video per chunk, rounded to a whole number of segments.',
   },
+  audioChunkSecs: {
+    env: 'MEDIAPLANE_AUDIO_CHUNK_SECS',
+    type: 'number',
+    group: 'transcode',
+    default: 0,
+    min: 0,
+    max: 3600,
+    description:
+      'Seconds of audio per audio piece of a split transcode, rounded to a whole number of segments and cut on AAC frames (0: MEDIAPLANE_CHUNK_SECS).',
+  },
   maxOutputFps: {
     env: 'MEDIAPLANE_MAX_OUTPUT_FPS',
     type: 'number',
