@@ -22,16 +22,33 @@ const VMAF = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
  * testsrc2, whose moving picture and frame counter make a repeated or dropped frame visible to
  * VMAF, and a 440 Hz tone that beeps every second. x264's default GOP (250 frames) and the
  * moov at the end, as a camera file has them: a chunk starts between keyframes and the reader
- * must seek to the end for the index.
+ * must seek to the end for the index. `surround` adds a second audio track in 5.1 (a tone of
+ * its own on each channel), as a film has a stereo and a 5.1 mix.
  */
-export function makeLongClip(o: { width: number; height: number; seconds: number; fps?: number }): Promise<string> {
+export function makeLongClip(o: {
+  width: number;
+  height: number;
+  seconds: number;
+  fps?: number;
+  surround?: boolean;
+}): Promise<string> {
   const fps = o.fps ?? 30;
-  return cachedMedia(`long-${o.width}x${o.height}-${o.seconds}s-${fps}fps.mp4`, async (tmp) => {
+  const tracks = o.surround ? '-stereo-5.1' : '';
+  return cachedMedia(`long-${o.width}x${o.height}-${o.seconds}s-${fps}fps${tracks}.mp4`, async (tmp) => {
+    const tones = [220, 277, 330, 110, 392, 440].map((hz) => `0.2*sin(2*PI*${hz}*t)`).join('|');
+    const surround = o.surround
+      ? [...['-f', 'lavfi', '-i', `aevalsrc=exprs=${tones}:channel_layout=5.1:sample_rate=48000`]]
+      : [];
+    const maps = o.surround ? ['-map', '0:v', '-map', '1:a', '-map', '2:a'] : [];
+    // After the shared -b:a, which would override them: the first track in stereo, the 5.1 at a 5.1 rate.
+    const perTrack = o.surround ? ['-ac:a:0', '2', '-b:a:1', '256k'] : [];
     await run('ffmpeg', [
       ...['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${o.width}x${o.height}:rate=${fps}`],
       ...['-f', 'lavfi', '-i', 'sine=frequency=440:beep_factor=4:sample_rate=48000'],
+      ...surround,
+      ...maps,
       ...['-t', String(o.seconds), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'],
-      ...['-c:a', 'aac', '-b:a', '96k', tmp],
+      ...['-c:a', 'aac', '-b:a', '96k', ...perTrack, tmp],
     ]);
   });
 }
