@@ -5,6 +5,7 @@ import type { RequestAuth } from '../lib/request-auth.ts';
 import { TasksErrorBody } from '../lib/wire-errors.ts';
 import type { TaskRow, TaskStore } from '../tasks/index.ts';
 import {
+  PLAYABLE_AT,
   TaskPieces,
   toWireTask,
   TranscodeRequest,
@@ -44,6 +45,7 @@ export const TaskSchema = Type.Object(
     id: Type.String(),
     type: Type.String(),
     status: Type.Object({ phase: Type.String(), updatedAt: Type.Number() }, { additionalProperties: true }),
+    playableAt: Type.Optional(Type.Number({ description: PLAYABLE_AT })),
   },
   { additionalProperties: true },
 );

@@ -23,10 +23,12 @@ export const TASK_EVENTS_CHANNEL = 'mediaplane_task_events';
 export const CHANNEL_PROGRESS = 'mediaplane_task_progress';
 
 /** A TaskRow as JSON stores it: its times are ISO strings. */
-export type TaskRowJson = Omit<TaskRow, 'created_at' | 'scheduled_at' | 'updated_at'> & {
+export type TaskRowJson = Omit<TaskRow, 'created_at' | 'scheduled_at' | 'updated_at' | 'playable_at'> & {
   created_at: string;
   scheduled_at: string | null;
   updated_at: string;
+  /** Absent from the events written before migration 506. */
+  playable_at?: string | null;
 };
 
 /** One row of task_events. */
@@ -48,6 +50,7 @@ export function taskOfEvent(e: Pick<TaskEventRow, 'task'>): TaskRow {
     created_at: new Date(t.created_at),
     scheduled_at: t.scheduled_at === null ? null : new Date(t.scheduled_at),
     updated_at: new Date(t.updated_at),
+    playable_at: t.playable_at ? new Date(t.playable_at) : null,
   };
 }
 

@@ -22,11 +22,13 @@ export interface TaskRow {
   attempts: number;
   /** Issue #30: set for a piece (pieces.ts): its parent task. A piece is never a task to the API. */
   parent_id: string | null;
+  /** When a split task's early outputs first held every rendition and the audio (pieces.ts markPlayable). */
+  playable_at: Date | null;
 }
 
 /** Columns of TaskRow, for SELECT and RETURNING lists. */
 export const TASK_COLUMNS =
-  'id, owner, project_id, type, phase, params, requester_id, created_at, scheduled_at, updated_at, progress, error_message, retries, crashes, output, attempts, parent_id';
+  'id, owner, project_id, type, phase, params, requester_id, created_at, scheduled_at, updated_at, progress, error_message, retries, crashes, output, attempts, parent_id, playable_at';
 
 /**
  * `params` without what is secret in them, for a task that can no longer run (issue #15).

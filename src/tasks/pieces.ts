@@ -215,6 +215,27 @@ export class PieceSql {
     if (row) await notifyTasks(q, [row.event === null ? CHANNEL_PROGRESS : TASK_EVENTS_CHANNEL], [row.id]);
   }
 
+  /**
+   * Marks an open parent playable: its early outputs hold every rendition and the audio. Once:
+   * a later call, or one for a parent that ended meanwhile, changes nothing. The mark is a
+   * `task.updated` (and, for an asset's task, an `asset.updated`: migration 506's trigger).
+   */
+  async markPlayable(parentId: string): Promise<void> {
+    const rows = await this.#db.query<{ id: string }>(
+      withEvent(
+        `UPDATE tasks SET playable_at = now(), updated_at = now()
+         WHERE id = $1 AND playable_at IS NULL AND ${OPEN_PARENT} ${returningEvent(`'task.updated'`)}`,
+        'id',
+      ),
+      [parentId],
+    );
+    await notifyTasks(
+      this.#db,
+      [TASK_EVENTS_CHANNEL],
+      rows.map((r) => r.id),
+    );
+  }
+
   /** Cancels the pieces of a parent that may still run; their ids (for the cancel NOTIFY). */
   async cancelPieces(q: Queryable, parentId: string): Promise<string[]> {
     const rows = await q.query<{ id: string }>(

@@ -232,6 +232,11 @@ export class Queue {
     return this.#pieces.states(parentId);
   }
 
+  /** A split task's early outputs play (JobContext.playable): its mark, set once (pieces.ts). */
+  markPlayable(parentId: string): Promise<void> {
+    return this.#pieces.markPlayable(parentId);
+  }
+
   /** Hands a task back untouched (shutdown): another worker takes it at once, in its old place. */
   async release(id: string, workerId: string): Promise<void> {
     const rows = await this.#db.query<{ id: string }>(

@@ -253,7 +253,7 @@ export class TaskStore {
           source: 'SELECT type FROM tasks WHERE id = $1 AND owner = $2 AND phase = ANY($3) AND parent_id IS NULL',
           admit: this.#admit(bind, key, 'source.type'),
           change: `UPDATE tasks SET phase = 'waiting', updated_at = now(), scheduled_at = now(), run_at = now(),
-             error_message = NULL, progress = NULL, output = NULL, retries = 0, crashes = 0, split_progress = NULL,
+             error_message = NULL, progress = NULL, output = NULL, retries = 0, crashes = 0, split_progress = NULL, playable_at = NULL,
              key_id = COALESCE($4::uuid, key_id)
            FROM admitted
            WHERE id = $1 AND owner = $2 AND phase = ANY($3) AND parent_id IS NULL AND admitted.refusal IS NULL

@@ -24,6 +24,11 @@ export interface JobContext {
   parentId?: string;
   /** Issue #30: for a piece, every piece of its parent. */
   siblings?(): Promise<PieceState[]>;
+  /**
+   * For a piece: its parent's early outputs now hold every rendition and the audio, so its
+   * playlists play before the last piece ends. The parent keeps the first such time.
+   */
+  playable?(): Promise<void>;
 }
 
 /** Issue #30: one piece of a task split by its handler (a child row of `tasks`). */

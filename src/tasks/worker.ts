@@ -238,9 +238,13 @@ export class Worker {
       progress: { latest(): number | undefined; stop(): void };
       stopLease: () => void;
     },
-  ): { ctx: Pick<JobContext, 'split' | 'parentId' | 'siblings'>; split: () => boolean } {
+  ): { ctx: Pick<JobContext, 'split' | 'parentId' | 'siblings' | 'playable'>; split: () => boolean } {
     const parentId = task.parent_id;
-    if (parentId) return { ctx: { parentId, siblings: () => this.#o.queue.pieces(parentId) }, split: () => false };
+    if (parentId) {
+      const { queue } = this.#o;
+      const ctx = { parentId, siblings: () => queue.pieces(parentId), playable: () => queue.markPlayable(parentId) };
+      return { ctx, split: () => false };
+    }
     let done = false;
     const split = async (pieces: readonly PieceSpec[]): Promise<typeof SPLIT> => {
       if (done) throw new InternalError('the task was split already');

@@ -459,6 +459,38 @@ for (const { kind, skip } of await databaseKinds()) {
       );
     });
 
+    it('a piece marks its parent playable once: playableAt while running, kept at the end, cleared by a retry', async () => {
+      script = { ran: [], splits: 0, chunks: 2 };
+      const g = gates();
+      let fail = true;
+      script.piece = async (label, ctx) => {
+        if (label === 'chunk 1 of 2') {
+          await ctx.playable?.();
+          await sleep(20);
+          await ctx.playable?.();
+        }
+        if (label === 'chunk 2 of 2') await g.gate();
+        if (label === 'stitch' && fail) throw new UnsupportedMediaError('the stitch failed');
+      };
+      const id = await create();
+      await startWorker({ concurrency: 1 });
+      await waitFor(async () => g.waiting() === 1, 10_000, 'the last chunk running');
+      const running = await get(id);
+      assert.equal(running.status.phase, 'running');
+      assert.equal(typeof running.playableAt, 'number', JSON.stringify(running));
+      assert.ok(Math.abs(running.playableAt - Date.now()) < 60_000, 'a time in ms');
+      g.releaseAll();
+      const failed = await phase(id, 'failed');
+      assert.equal(failed.playableAt, running.playableAt, 'the first mark is kept');
+      fail = false;
+      script.piece = async () => {};
+      assert.equal((await server.call('POST', `/api/task/${id}/retry`, { key })).status, 200);
+      const again = await get(id);
+      assert.equal(again.playableAt, undefined, 'a retry splits again: not playable until its pieces say so');
+      const done = await phase(id, 'completed');
+      assert.equal(done.playableAt, undefined, 'no piece marked it this time');
+    });
+
     it('refuses a split whose pieces would keep a secret past their end, and one without a single last piece', async () => {
       const queue = new Queue(server.running.core.db, { leaseMs: 10_000, maxRetries: 0 });
       const id = await create();

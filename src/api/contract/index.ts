@@ -11,7 +11,7 @@ import { EXPORT_DATA_TASK_TYPE, EXPORT_TASK_TYPE, exportDataTaskWire, exportTask
 // is a name in the registry (tasks/task-types.ts), a new handler (given to the worker in
 // main.ts) and a new contract file, listed here.
 
-export { TaskPieces, wirePieces, type TaskWireShape, type WirePieces, type WireTask } from './task.ts';
+export { PLAYABLE_AT, TaskPieces, wirePieces, type TaskWireShape, type WirePieces, type WireTask } from './task.ts';
 export {
   redactParams,
   TranscodeRequest,

@@ -5,6 +5,10 @@ import type { PublicBase } from '../public-base.ts';
 // The Task as the spec puts it on the wire (spec/API.md "The Task"), at the API's edge
 // (issue #16): tasks/ stores and runs tasks of any type and knows none of their shapes.
 
+/** The description of `playableAt` on the Task and the Asset (an extension of Livepeer's, which its SDK ignores). */
+export const PLAYABLE_AT =
+  'ms since the epoch: when its HLS playlists (EVENT, later VOD) first played every rendition and the audio while it was still processing. Absent until then, and for one that was not split into pieces.';
+
 /** How one task type shows its stored params and its output; one per contract file. */
 export interface TaskWireShape {
   /** The Task's `params`, with no secret left in them. */
@@ -32,6 +36,8 @@ export interface WireTask {
   output?: Record<string, unknown>;
   /** Issue #30: a task split into pieces shows them on GET /api/task/{id} (an extension of Livepeer's Task). */
   pieces?: WirePieces;
+  /** When its HLS master first played, before the task ended (a split task's early playlists): ms since the epoch. */
+  playableAt?: number;
 }
 
 /**
@@ -100,5 +106,7 @@ export function wireTask(row: TaskRow, shape: TaskWireShape, base: PublicBase): 
   if (row.requester_id !== null) task.requesterId = row.requester_id;
   if (shape.assets) Object.assign(task, shape.assets(row.params));
   if (row.output !== null) task.output = shape.output(row.output, row, base);
+  const playableAt = ms(row.playable_at);
+  if (playableAt !== undefined) task.playableAt = playableAt;
   return task;
 }
