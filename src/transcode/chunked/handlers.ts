@@ -2,9 +2,9 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { checkedHandler, type JobContext, type JobHandler } from '../../tasks/index.ts';
 import { runAudioPiece, runChunkPiece } from './pieces.ts';
 import { runStitch } from './stitch.ts';
-import { PIECE_TYPES, type ChunkedDeps, type ChunkJob, type PieceJob, type StitchJob } from './types.ts';
+import { PIECE_TYPES, type AudioJob, type ChunkedDeps, type ChunkJob, type StitchJob } from './types.ts';
 
-// Issue #30: the piece task types and their handlers, for the worker's registry (main.ts).
+// The piece task types and their handlers, for the worker's registry (main.ts).
 // Their params are written by the split step (split.ts), never by a caller: the schemas
 // check the shape a handler relies on, so a row from another version fails at once with the
 // field named instead of deep inside an encode.
@@ -25,7 +25,19 @@ const PieceFields = {
   duration: Type.Number({ exclusiveMinimum: 0 }),
   c2pa: Type.Optional(Type.Boolean()),
 };
-const StoredPiece = Type.Object(PieceFields);
+const StoredAudio = Type.Object({
+  ...PieceFields,
+  audio: Type.Object({
+    index: Type.Integer({ minimum: 0 }),
+    count: Type.Integer({ minimum: 1 }),
+    window: Type.Object({
+      startSample: Type.Integer({ minimum: 0 }),
+      keepSamples: Type.Optional(Type.Integer({ exclusiveMinimum: 0 })),
+      prerollFrames: Type.Integer({ minimum: 0 }),
+      firstSegment: Type.Integer({ minimum: 0 }),
+    }),
+  }),
+});
 const StoredChunk = Type.Object({
   ...PieceFields,
   chunk: Type.Object({
@@ -45,6 +57,7 @@ const StoredStitch = Type.Object({
   chunks: Type.Integer({ minimum: 1 }),
   chunkSecs: Type.Number(),
   inputSize: Type.Number(),
+  audioPieces: Type.Integer({ minimum: 0 }),
 });
 
 /** The schema checked the fields named above; the rest is the split step's own JSON. */
@@ -54,7 +67,7 @@ function piece<T, O>(schema: TSchema, run: (params: T, ctx: JobContext) => Promi
 
 export function createChunkedHandlers(deps: ChunkedDeps): Record<string, JobHandler<unknown, unknown>> {
   return {
-    [PIECE_TYPES.audio]: piece<PieceJob, unknown>(StoredPiece, (p, ctx) => runAudioPiece(deps, p, ctx)),
+    [PIECE_TYPES.audio]: piece<AudioJob, unknown>(StoredAudio, (p, ctx) => runAudioPiece(deps, p, ctx)),
     [PIECE_TYPES.chunk]: piece<ChunkJob, unknown>(StoredChunk, (p, ctx) => runChunkPiece(deps, p, ctx)),
     [PIECE_TYPES.stitch]: piece<StitchJob, unknown>(StoredStitch, (p, ctx) => runStitch(deps, p, ctx)),
   };

@@ -7,7 +7,14 @@ import { openDestination } from '../destination.ts';
 import { chunkedOutputs, chunkKinds, kindsOf, type CommandPlan, type PieceRun } from '../outputs/index.ts';
 import { encodePiece, pieceQueue, runOwnFfmpeg, withStore } from './encode.ts';
 import { publishEarly } from './publish.ts';
-import { piecesPrefix, type ChunkedDeps, type ChunkJob, type PieceJob, type PieceManifest } from './types.ts';
+import {
+  piecesPrefix,
+  type AudioJob,
+  type ChunkedDeps,
+  type ChunkJob,
+  type PieceJob,
+  type PieceManifest,
+} from './types.ts';
 
 // The `transcode-audio` and `transcode-chunk` pieces. Each encodes its part with the single
 // run's command (command.ts) on a plan of its own; then every output format of the job says
@@ -33,13 +40,13 @@ function basePlan(deps: ChunkedDeps, job: PieceJob): Pick<CommandPlan, 'segmentS
 }
 
 /**
- * Every audio track of the whole input, encoded once with the single run's audio targets:
- * each format keeps what it lists of it (the HLS trees' audio renditions, the MP4s' `.m4a`).
+ * Every audio track of the input's window, encoded with the single run's audio targets: each
+ * format keeps what it lists of it (the HLS trees' audio renditions, the MP4s' `.m4a`).
  */
-export async function runAudioPiece(deps: ChunkedDeps, job: PieceJob, ctx: JobContext): Promise<PieceManifest> {
+export async function runAudioPiece(deps: ChunkedDeps, job: AudioJob, ctx: JobContext): Promise<PieceManifest> {
   const kinds = kindsOf(job.outputs);
   const plan = { ...basePlan(deps, job), probe: { ...job.media, subtitles: [] }, renditions: [], kinds };
-  return runPiece(deps, { job, ctx, plan, seconds: job.duration });
+  return runPiece(deps, { job, ctx, plan, seconds: job.duration, audio: job.audio });
 }
 
 /**
@@ -63,19 +70,27 @@ export async function runChunkPiece(deps: ChunkedDeps, job: ChunkJob, ctx: JobCo
  */
 async function runPiece(
   deps: ChunkedDeps,
-  o: { job: PieceJob; ctx: JobContext; plan: Omit<CommandPlan, 'input'>; seconds: number; chunk?: PieceRun['chunk'] },
+  o: {
+    job: PieceJob;
+    ctx: JobContext;
+    plan: Omit<CommandPlan, 'input'>;
+    seconds: number;
+    chunk?: PieceRun['chunk'];
+    audio?: PieceRun['audio'];
+  },
 ): Promise<PieceManifest> {
-  const { job, ctx, chunk } = o;
+  const { job, ctx, chunk, audio } = o;
   const parentId = parentOf(ctx);
   const store = openDestination(deps, job, parentId);
   return withStore(store, ctx.signal, async () => {
     const outDir = await encodePiece(deps, { ctx, job, plan: o.plan, seconds: o.seconds, share: ENCODE_SHARE });
     const queue = pieceQueue(deps, store, ctx.signal);
-    const keptUnder = `${piecesPrefix(parentId)}${chunk ? `chunk-${chunk.index}` : 'audio'}/`;
+    const keptUnder = `${piecesPrefix(parentId)}${chunk ? `chunk-${chunk.index}` : `audio-${audio?.index ?? 0}`}/`;
     const kept = new Map<string, { key: string; contentType: string }>();
     const piece: Omit<PieceRun, 'prefix'> = {
       job,
       chunk,
+      audio,
       outDir,
       queue,
       signal: ctx.signal,
@@ -99,7 +114,7 @@ async function runPiece(
         signal: ctx.signal,
         move: true,
       });
-    const own: PieceManifest = { kind: chunk ? 'chunk' : 'audio', index: chunk?.index ?? -1, formats };
+    const own: PieceManifest = { kind: chunk ? 'chunk' : 'audio', index: chunk?.index ?? audio?.index ?? 0, formats };
     await publishEarly(deps, { ctx, job, own, store });
     ctx.progress(1);
     return own;

@@ -1,9 +1,9 @@
 import type { PieceSpec } from '../../tasks/index.ts';
 import { segmentTiming } from '../encoders.ts';
-import type { ChunkWindow } from '../outputs/index.ts';
+import type { AudioWindow, ChunkWindow } from '../outputs/index.ts';
 import { hasVideo, type MediaInfo } from '../probe.ts';
 import type { Rendition } from '../renditions.ts';
-import { PIECE_TYPES, type ChunkJob, type PieceJob, type StitchJob } from './types.ts';
+import { PIECE_TYPES, type AudioJob, type ChunkJob, type PieceJob, type StitchJob } from './types.ts';
 
 // Issue #30: whether a task is split, and into which pieces. Chunks cover whole segments:
 // chunk i is [i*L, (i+1)*L) with L a whole number of segments, a segment being a whole
@@ -67,35 +67,91 @@ function gcd(a: number, b: number): number {
   return b === 0 ? a : gcd(b, a % b);
 }
 
+/** The audio renditions' rate (encoders.ts AAC_ARGS) and their codec's frame: the audio pieces are cut in these. */
+export const AUDIO_RATE = 48_000;
+export const AAC_FRAME_SAMPLES = 1024;
+/** Whole AAC frames an audio piece encodes before its first kept sample: the encoder's state settles there. */
+export const AUDIO_PREROLL_FRAMES = 8;
+
+/**
+ * The audio pieces of a video of `duration`: piece i keeps the samples [b_i, b_(i+1)) with
+ * b_i = round(i * La * 48000 / 1024) * 1024, La being `pieceSecs` rounded to whole segments,
+ * so every bound is a whole AAC frame and near a segment cut. A tail shorter than a segment
+ * joins the piece before it, as the chunks' does.
+ */
+export function planAudio(o: { duration: number; segment: number; pieceSecs: number }): AudioWindow[] {
+  const perPiece = Math.max(1, Math.round(o.pieceSecs / o.segment));
+  const length = perPiece * o.segment;
+  const whole = Math.max(1, Math.ceil(o.duration / length - 1e-6));
+  const count = whole > 1 && o.duration - (whole - 1) * length < o.segment ? whole - 1 : whole;
+  const bound = (i: number): number => Math.round((i * length * AUDIO_RATE) / AAC_FRAME_SAMPLES) * AAC_FRAME_SAMPLES;
+  return Array.from({ length: count }, (_, i) => ({
+    startSample: bound(i),
+    keepSamples: i === count - 1 ? undefined : bound(i + 1) - bound(i),
+    prerollFrames: i === 0 ? 0 : AUDIO_PREROLL_FRAMES,
+    firstSegment: i * perPiece,
+  }));
+}
+
 /** Whether a probed input may be split at all: a video, with a known duration, and no subtitle tracks (left to a single run). */
 export function splittable(media: MediaInfo): boolean {
   return hasVideo(media) && media.duration > 0 && media.subtitles.length === 0;
 }
 
 /**
- * The pieces, in the order they are queued: the audio first (it runs beside the first
- * chunks and is short), the chunks, and the stitch, which runs once every other piece is
- * done. Weights are shares of the parent's progress: encoding time, roughly.
+ * The pieces, in the order they are queued: the audio pieces interleaved with the chunks
+ * (audio 1, chunk 1, audio 2, chunk 2, ...) so the first of each end early and the early
+ * playlists start, and the stitch, which runs once every other piece is done. Weights are
+ * shares of the parent's progress: encoding time, roughly.
  */
-export function pieceSpecs(job: PieceJob, plan: ChunkPlan, o: { inputSize: number }): PieceSpec[] {
-  const pieces: PieceSpec[] = [];
-  const hasAudio = job.media.audioTracks.length > 0;
-  const count = plan.windows.length;
-  const audioWeight = hasAudio ? 0.04 : 0;
+export function pieceSpecs(
+  job: PieceJob,
+  plan: ChunkPlan,
+  o: { inputSize: number; audio: readonly AudioWindow[] },
+): PieceSpec[] {
+  const audio = job.media.audioTracks.length > 0 ? audioSpecs(job, o.audio, 0.04) : [];
   const stitchWeight = 0.04;
-  const chunkWeight = (1 - audioWeight - stitchWeight) / count;
-  if (hasAudio) pieces.push({ type: PIECE_TYPES.audio, params: { ...job }, label: 'audio', weight: audioWeight });
-  for (const [index, window] of plan.windows.entries()) {
+  const count = plan.windows.length;
+  const chunkWeight = (1 - (audio.length > 0 ? 0.04 : 0) - stitchWeight) / count;
+  const chunks = plan.windows.map((window, index): PieceSpec => {
     const end = window.keepSecs === undefined ? job.duration : window.startSecs + window.keepSecs;
     const params: ChunkJob = { ...job, chunk: { index, count, window } };
-    pieces.push({
+    return {
       type: PIECE_TYPES.chunk,
       params,
       label: `video ${window.startSecs.toFixed(1)}-${end.toFixed(1)} s (chunk ${index + 1} of ${count})`,
       weight: chunkWeight,
-    });
-  }
-  const stitch: StitchJob = { ...job, chunks: count, chunkSecs: plan.chunkSecs, inputSize: o.inputSize };
+    };
+  });
+  const pieces: PieceSpec[] = [];
+  for (let i = 0; i < Math.max(audio.length, chunks.length); i++) pieces.push(...[audio[i], chunks[i]].filter(isSpec));
+  const stitch: StitchJob = {
+    ...job,
+    chunks: count,
+    chunkSecs: plan.chunkSecs,
+    inputSize: o.inputSize,
+    audioPieces: audio.length,
+  };
   pieces.push({ type: PIECE_TYPES.stitch, params: stitch, label: 'stitch', weight: stitchWeight, last: true });
   return pieces;
+}
+
+/** The audio pieces' specs, `weight` shared among them. */
+function audioSpecs(job: PieceJob, windows: readonly AudioWindow[], weight: number): PieceSpec[] {
+  const count = windows.length;
+  return windows.map((window, index): PieceSpec => {
+    const start = window.startSample / AUDIO_RATE;
+    const end = window.keepSamples === undefined ? job.duration : start + window.keepSamples / AUDIO_RATE;
+    const params: AudioJob = { ...job, audio: { index, count, window } };
+    return {
+      type: PIECE_TYPES.audio,
+      params,
+      label: `audio ${start.toFixed(1)}-${end.toFixed(1)} s (piece ${index + 1} of ${count})`,
+      weight: weight / count,
+    };
+  });
+}
+
+function isSpec(s: PieceSpec | undefined): s is PieceSpec {
+  return s !== undefined;
 }

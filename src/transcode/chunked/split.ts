@@ -6,7 +6,8 @@ import { perTitleLadder, type PipelineJob } from '../pipeline.ts';
 import { hasVideo, probe, type MediaInfo } from '../probe.ts';
 import { throttledProgress } from '../progress.ts';
 import type { Rendition } from '../renditions.ts';
-import { pieceSpecs, planChunks, splittable, type ChunkPlan } from './plan.ts';
+import type { AudioWindow } from '../outputs/index.ts';
+import { pieceSpecs, planAudio, planChunks, splittable, type ChunkPlan } from './plan.ts';
 import { piecesPrefix, type ChunkedDeps, type PieceJob, type SourceRef } from './types.ts';
 
 // Issue #30: the split step, run by the job entry (job.ts) for every kind of job. A source
@@ -44,10 +45,11 @@ export async function lookByRanges(
   return undefined;
 }
 
-/** A long input's ladder and chunks: what the split needs. */
+/** A long input's ladder, chunks and audio pieces: what the split needs. */
 export interface SplitPlan {
   planned: Rendition[];
   plan: ChunkPlan;
+  audio: AudioWindow[];
 }
 
 /** The ladder and chunks of an input, or undefined when the single run takes it (short, not splittable, or a format that cannot be chunked). */
@@ -69,7 +71,9 @@ export function planSplit(deps: ChunkedDeps, job: PipelineJob, media: MediaInfo)
     job.log?.info({ format: single.key, duration: media.duration }, `not split: ${single.label} cannot be chunked`);
     return undefined;
   }
-  return { planned, plan };
+  // One audio piece over the whole for now: its windows are planned as the pieces will cut them.
+  const audio = planAudio({ duration: media.duration, segment: plan.segment, pieceSecs: media.duration });
+  return { planned, plan, audio };
 }
 
 /** Where the pieces read the input: the source by ranges, or a file in the built-in store. */
@@ -117,12 +121,13 @@ export async function splitInto(
     segmentSecs: job.segmentSecs ?? deps.config.defaultSegmentSecs,
     duration: media.duration,
   };
-  const pieces = pieceSpecs(pieceJob, found.plan, { inputSize: o.size });
+  const pieces = pieceSpecs(pieceJob, found.plan, { inputSize: o.size, audio: found.audio });
   ctx.log.info(
     {
       duration: media.duration,
       chunks: found.plan.windows.length,
       chunkSecs: found.plan.chunkSecs,
+      audioPieces: media.audioTracks.length > 0 ? found.audio.length : 0,
       ranged: 'ranged' in o.source,
     },
     'split into pieces',

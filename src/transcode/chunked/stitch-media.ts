@@ -19,7 +19,7 @@ export interface StitchSources {
   job: PieceJob;
   queue: UploadQueue;
   localRoot: string;
-  audio: PieceManifest | undefined;
+  audio: readonly PieceManifest[];
   chunks: readonly PieceManifest[];
   /** Whether the formats sign (the stitch, when the job asks): the early outputs never do. */
   signs: boolean;
@@ -49,7 +49,7 @@ export function stitchRunOf(s: StitchSources): (f: ChunkedOutput) => StitchRun<u
     queue: s.queue,
     signal,
     ffmpeg: (args, o) => runOwnFfmpeg(deps, signal, { args, ...o }),
-    audio: s.audio?.formats[f.key],
+    audio: s.audio.map((a) => a.formats[f.key]),
     chunks: s.chunks.map((c) => c.formats[f.key]),
     localDir: path.join(s.localRoot, f.key),
     concatList,

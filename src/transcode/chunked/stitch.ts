@@ -10,20 +10,21 @@ import { manifestOf } from './publish.ts';
 import { stitchRunOf } from './stitch-media.ts';
 import { piecesPrefix, type ChunkedDeps, type PieceManifest, type StitchJob } from './types.ts';
 
-/** The manifests of the audio and of every chunk, in order; the queue runs the stitch only once all are done. */
+/** The manifests of every audio piece and every chunk, in order; the queue runs the stitch only once all are done. */
 async function manifests(
   ctx: JobContext,
   job: StitchJob,
-): Promise<{ audio: PieceManifest | undefined; chunks: PieceManifest[] }> {
+): Promise<{ audio: PieceManifest[]; chunks: PieceManifest[] }> {
   if (!ctx.siblings) throw new InternalError('chunked: the stitch ran without its sibling pieces');
   const done = (await ctx.siblings()).map(manifestOf).filter((m): m is PieceManifest => m !== undefined);
-  const chunks = done.filter((m) => m.kind === 'chunk').sort((a, b) => a.index - b.index);
-  if (chunks.length !== job.chunks || chunks.some((c, i) => c.index !== i))
-    throw new InternalError(`chunked: the stitch found ${chunks.length} of ${job.chunks} chunks done`);
-  const audio = done.find((m) => m.kind === 'audio');
-  if (job.media.audioTracks.length > 0 && !audio)
-    throw new InternalError('chunked: the stitch found no audio piece done');
-  return { audio, chunks };
+  const all = (kind: PieceManifest['kind'], count: number, name: string): PieceManifest[] => {
+    const found = done.filter((m) => m.kind === kind).sort((a, b) => a.index - b.index);
+    if (found.length !== count || found.some((c, i) => c.index !== i))
+      throw new InternalError(`chunked: the stitch found ${found.length} of ${count} ${name} done`);
+    return found;
+  };
+  const audio = all('audio', job.media.audioTracks.length > 0 ? job.audioPieces : 0, 'audio pieces');
+  return { audio, chunks: all('chunk', job.chunks, 'chunks') };
 }
 
 /**
@@ -58,7 +59,7 @@ export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobConte
     ...out,
     input_video: { duration: job.duration, size: job.inputSize },
     ...(files ? { files } : {}),
-    pieces: { chunks: job.chunks, chunkSecs: job.chunkSecs, audio: audio !== undefined },
+    pieces: { chunks: job.chunks, chunkSecs: job.chunkSecs, audio: audio.length > 0 },
   };
   // The job's finish step (an asset's), once, as the single run's would run it (job.ts).
   const finished = await finishJob(deps.finishSteps, job.finish, { output, signal: ctx.signal });

@@ -4,12 +4,12 @@ import type { BuiltinStore } from '../../storage/builtin/index.ts';
 import type { InputSpec, ObjectStoreFactory, StorageTarget } from '../../storage/index.ts';
 import type { C2paSigner } from '../c2pa.ts';
 import type { FinishSteps, JobFinish } from '../finish.ts';
-import type { ChunkWindow, OutputFolders } from '../outputs/index.ts';
+import type { AudioWindow, ChunkWindow, OutputFolders } from '../outputs/index.ts';
 import type { MediaInfo } from '../probe.ts';
 import type { Rendition } from '../renditions.ts';
 
-// Issue #30: a long transcode-file task split into pieces (child tasks): `transcode-audio`
-// (every audio track, once), `transcode-chunk` x N (video, a range each) and
+// A long transcode-file task split into pieces (child tasks): `transcode-audio` x M (every
+// audio track, a range each), `transcode-chunk` x N (video, a range each) and
 // `transcode-stitch` (playlists, DASH, MP4s, thumbnails from the pieces' manifests). These
 // are the pieces' params and outputs: plain JSON, stored in the pieces' task rows.
 
@@ -56,7 +56,9 @@ export type PieceJob = SourceRef & {
 
 export type ChunkJob = PieceJob & { chunk: { index: number; count: number; window: ChunkWindow } };
 
-export type StitchJob = PieceJob & { chunks: number; chunkSecs: number; inputSize: number };
+export type AudioJob = PieceJob & { audio: { index: number; count: number; window: AudioWindow } };
+
+export type StitchJob = PieceJob & { chunks: number; chunkSecs: number; inputSize: number; audioPieces: number };
 
 /**
  * A piece's output: what it put where, by output format. The stitch and the early outputs
@@ -64,7 +66,7 @@ export type StitchJob = PieceJob & { chunks: number; chunkSecs: number; inputSiz
  */
 export interface PieceManifest {
   kind: 'audio' | 'chunk';
-  /** The chunk's index; -1 for the audio piece. */
+  /** The chunk's index, or the audio piece's (each kind numbered from 0). */
   index: number;
   /** Each format's share of the piece (plain JSON), by the format's key. */
   formats: Record<string, unknown>;

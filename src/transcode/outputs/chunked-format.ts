@@ -5,8 +5,8 @@ import type { Rendition } from '../renditions.ts';
 import type { UploadQueue } from '../uploads.ts';
 
 // How an output format's part of a long input is made by the pieces of a chunked run
-// (transcode/chunked/): the audio piece (every audio track, whole), the chunks (the video of a
-// window each) and the stitch, which makes the format's files over the whole from what the
+// (transcode/chunked/): the audio pieces (every audio track of a window each), the chunks (the
+// video of a window each) and the stitch, which makes the format's files over the whole from what the
 // pieces kept. The pieces run the single run's command (command.ts) on plans of their own, so
 // a format's ffmpeg targets are the same; what it says here is what it keeps of each piece and
 // how it joins them. The chunked code loops over the registry (outputs/index.ts) and knows no
@@ -23,6 +23,22 @@ export interface ChunkWindow {
   /** Where the chunk starts in the whole, seconds: its TS timestamps are shifted there. */
   startSecs: number;
   /** The number of its first segment (segments are numbered across the whole). */
+  firstSegment: number;
+}
+
+/**
+ * The part of the whole audio one audio piece keeps (see chunked/plan.ts planAudio), in
+ * samples at the audio renditions' 48 kHz. Its bounds are whole AAC frames, so the pieces'
+ * kept packets, in order, are the single encode's packets.
+ */
+export interface AudioWindow {
+  /** The first sample it keeps (b_i): a whole number of AAC frames. */
+  startSample: number;
+  /** How many samples it keeps, a whole number of frames; undefined for the last piece, which runs to the end. */
+  keepSamples: number | undefined;
+  /** Whole AAC frames encoded before `startSample` and dropped, so the encoder has settled at the seam. */
+  prerollFrames: number;
+  /** The number of its first segment in the HLS trees' audio playlists (numbered across the whole). */
   firstSegment: number;
 }
 
@@ -51,8 +67,10 @@ interface ChunkedRunBase {
 
 /** One piece after its encode, with the single run's layout under `outDir`. */
 export interface PieceRun extends ChunkedRunBase {
-  /** The chunk's place; undefined for the audio piece. */
+  /** The chunk's place; undefined for an audio piece. */
   chunk?: { index: number; window: ChunkWindow } | undefined;
+  /** An audio piece's place; undefined for a chunk. */
+  audio?: { index: number; count: number; window: AudioWindow } | undefined;
   /** The piece's ffmpeg output folder (its working directory). */
   outDir: string;
   codecs: CodecsProbes;
@@ -66,8 +84,8 @@ export interface PieceRun extends ChunkedRunBase {
 
 /** The stitch (or the early outputs): what the format kept of each piece, and the tools to join it. */
 export interface StitchRun<Share> extends ChunkedRunBase {
-  /** Its share of the audio piece; undefined without one. */
-  audio: Share | undefined;
+  /** Its share of each audio piece, in order (empty: no audio; for the early outputs: those done in a row from the first). */
+  audio: readonly Share[];
   /** Its share of each chunk, in order (for the early outputs: the chunks done in a row from the first). */
   chunks: readonly Share[];
   /** A folder of the format's own for local files. */

@@ -80,7 +80,7 @@ async function stitchDash(run: StitchRun<TreeShare>, published: PublishedTree): 
     audio: published.audio,
     timelines: {
       video: job.renditions.map((r) => chunkedTimeline(run.chunks.map((c) => partOf(c, r.name)))),
-      audio: published.audio.map((a) => chunkedTimeline([partOf(run.audio, a.rel)])),
+      audio: published.audio.map((a) => chunkedTimeline(run.audio.map((p) => partOf(p, a.rel)))),
     },
   });
   const file = path.join(run.localDir, 'index.mpd');

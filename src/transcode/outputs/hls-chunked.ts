@@ -71,7 +71,7 @@ export async function collectTree(piece: PieceRun, dir: string): Promise<TreeSha
           keyDir: storageKey(piece.prefix, rel),
           rel,
           queue: piece.queue,
-          first: !chunk || chunk.index === 0,
+          first: (chunk ?? piece.audio)?.index === 0 || (!chunk && !piece.audio),
           // Chunks are placed in the whole and carry video; the audio piece is neither.
           video: chunk !== undefined,
           codecs: piece.codecs,
@@ -171,8 +171,8 @@ export function partOf(share: TreeShare | undefined, rel: string): MediaPart {
 }
 
 /**
- * The tree's media playlists and master from the shares of the audio piece and of the chunks
- * (in order): VOD once every piece is done (`ended`), else EVENT. Chunked, audio is its own
+ * The tree's media playlists and master from the shares of the audio pieces and of the chunks
+ * (each in order): VOD once every piece is done (`ended`), else EVENT. Chunked, audio is its own
  * rendition group even with one track: chunks carry no audio.
  */
 export async function publishTree(
@@ -200,7 +200,11 @@ export async function publishTree(
   );
   const audio = await Promise.all(
     tracks.map((a) =>
-      media(treeLayout.audioDir(a.index), [partOf(run.audio, treeLayout.audioDir(a.index))], AAC_CODECS),
+      media(
+        treeLayout.audioDir(a.index),
+        run.audio.map((p) => partOf(p, treeLayout.audioDir(a.index))),
+        AAC_CODECS,
+      ),
     ),
   );
   await queue.drain();

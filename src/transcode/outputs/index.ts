@@ -104,7 +104,7 @@ export function chunkKinds(outputs: OutputFolders): Record<string, boolean> {
   return kinds;
 }
 
-export type { ChunkedJob, ChunkWindow, PieceRun, StitchRun } from './chunked-format.ts';
+export type { AudioWindow, ChunkedJob, ChunkWindow, PieceRun, StitchRun } from './chunked-format.ts';
 export type {
   CommandPlan,
   Encoder,

@@ -4,7 +4,7 @@ import { InternalError } from '../../lib/errors.ts';
 import { settledAll } from '../../lib/settled.ts';
 import { signMp4 } from '../c2pa.ts';
 import { AAC_ARGS, AUDIO_BITRATE, trackLabels } from '../encoders.ts';
-import { inputArgs } from '../media-input.ts';
+import { inputArgs, type InputOrigin } from '../media-input.ts';
 import type { AudioTrack } from '../probe.ts';
 import { renditionOutput, type AudioOutput, type RenditionOutput } from '../renditions.ts';
 import { StreamedMp4 } from '../streamed-mp4.ts';
@@ -50,7 +50,7 @@ export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
       publish: () => uploadMp4s(run, streams, prefix),
     };
   },
-  // Chunked: each chunk keeps its part of every rendition and the audio piece its `.m4a`;
+  // Chunked: each chunk keeps its part of every rendition and each audio piece its `.m4a`;
   // the stitch joins them without encoding again.
   chunked: chunkedBehaviour<Mp4Share, Mp4Output>({
     collect: async (piece) => {
@@ -64,7 +64,7 @@ export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
   }),
 };
 
-/** The built-in store's keys of a piece's MP4 parts, by rendition name (`audio`: the audio piece's `.m4a`). */
+/** The built-in store's keys of a piece's MP4 parts, by rendition name (`audio`: an audio piece's `.m4a`). */
 type Mp4Share = Record<string, string>;
 
 /**
@@ -75,8 +75,7 @@ async function stitchMp4s(run: StitchRun<Mp4Share>): Promise<Mp4Output> {
   const { job, localDir: dir } = run;
   await mkdir(dir, { recursive: true });
   const tracks = job.media.audioTracks;
-  const audioKey = run.audio?.audio;
-  const audio = audioKey && tracks.length > 0 ? await run.fetchKept(audioKey, path.join(dir, 'audio.m4a')) : undefined;
+  const audio = tracks.length > 0 ? await joinedAudio(run) : undefined;
   // The single run's manifests name the input as their parent, by its hash: so do these.
   const c2pa = run.c2pa ? { signer: run.c2pa.signer, parent: { path: await run.c2pa.parent() } } : undefined;
   const out: Mp4Output = [];
@@ -85,7 +84,7 @@ async function stitchMp4s(run: StitchRun<Mp4Share>): Promise<Mp4Output> {
     if (keys.some((k) => k === '')) throw new InternalError(`chunked: a chunk has no MP4 part of ${r.name}`);
     const list = await run.concatList(keys, r.name);
     const file = path.join(dir, `${r.name}.mp4`);
-    const args = [...inputArgs(list, 'our-concat'), ...(audio ? inputArgs(audio, 'ours') : [])];
+    const args = [...inputArgs(list, 'our-concat'), ...(audio ? inputArgs(audio.file, audio.origin) : [])];
     args.push('-map', '0:v:0', ...(audio ? ['-map', '1:a'] : []), '-c', 'copy', '-map_metadata', '-1');
     args.push(...(audio ? trackLabels(tracks) : []), '-movflags', '+faststart', file);
     await run.ffmpeg(args, { cwd: dir, failure: 'stitching failed' });
@@ -96,6 +95,21 @@ async function stitchMp4s(run: StitchRun<Mp4Share>): Promise<Mp4Output> {
   }
   await run.queue.drain();
   return out.map((o) => ({ ...o, size: run.queue.sizes.get(o.path.slice(1)) ?? 0 }));
+}
+
+/**
+ * The audio pieces' `.m4a` parts as one ffmpeg input: the one part itself, or the parts in
+ * order through the concat demuxer (the first part's priming packet and edit list begin it;
+ * the others start at their first kept packet, so their packets follow on without a gap).
+ */
+async function joinedAudio(run: StitchRun<Mp4Share>): Promise<{ file: string; origin: InputOrigin } | undefined> {
+  const keys = run.audio.map((a) => a.audio ?? '');
+  if (keys.length === 0) return undefined;
+  if (keys.some((k) => k === '')) throw new InternalError('chunked: an audio piece has no MP4 part');
+  const [only] = keys;
+  if (keys.length === 1 && only)
+    return { file: await run.fetchKept(only, path.join(run.localDir, 'audio.m4a')), origin: 'ours' };
+  return { file: await run.concatList(keys, 'audio'), origin: 'our-concat' };
 }
 
 function oneTrackAudioOnly(plan: CommandPlan): boolean {
