@@ -11,7 +11,7 @@ import { InternalError, UnsupportedMediaError } from '../lib/errors.ts';
 // that lacks them, so no call can forget them.
 
 /** Who wrote a file that ffmpeg opens, which says what it may be. */
-export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'live-srt' | 'live-flv' | 'live-fmp4';
+export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'our-tiles' | 'live-srt' | 'live-flv' | 'live-fmp4';
 
 // The containers a user's video may come in: every demuxer here reads its one file and opens
 // nothing else (the mp4 demuxer's external data references, `enable_drefs`, stay off: its
@@ -42,6 +42,9 @@ const PROFILES = {
   // A list we wrote, naming files we wrote by absolute path; its entries inherit the lists, so
   // they may only be our own formats, never another list.
   'our-concat': { formats: ['concat', ...OUR_FORMATS], lead: ['-f', 'concat', '-safe', '0'] },
+  // A split run's storyboard tiles (storyboard.ts): raw pictures our chunks wrote, their size
+  // and pixel format given before it, nothing to probe.
+  'our-tiles': { formats: ['rawvideo'], lead: ['-f', 'rawvideo'] },
   // An SRT publish that live/srt/'s relay forwards to a remux ffmpeg listening on loopback:
   // MPEG-TS over SRT (libsrt speaks UDP itself), nothing else.
   'live-srt': { formats: ['mpegts'], lead: ['-f', 'mpegts'], protocols: ['srt'] },

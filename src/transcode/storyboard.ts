@@ -1,3 +1,5 @@
+import { inputArgs } from './media-input.ts';
+
 // Thumbnails (issue #19): a storyboard (JPEG sprite sheets plus a WebVTT file whose cues
 // point into them with `#xywh=x,y,w,h`, the convention Video.js, Vidstack and Mux players
 // read) and a poster image, both made in the transcode's own ffmpeg run as two more branches
@@ -96,19 +98,26 @@ function framesPerSecond(intervalMs: number): string {
  * last, partly filled sheet at the end of the stream (ffmpeg 5.1, tested).
  */
 export function storyboardFilter(plan: StoryboardPlan): string {
+  return [...tileChain(plan, { firstTile: 0, tiles: plan.count }), tileGrid(plan)].join(',');
+}
+
+/** The sheets' grid: the tiles in rows, a sheet per `columns` x `rows` of them. */
+const tileGrid = (plan: StoryboardPlan): string => `tile=${plan.columns}x${plan.rows}`;
+
+/** Tiles `firstTile` to `firstTile + tiles - 1`, each the frame shown at its cue's start, at the tile size. */
+function tileChain(plan: StoryboardPlan, o: { firstTile: number; tiles: number }): string[] {
   return [
     // round=up: tick k takes the last frame at or before k x interval (the default, near,
-    // takes the one just before the next half interval). start_time=0: tick 0 is at 0 even
-    // where the video starts late (its first frame fills in).
-    `fps=${framesPerSecond(plan.intervalMs)}:start_time=0:round=up`,
+    // takes the one just before the next half interval). start_time: the first tick is at
+    // the first tile's time even where the video starts late (its first frame fills in).
+    `fps=${framesPerSecond(plan.intervalMs)}:start_time=${(o.firstTile * plan.intervalMs) / 1000}:round=up`,
     'tpad=stop=-1:stop_mode=clone',
-    `trim=end_frame=${plan.count}`,
+    `trim=end_frame=${o.tiles}`,
     `scale=${plan.tileWidth}:${plan.tileHeight}:flags=bicubic`,
     'setsar=1',
     // Full-range 4:2:0, the JPEG every decoder takes (the mjpeg encoder would pick 4:4:4 for RGB input).
-    'format=yuvj420p',
-    `tile=${plan.columns}x${plan.rows}`,
-  ].join(',');
+    `format=${TILE_PIXELS}`,
+  ];
 }
 
 /**
@@ -127,7 +136,7 @@ export function posterFilter(plan: StoryboardPlan): string {
     'trim=end_frame=1',
     `scale=${width}:${height}:flags=bicubic`,
     'setsar=1',
-    'format=yuvj420p',
+    `format=${TILE_PIXELS}`,
   ].join(',');
 }
 
@@ -135,14 +144,36 @@ export function posterFilter(plan: StoryboardPlan): string {
 export const sheetFileName = (i: number): string => `sprite-${i}.jpg`;
 export const STORYBOARD_VTT = 'thumbnails.vtt';
 export const POSTER_FILE = 'poster.jpg';
+/** A chunk's tiles, raw pictures one after the other (see storyboardPartBranches). */
+export const TILES_FILE = 'tiles.yuv';
+const TILE_PIXELS = 'yuvj420p';
 
-/** The graph's labels for the two branches; `thumbs_` keeps them apart from the renditions'. */
+/** The bytes of one raw tile: 4:2:0 at an even size is one and a half bytes a pixel. */
+export const tileBytes = (plan: StoryboardPlan): number => (plan.tileWidth * plan.tileHeight * 3) / 2;
+
+/** The graph's labels for the branches; `thumbs_` keeps them apart from the renditions'. */
 const LABELS = {
   sheetsIn: 'thumbs_sheets_in',
   posterIn: 'thumbs_poster_in',
   sheets: 'thumbs_sheets',
   poster: 'thumbs_poster',
 };
+
+/** passthrough: each picture written once, never duplicated to fill a frame rate. */
+const IMAGE = ['-fps_mode', 'passthrough', '-c:v', 'mjpeg', '-f', 'image2'];
+
+const sheetsOutput = (dir: string): string[] => [...IMAGE, '-q:v', '5', '-start_number', '0', `${dir}/sprite-%d.jpg`];
+
+const posterOutput = (dir: string): string[] => [
+  ...IMAGE,
+  '-q:v',
+  '3',
+  '-frames:v',
+  '1',
+  '-update',
+  '1',
+  `${dir}/${POSTER_FILE}`,
+];
 
 /**
  * The filter chains and output arguments for the storyboard and the poster, fed from one
@@ -158,24 +189,90 @@ export function thumbnailBranches(
     `[${LABELS.sheetsIn}]${storyboardFilter(plan)}[${LABELS.sheets}]`,
     `[${LABELS.posterIn}]${posterFilter(plan)}[${LABELS.poster}]`,
   ];
-  // passthrough: each sheet and the poster written once, never duplicated to fill a frame rate.
-  const image = ['-fps_mode', 'passthrough', '-c:v', 'mjpeg', '-f', 'image2'];
   const outputArgs = [
-    ...['-map', `[${LABELS.sheets}]`, ...image, '-q:v', '5', '-start_number', '0', `${o.dir}/sprite-%d.jpg`],
-    ...[
-      '-map',
-      `[${LABELS.poster}]`,
-      ...image,
-      '-q:v',
-      '3',
-      '-frames:v',
-      '1',
-      '-update',
-      '1',
-      `${o.dir}/${POSTER_FILE}`,
-    ],
+    ...['-map', `[${LABELS.sheets}]`, ...sheetsOutput(o.dir)],
+    ...['-map', `[${LABELS.poster}]`, ...posterOutput(o.dir)],
   ];
   return { filters, outputArgs };
+}
+
+/** The part of the storyboard one chunk of a split run makes (transcode/chunked/). */
+export interface StoryboardPart {
+  /** Its first tile: the index of the first cue that starts in the chunk. */
+  firstTile: number;
+  /** How many tiles it makes from there: those of every cue that starts in the chunk. */
+  tiles: number;
+  /** Whether it makes the poster: the poster's time falls in the chunk. */
+  poster: boolean;
+}
+
+/**
+ * The tiles and the poster whose times fall in [startSecs, endSecs) of the whole (endSecs
+ * undefined: to the end, the last chunk). Chunks that meet at a time split the cues between
+ * them, every cue in exactly one.
+ */
+export function storyboardPart(plan: StoryboardPlan, span: { startSecs: number; endSecs?: number }): StoryboardPart {
+  // A cue on the boundary (within float noise) is the later chunk's.
+  const tileAt = (secs: number): number =>
+    Math.min(plan.count, Math.max(0, Math.ceil((secs * 1000) / plan.intervalMs - 1e-6)));
+  const firstTile = tileAt(span.startSecs);
+  const end = span.endSecs === undefined ? plan.count : tileAt(span.endSecs);
+  const at = plan.poster.atSecs;
+  const poster = at >= span.startSecs - 1e-6 && (span.endSecs === undefined || at < span.endSecs - 1e-6);
+  return { firstTile, tiles: Math.max(0, end - firstTile), poster };
+}
+
+/** Whether a chunk's part of the storyboard has anything to make. */
+export const partMakes = (part: StoryboardPart): boolean => part.tiles > 0 || part.poster;
+
+/**
+ * A chunk's branches: its tiles, as raw pictures into `dir`/TILES_FILE (the stitch encodes
+ * the sheets from them once, as the single run does, so no tile is encoded twice), and the
+ * poster when it holds its time, with the single run's chains. `offsetSecs`: where the
+ * chunk's decoded input starts in the whole (its seek), so the frame-rate filters tick on
+ * the whole run's grid and pick the single run's frames.
+ */
+export function storyboardPartBranches(
+  plan: StoryboardPlan,
+  part: StoryboardPart,
+  o: { inputLabel: string; dir: string; offsetSecs: number },
+): { filters: string[]; outputArgs: string[] } {
+  const heads = [part.tiles > 0 ? LABELS.sheetsIn : '', part.poster ? LABELS.posterIn : ''].filter(Boolean);
+  const filters = [
+    `[${o.inputLabel}]setpts=PTS+${o.offsetSecs.toFixed(6)}/TB,split=${heads.length}${heads.map((h) => `[${h}]`).join('')}`,
+  ];
+  const outputArgs: string[] = [];
+  if (part.tiles > 0) {
+    filters.push(`[${LABELS.sheetsIn}]${tileChain(plan, part).join(',')}[${LABELS.sheets}]`);
+    outputArgs.push(
+      '-map',
+      `[${LABELS.sheets}]`,
+      '-fps_mode',
+      'passthrough',
+      '-c:v',
+      'rawvideo',
+      '-f',
+      'rawvideo',
+      `${o.dir}/${TILES_FILE}`,
+    );
+  }
+  if (part.poster) {
+    filters.push(`[${LABELS.posterIn}]${posterFilter(plan)}[${LABELS.poster}]`);
+    outputArgs.push('-map', `[${LABELS.poster}]`, ...posterOutput(o.dir));
+  }
+  return { filters, outputArgs };
+}
+
+/**
+ * The stitch's ffmpeg arguments for the sheets from every chunk's tiles in order (`tiles`,
+ * raw): the single run's grid and encode, so the sheets are the single run's.
+ */
+export function sheetsFromTilesArgs(plan: StoryboardPlan, o: { tiles: string; dir: string }): string[] {
+  const size = `${plan.tileWidth}x${plan.tileHeight}`;
+  return [
+    ...['-pix_fmt', TILE_PIXELS, '-video_size', size, '-framerate', '1', ...inputArgs(o.tiles, 'our-tiles')],
+    ...['-vf', `setsar=1,${tileGrid(plan)}`, ...sheetsOutput(o.dir)],
+  ];
 }
 
 /**

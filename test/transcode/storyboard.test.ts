@@ -15,6 +15,8 @@ import {
   planStoryboard,
   type StoryboardPlan,
   storyboardFilter,
+  storyboardPart,
+  storyboardPartBranches,
   storyboardVtt,
   thumbnailBranches,
 } from '../../src/transcode/storyboard.ts';
@@ -161,6 +163,56 @@ describe('the ffmpeg branches', () => {
       '[thumbs_poster_in]fps=10,tpad=stop=-1:stop_mode=clone,trim=start=3.500,trim=end_frame=1,scale=640:360:flags=bicubic,setsar=1,format=yuvj420p[thumbs_poster]',
     );
     assert.ok(outputArgs.includes('hls/thumbnails/sprite-%d.jpg') && outputArgs.includes('hls/thumbnails/poster.jpg'));
+  });
+});
+
+describe("a chunk's part of the storyboard", () => {
+  it('gives every cue and the poster to exactly one of the chunks that cover the duration', () => {
+    for (const [d, chunk] of [
+      [13, 4],
+      [61, 8],
+      [200, 6.006],
+      [1800, 30],
+      [7201, 29.97],
+    ] as const) {
+      const p = plan(d);
+      const starts = Array.from({ length: Math.ceil(d / chunk) }, (_, i) => i * chunk);
+      const parts = starts.map((s, i) => {
+        const next = starts[i + 1];
+        return storyboardPart(p, next === undefined ? { startSecs: s } : { startSecs: s, endSecs: next });
+      });
+      const tiles = parts.flatMap((part) => Array.from({ length: part.tiles }, (_, k) => part.firstTile + k));
+      assert.deepEqual(
+        tiles,
+        Array.from({ length: p.count }, (_, k) => k),
+        `${d} s in ${chunk} s chunks`,
+      );
+      assert.equal(parts.filter((part) => part.poster).length, 1, `${d} s: one poster`);
+      // Each cue's start lies in its chunk.
+      for (const [i, part] of parts.entries())
+        for (let k = part.firstTile; k < part.firstTile + part.tiles; k++)
+          assert.ok(k * p.intervalMs >= (starts[i] ?? 0) * 1000 - 1e-6, `${d} s: cue ${k} in chunk ${i}`);
+    }
+  });
+
+  it("is a chain on the whole run's timeline: raw tiles from the first cue in the chunk, and the poster where it falls", () => {
+    const p = plan(13, 320, 240);
+    const part = storyboardPart(p, { startSecs: 4, endSecs: 8 });
+    assert.deepEqual(part, { firstTile: 4, tiles: 3, poster: true });
+    const { filters, outputArgs } = storyboardPartBranches(p, part, {
+      inputLabel: 's1',
+      dir: 'thumbnails',
+      offsetSecs: 3.5,
+    });
+    assert.equal(filters[0], '[s1]setpts=PTS+3.500000/TB,split=2[thumbs_sheets_in][thumbs_poster_in]');
+    assert.equal(
+      filters[1],
+      '[thumbs_sheets_in]fps=10/13:start_time=5.2:round=up,tpad=stop=-1:stop_mode=clone,trim=end_frame=3,scale=160:120:flags=bicubic,setsar=1,format=yuvj420p[thumbs_sheets]',
+    );
+    assert.ok(outputArgs.includes('thumbnails/tiles.yuv') && outputArgs.includes('thumbnails/poster.jpg'));
+    const last = storyboardPart(p, { startSecs: 8 });
+    assert.deepEqual(last, { firstTile: 7, tiles: 3, poster: false });
+    assert.equal(storyboardPartBranches(p, last, { inputLabel: 's1', dir: 'd', offsetSecs: 7.5 }).filters.length, 2);
   });
 });
 

@@ -4,7 +4,15 @@ import type { BuiltinStore } from '../../storage/builtin/index.ts';
 import type { JobContext } from '../../tasks/index.ts';
 import { CodecsProbes } from '../codecs.ts';
 import { openDestination } from '../destination.ts';
-import { chunkedOutputs, chunkKinds, kindsOf, type CommandPlan, type PieceRun } from '../outputs/index.ts';
+import {
+  chunkedOutputs,
+  chunkKinds,
+  kindsOf,
+  planThumbnails,
+  treeFolder,
+  type CommandPlan,
+  type PieceRun,
+} from '../outputs/index.ts';
 import { encodePiece, pieceQueue, runOwnFfmpeg, withStore } from './encode.ts';
 import { publishEarly } from './publish.ts';
 import {
@@ -58,7 +66,10 @@ export async function runChunkPiece(deps: ChunkedDeps, job: ChunkJob, ctx: JobCo
   const { index, window } = job.chunk;
   const probe = { ...job.media, audio: undefined, audioTracks: [], subtitles: [] };
   const kinds = chunkKinds(job.outputs);
-  const plan = { ...basePlan(deps, job), probe, renditions: job.renditions, kinds, chunk: window };
+  // The storyboard over the whole, as the single run plans it: the chunk makes its part (outputs/thumbnails.ts).
+  const storyboard = { underTree: treeFolder(job.outputs) !== undefined, media: job.media, duration: job.duration };
+  const thumbnails = planThumbnails({ ...storyboard, enabled: true });
+  const plan = { ...basePlan(deps, job), probe, renditions: job.renditions, kinds, chunk: window, thumbnails };
   const seconds = window.keepSecs ?? Math.max(0, job.duration - window.startSecs);
   return runPiece(deps, { job, ctx, plan, seconds, chunk: { index, window } });
 }

@@ -1,23 +1,28 @@
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { InternalError } from '../../lib/errors.ts';
-import { inputArgs } from '../media-input.ts';
 import type { MediaInfo } from '../probe.ts';
-import type { Rendition } from '../renditions.ts';
 import {
+  partMakes,
   planStoryboard,
   POSTER_FILE,
-  posterFilter,
   sheetFileName,
+  sheetsFromTilesArgs,
   STORYBOARD_VTT,
+  type StoryboardPart,
+  storyboardPart,
+  storyboardPartBranches,
   storyboardVtt,
   thumbnailBranches,
   type StoryboardPlan,
+  TILES_FILE,
+  tileBytes,
 } from '../storyboard.ts';
 import { storageKey, type UploadQueue } from '../uploads.ts';
-import { chunkedBehaviour, type ChunkedJob, type PieceRun, type StitchRun } from './chunked-format.ts';
+import { chunkedBehaviour, type ChunkedJob, type ChunkWindow, type StitchRun } from './chunked-format.ts';
 import type { OutputFormat } from './format.ts';
-import { layout as mp4Layout } from './mp4.ts';
 
 /** The storyboard's WebVTT file and the poster image. */
 export interface ThumbnailsOutput {
@@ -31,16 +36,24 @@ const DIR = THUMBNAILS_DIR;
 /**
  * The storyboard (JPEG sprite sheets and a WebVTT file of `#xywh=` cues) and the poster: one
  * more branch of the split, under the first HLS tree of the job. Not asked for on its own.
+ * A chunk of a split run writes its part (the tiles whose cues start in it, the poster if
+ * it holds its time) from its own decode; the stitch assembles the sheets from the tiles.
  */
 export const thumbnails: OutputFormat<'thumbnails', ThumbnailsOutput, false> = {
   key: 'thumbnails',
   label: 'thumbnails',
   requested: false,
   reservedNames: [DIR],
-  writes: (plan) => plan.thumbnails !== undefined,
+  writes: (plan) =>
+    plan.thumbnails !== undefined && (plan.chunk === undefined || partMakes(chunkPart(plan.thumbnails, plan.chunk))),
   dirs: () => [DIR],
-  branch: (plan, inputLabel) =>
-    plan.thumbnails ? thumbnailBranches(plan.thumbnails, { inputLabel, dir: DIR }) : { filters: [], outputArgs: [] },
+  branch: (plan, inputLabel) => {
+    const board = plan.thumbnails;
+    if (!board) return { filters: [], outputArgs: [] };
+    if (!plan.chunk) return thumbnailBranches(board, { inputLabel, dir: DIR });
+    const part = chunkPart(board, plan.chunk);
+    return storyboardPartBranches(board, part, { inputLabel, dir: DIR, offsetSecs: plan.chunk.seekSecs });
+  },
   open: (run, prefix) => ({
     publish: () => {
       const plan = run.plan.thumbnails;
@@ -48,24 +61,27 @@ export const thumbnails: OutputFormat<'thumbnails', ThumbnailsOutput, false> = {
       return publishThumbnails(run.queue, { local: path.join(run.outDir, DIR), plan, prefix });
     },
   }),
-  // Chunked: the storyboard is made over the whole by the stitch from the lowest rendition's
-  // MP4 parts (so the chunks write MP4s), the poster by the chunk that holds its time.
   chunked: chunkedBehaviour<ThumbnailsShare, ThumbnailsOutput>({
-    chunksNeed: ['mp4'],
     collect: async (piece) => {
       const plan = wholePlan(piece.job);
-      const lowest = lowestRendition(piece.job.renditions);
-      if (!piece.chunk || !plan || !lowest) return undefined;
-      const poster = await chunkPoster(piece, plan);
-      return { lowest: piece.keep(mp4Layout.mp4File(lowest.name), 'video/mp4'), ...(poster ? { poster } : {}) };
+      const window = piece.chunk?.window;
+      if (!plan || !window) return undefined;
+      const part = chunkPart(plan, window);
+      const tiles = { first: part.firstTile, count: part.tiles };
+      return {
+        ...(part.tiles > 0
+          ? { tiles: { ...tiles, key: piece.keep(`${DIR}/${TILES_FILE}`, 'application/octet-stream') } }
+          : {}),
+        ...(part.poster ? { poster: piece.keep(`${DIR}/${POSTER_FILE}`, 'image/jpeg') } : {}),
+      };
     },
     stitch: stitchThumbnails,
   }),
 };
 
-/** What a chunk keeps for the storyboard: its part of the lowest rendition, and the poster if it holds its time. */
+/** What a chunk keeps for the storyboard: its raw tiles (where they go in the whole), and the poster if it holds its time. */
 interface ThumbnailsShare {
-  lowest: string;
+  tiles?: { first: number; count: number; key: string };
   poster?: string;
 }
 
@@ -73,53 +89,57 @@ function wholePlan(job: ChunkedJob): StoryboardPlan | undefined {
   return planThumbnails({ underTree: true, media: job.media, duration: job.duration, enabled: true });
 }
 
-/** The rendition whose parts make the storyboard: the smallest picture. */
-function lowestRendition(renditions: readonly Rendition[]): Rendition | undefined {
-  return [...renditions].sort((a, b) => a.width * a.height - b.width * b.height)[0];
+/** A chunk's part of the storyboard: what falls in [start, start + keep) of the whole. */
+function chunkPart(plan: StoryboardPlan, w: ChunkWindow): StoryboardPart {
+  return storyboardPart(plan, {
+    startSecs: w.startSecs,
+    ...(w.keepSecs === undefined ? {} : { endSecs: w.startSecs + w.keepSecs }),
+  });
 }
 
 /**
- * The poster of a chunked run, when this chunk holds its time: from its largest rendition's
- * part (one from the lowest would be upscaled), with the single run's poster chain.
+ * The storyboard and poster of a chunked run: the sheets encoded from the chunks' tiles (a
+ * few small pictures, whatever the film's length: the video is not decoded again), and the
+ * poster of the chunk that holds its time.
  */
-async function chunkPoster(piece: PieceRun, plan: StoryboardPlan): Promise<string | undefined> {
-  const w = piece.chunk?.window;
-  const top = [...piece.job.renditions].sort((a, b) => b.width * b.height - a.width * a.height)[0];
-  const at = plan.poster.atSecs;
-  if (!w || !top || at < w.startSecs || (w.keepSecs !== undefined && at >= w.startSecs + w.keepSecs)) return undefined;
-  const filter = posterFilter({ ...plan, poster: { ...plan.poster, atSecs: at - w.startSecs } });
-  const args = [...inputArgs(mp4Layout.mp4File(top.name), 'ours'), '-vf', filter];
-  args.push('-fps_mode', 'passthrough', '-c:v', 'mjpeg', '-q:v', '3', '-frames:v', '1', '-update', '1', POSTER_FILE);
-  await piece.ffmpeg(args, { cwd: piece.outDir, failure: 'the poster could not be taken' });
-  return piece.keep(POSTER_FILE, 'image/jpeg');
-}
-
-/** The storyboard and poster of a chunked run over the whole duration. */
 async function stitchThumbnails(run: StitchRun<ThumbnailsShare>): Promise<ThumbnailsOutput | undefined> {
   const plan = wholePlan(run.job);
   if (!plan) return undefined;
-  const list = await run.concatList(
-    run.chunks.map((c) => c.lowest),
-    'thumbnails',
-  );
   const local = path.join(run.localDir, DIR);
   await mkdir(local, { recursive: true });
-  const branches = thumbnailBranches(plan, { inputLabel: '0:v:0', dir: DIR });
-  await run.ffmpeg(
-    [...inputArgs(list, 'our-concat'), '-filter_complex', branches.filters.join(';'), ...branches.outputArgs],
-    {
-      cwd: run.localDir,
-      failure: 'stitching failed',
-    },
-  );
-  // The storyboard's poster is from the lowest rendition; the chunk's is the single run's size.
-  const poster = run.chunks.find((c) => c.poster)?.poster;
-  if (poster)
-    await copyFile(
-      await run.fetchKept(poster, path.join(run.localDir, 'chunk-poster.jpg')),
-      path.join(local, POSTER_FILE),
-    );
+  const tiles = await joinTiles(run, plan);
+  await run.ffmpeg(sheetsFromTilesArgs(plan, { tiles, dir: DIR }), {
+    cwd: run.localDir,
+    failure: 'the storyboard could not be assembled',
+  });
+  const poster = run.chunks.find((c) => c?.poster)?.poster;
+  if (!poster) throw new InternalError('chunked: no chunk kept the poster');
+  // A kept file may be fetched where it lies (the built-in store on this disk): copied into place.
+  await copyFile(await run.fetchKept(poster, path.join(run.localDir, POSTER_FILE)), path.join(local, POSTER_FILE));
   return publishThumbnails(run.queue, { local, plan, prefix: run.prefix });
+}
+
+/** The chunks' tiles, in order, as one raw file of exactly the plan's tiles: its path. */
+async function joinTiles(run: StitchRun<ThumbnailsShare>, plan: StoryboardPlan): Promise<string> {
+  const parts = run.chunks.flatMap((c) => (c?.tiles ? [c.tiles] : []));
+  let next = 0;
+  for (const p of parts) {
+    if (p.first !== next) throw new InternalError(`chunked: the storyboard's tile ${next} is missing`);
+    next += p.count;
+  }
+  if (next !== plan.count) throw new InternalError(`chunked: the chunks made ${next} of ${plan.count} tiles`);
+  const joined = path.join(run.localDir, TILES_FILE);
+  const out = createWriteStream(joined);
+  for (const [i, p] of parts.entries()) {
+    const file = await run.fetchKept(p.key, path.join(run.localDir, `tiles-${i}.yuv`));
+    await pipeline(createReadStream(file), out, { end: false });
+  }
+  out.end();
+  await new Promise<void>((resolve, reject) => out.once('finish', resolve).once('error', reject));
+  const { size } = await stat(joined);
+  if (size !== plan.count * tileBytes(plan))
+    throw new InternalError(`chunked: the storyboard's tiles hold ${size} bytes, not ${plan.count} tiles`);
+  return joined;
 }
 
 /** Thumbnails go beside the renditions of an HLS tree; MP4-only jobs and audio have none. */
