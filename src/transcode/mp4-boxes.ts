@@ -9,7 +9,7 @@ import { InternalError } from '../lib/errors.ts';
 import { topLevelBoxes } from './streamed-mp4.ts';
 
 /** One box inside a buffer: its type and where its payload lies. */
-interface BoxView {
+export interface BoxView {
   type: string;
   /** Payload start (after the header). */
   start: number;
@@ -17,7 +17,7 @@ interface BoxView {
 }
 
 /** The child boxes found between `start` and `end` of `buf`. */
-function childBoxes(buf: Buffer, start: number, end: number): BoxView[] {
+export function childBoxes(buf: Buffer, start: number, end: number): BoxView[] {
   const boxes: BoxView[] = [];
   for (let at = start; at + 8 <= end; ) {
     const small = buf.readUInt32BE(at);
@@ -32,14 +32,14 @@ function childBoxes(buf: Buffer, start: number, end: number): BoxView[] {
   return boxes;
 }
 
-const child = (buf: Buffer, parent: BoxView, type: string): BoxView | undefined =>
+export const child = (buf: Buffer, parent: BoxView, type: string): BoxView | undefined =>
   childBoxes(buf, parent.start, parent.end).find((b) => b.type === type);
 
-const children = (buf: Buffer, parent: BoxView, type: string): BoxView[] =>
+export const children = (buf: Buffer, parent: BoxView, type: string): BoxView[] =>
   childBoxes(buf, parent.start, parent.end).filter((b) => b.type === type);
 
 /** A full box's version byte and 24-bit flags (14496-12, 4.2). */
-function fullBoxHeader(buf: Buffer, box: BoxView): { version: number; flags: number } {
+export function fullBoxHeader(buf: Buffer, box: BoxView): { version: number; flags: number } {
   return { version: buf.readUInt8(box.start), flags: buf.readUInt32BE(box.start) & 0xffffff };
 }
 
