@@ -129,13 +129,10 @@ async function joinTiles(run: StitchRun<ThumbnailsShare>, plan: StoryboardPlan):
   }
   if (next !== plan.count) throw new InternalError(`chunked: the chunks made ${next} of ${plan.count} tiles`);
   const joined = path.join(run.localDir, TILES_FILE);
-  const out = createWriteStream(joined);
   for (const [i, p] of parts.entries()) {
     const file = await run.fetchKept(p.key, path.join(run.localDir, `tiles-${i}.yuv`));
-    await pipeline(createReadStream(file), out, { end: false });
+    await pipeline(createReadStream(file), createWriteStream(joined, { flags: i === 0 ? 'w' : 'a' }));
   }
-  out.end();
-  await new Promise<void>((resolve, reject) => out.once('finish', resolve).once('error', reject));
   const { size } = await stat(joined);
   if (size !== plan.count * tileBytes(plan))
     throw new InternalError(`chunked: the storyboard's tiles hold ${size} bytes, not ${plan.count} tiles`);
