@@ -175,6 +175,10 @@ export function videoCodecArgs(
       return [...vp9Args({ gop, preset: o.preset, rate }), ...bt709(o.hdrSource)];
     default: {
       const args = ['-c:v', 'libx264', ...x26xRate(rate), '-g', String(gop), '-sc_threshold', '0'];
+      // The same headers whatever the rate control: a split job's chunks may choose capped CRF
+      // or ABR each (chunked/chunk-ladder.ts), and the fMP4 and MP4 outputs hold the first
+      // chunk's SPS and PPS alone. Without it x264 writes the CRF into the PPS (pic_init_qp).
+      args.push('-x264-params', 'stitchable=1');
       args.push('-preset', o.preset);
       if (r.profile) args.push('-profile:v', r.profile);
       if (r.noBFrames) args.push('-bf', '0');

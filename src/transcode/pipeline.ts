@@ -147,7 +147,7 @@ async function transcode(
   };
 }
 
-/** Issue #31: the planned rungs with the per-title choice, when it is on for this job (also the chunked split step's, issue #30). */
+/** Issue #31: the planned rungs with the per-title choice, when it is on for this job (a split job's chunks choose their own: chunked/chunk-ladder.ts). */
 export async function perTitleLadder(
   settings: PipelineSettings,
   job: PipelineJob,

@@ -13,6 +13,7 @@ import {
   type CommandPlan,
   type PieceRun,
 } from '../outputs/index.ts';
+import { chunkLadder } from './chunk-ladder.ts';
 import { encodePiece, pieceQueue, runOwnFfmpeg, withStore } from './encode.ts';
 import { publishEarly } from './publish.ts';
 import {
@@ -69,7 +70,9 @@ export async function runChunkPiece(deps: ChunkedDeps, job: ChunkJob, ctx: JobCo
   // The storyboard over the whole, as the single run plans it: the chunk makes its part (outputs/thumbnails.ts).
   const storyboard = { underTree: treeFolder(job.outputs) !== undefined, media: job.media, duration: job.duration };
   const thumbnails = planThumbnails({ ...storyboard, enabled: true });
-  const plan = { ...basePlan(deps, job), probe, renditions: job.renditions, kinds, chunk: window, thumbnails };
+  // With the per-title ladder on, the rungs' rates are this chunk's own choice (chunk-ladder.ts).
+  const renditions = await chunkLadder(deps, job, ctx);
+  const plan = { ...basePlan(deps, job), probe, renditions, kinds, chunk: window, thumbnails };
   const seconds = window.keepSecs ?? Math.max(0, job.duration - window.startSecs);
   return runPiece(deps, { job, ctx, plan, seconds, chunk: { index, window } });
 }

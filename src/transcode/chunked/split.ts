@@ -2,9 +2,8 @@ import { openRangeReader, startRangeProxy, type InputSpec, type RangeProxy } fro
 import type { JobContext, PieceSpec, SPLIT } from '../../tasks/index.ts';
 import { planLadder } from '../ladder.ts';
 import { unchunkable } from '../outputs/index.ts';
-import { perTitleLadder, type PipelineJob } from '../pipeline.ts';
+import type { PipelineJob } from '../pipeline.ts';
 import { hasVideo, probe, type MediaInfo } from '../probe.ts';
-import { throttledProgress } from '../progress.ts';
 import type { Rendition } from '../renditions.ts';
 import type { AudioWindow } from '../outputs/index.ts';
 import { pieceSpecs, planAudio, planChunks, splittable, type ChunkPlan } from './plan.ts';
@@ -12,9 +11,10 @@ import { piecesPrefix, type ChunkedDeps, type PieceJob, type SourceRef } from '.
 
 // Issue #30: the split step, run by the job entry (job.ts) for every kind of job. A source
 // that answers ranges is probed through the range proxy (a few ranges, not the whole file);
-// a long input gets its ladder planned (and #31's per-title choice, once for the whole
-// video) and is split into pieces (plan.ts), which read the source by ranges or from its
-// copy in the built-in store.
+// a long input gets its ladder planned and is split into pieces (plan.ts), which read the
+// source by ranges or from its copy in the built-in store. The split reads no more of the
+// input than its probe: a per-title ladder is chosen by each chunk for its own part
+// (chunk-ladder.ts).
 
 /** A source probed by ranges: its probe, its size, and the proxy that served it. */
 export interface RangedLook {
@@ -95,29 +95,22 @@ export async function splitInto(
     found: SplitPlan;
     size: number;
     split: (pieces: readonly PieceSpec[]) => Promise<typeof SPLIT>;
-    /** Puts a stored source where the pieces read it, once the per-title analysis has read it here. */
+    /** Puts a stored source where the pieces read it. */
     storeSource?: () => Promise<void>;
   },
 ): Promise<typeof SPLIT> {
   const { ctx, job, media, found } = o;
-  const report = throttledProgress(job.progress, 500);
   // The outputs' store is checked before any piece is queued, then freed: each piece opens its own.
   await job.store.check(ctx.signal);
   await job.store.discard();
-  const renditions = await perTitleLadder(deps.config, job, {
-    input: 'url' in o.source ? o.source.url : o.source.path,
-    media,
-    duration: media.duration,
-    planned: found.planned,
-    report,
-  });
   await o.storeSource?.();
   const source: SourceRef = 'ranged' in o.source ? { input: o.source.ranged } : { stored: o.source.stored };
   const pieceJob: PieceJob = {
     ...source,
     ...withoutUndefined(o.base),
     media,
-    renditions,
+    renditions: found.planned,
+    perTitle: job.perTitle ?? deps.config.perTitle,
     segmentSecs: job.segmentSecs ?? deps.config.defaultSegmentSecs,
     duration: media.duration,
   };

@@ -45,8 +45,10 @@ export type PieceJob = SourceRef & {
   outputs: OutputFolders;
   /** The split step's probe of the input. */
   media: MediaInfo;
-  /** The ladder, chosen once for the whole video (with #31's per-title choice). */
+  /** The ladder, planned once for the whole video: every chunk writes these rungs. */
   renditions: Rendition[];
+  /** The per-title ladder is on: each chunk chooses its rungs' rates from its own part (chunk-ladder.ts). */
+  perTitle?: boolean;
   segmentSecs: number;
   duration: number;
   c2pa?: boolean;

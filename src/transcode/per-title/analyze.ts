@@ -43,15 +43,18 @@ const MAX_SAMPLED_SHARE = 0.1;
  */
 export const MIN_ANALYSED_SECS = 3;
 
-/** Evenly spread windows, each in the middle of its share of the video (away from fades at the ends). */
-export function sampleWindows(duration: number): Window[] {
+/**
+ * Evenly spread windows, each in the middle of its share of the `duration` seconds from
+ * `from` (away from fades at the ends): the whole video, or a chunk's part of it.
+ */
+export function sampleWindows(duration: number, from = 0): Window[] {
   // A duration the container does not give (0) was measured before this (pipeline.ts).
-  if (!(duration > 0)) return [{ start: 0, length: WINDOW_SECS }];
+  if (!(duration > 0)) return [{ start: from, length: WINDOW_SECS }];
   const count = Math.max(1, Math.min(MAX_WINDOWS, Math.round(duration / SECS_PER_WINDOW)));
   const length = Math.min(WINDOW_SECS, (duration * MAX_SAMPLED_SHARE) / count);
   const share = duration / count;
   return Array.from({ length: count }, (_, i) => ({
-    start: Math.max(0, Math.min(duration - length, share * (i + 0.5) - length / 2)),
+    start: from + Math.max(0, Math.min(duration - length, share * (i + 0.5) - length / 2)),
     length,
   }));
 }

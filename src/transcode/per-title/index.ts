@@ -27,26 +27,37 @@ export interface LadderChoice {
   /** The job's segment duration: a keyframe starts each segment. Default 6. */
   segmentSecs?: number;
   log?: Logger | undefined;
+  /**
+   * The part of the input judged, in seconds: a split job's chunk judges its own
+   * (chunked/chunk-ladder.ts). Default: the whole `duration`.
+   */
+  span?: { start: number; length: number } | undefined;
+  /**
+   * Every rung kept, only its rate chosen: the chunks of a split job each choose for their own
+   * part of the video, and every chunk must write the same ladder.
+   */
+  keepRungs?: boolean | undefined;
 }
 
 /**
- * The renditions with their rate control chosen for this title: each tunable rung (the
- * default ladder's, a profile's with `perTitle`) gets a capped-CRF `choice`, and useless
- * default rungs are dropped. Renditions with nothing to tune come back as they are. An
- * analysis that fails leaves the planned ladder (logged): the choice saves bits, the job does
- * not depend on it.
+ * The renditions with their rate control chosen for this title (or the span of it judged):
+ * each tunable rung (the default ladder's, a profile's with `perTitle`) gets a capped-CRF
+ * `choice`, and useless default rungs are dropped unless `keepRungs`. Renditions with nothing
+ * to tune come back as they are. An analysis that fails leaves the planned ladder (logged):
+ * the choice saves bits, the job does not depend on it.
  */
 export async function chooseLadder(o: LadderChoice): Promise<Rendition[]> {
   const tunable = o.renditions.filter((r) => r.perTitle !== undefined && r.codec === 'h264');
   const first = tunable[0];
-  if (!first || !o.media.video || !(o.duration >= MIN_ANALYSED_SECS)) return o.renditions;
+  const span = o.span ?? { start: 0, length: o.duration };
+  if (!first || !o.media.video || !(span.length >= MIN_ANALYSED_SECS)) return o.renditions;
   o.progress?.(0);
   let probes: [ProbeSize, ProbeSize];
   try {
     probes = await probeEncode({
       input: o.input,
       ffmpegPath: o.ffmpegPath,
-      windows: sampleWindows(o.duration),
+      windows: sampleWindows(span.length, span.start),
       sizes: probeSizes(tunable),
       fps: first.fps,
       crf: TARGET_CRF,
@@ -74,9 +85,10 @@ export async function chooseLadder(o: LadderChoice): Promise<Rendition[]> {
     return { ...measured, choice: choiceFor(p, { cap, crf, ssim }) };
   });
   o.progress?.(1);
-  const kept = usefulRungs(chosen, needs);
+  const kept = o.keepRungs ? chosen : usefulRungs(chosen, needs);
   o.log?.info(
     {
+      ...(o.span ? { span: `${o.span.start.toFixed(1)}+${o.span.length.toFixed(1)} s` } : {}),
       probes: probes.map(
         (p) => `${p.width}x${p.height} ${Math.round(p.interBitsPerSec)} b/s + key ${p.keyframeBits} b`,
       ),
