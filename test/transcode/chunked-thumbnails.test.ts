@@ -6,14 +6,21 @@
 // for it: the stitch decodes no video.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config/index.ts';
 import { FolderStore } from '../../src/storage/builtin/index.ts';
-import { createChunkedHandlers, createTranscodeHandler, type TranscodeJob } from '../../src/transcode/index.ts';
+import {
+  buildFfmpegArgs,
+  createChunkedHandlers,
+  createTranscodeHandler,
+  probe,
+  type Rendition,
+  type TranscodeJob,
+} from '../../src/transcode/index.ts';
 import { planStoryboard, type StoryboardPlan } from '../../src/transcode/storyboard.ts';
 import { startHttp, type TestHttp } from '../helpers/http-input.ts';
 import { decodeFrameCells, FRAME_CODE_BAND, frameCodeFilter } from '../helpers/live.ts';
@@ -182,5 +189,33 @@ describe('the storyboard of a chunked transcode', () => {
     // The middle (6.5 s) on the poster's 10 fps grid: within a frame of it.
     assert.ok(single !== undefined && Math.abs(single - 6.5 * FPS) <= 1, `the single run's poster: frame ${single}`);
     assert.equal(chunked, single);
+  });
+});
+
+describe('a chunk that holds no cue and not the poster', () => {
+  it('encodes its renditions with no storyboard branch (a film: a tile every 72 s, 4 s chunks)', async () => {
+    const dir = await mkdtemp(path.join(root, 'no-tiles-'));
+    const clip = await numberedClip();
+    const rendition: Rendition = {
+      ...{ name: '240p', width: WIDTH, height: HEIGHT, bitrate: 300_000, fps: { num: FPS, den: 1 }, codec: 'h264' },
+      ...{ profile: 'high', noBFrames: false, gopFrames: undefined, crf: undefined },
+    };
+    const film = planStoryboard(7200, WIDTH, HEIGHT);
+    assert.equal(film?.intervalMs, 72_000);
+    const args = buildFfmpegArgs({
+      ...{
+        input: clip,
+        probe: await probe(clip, { ffprobePath: 'ffprobe', signal: AbortSignal.timeout(60_000) }),
+        renditions: [rendition],
+      },
+      ...{ kinds: { hls: true }, segmentSecs: 2, preset: 'ultrafast', threads: 1, thumbnails: film },
+      chunk: { seekSecs: 3.5, skipSecs: 0.5, keepSecs: 4, startSecs: 4, firstSegment: 2 },
+    });
+    assert.equal(args.filter((a) => a.includes('thumbs_') || a.includes('thumbnails/')).length, 0, args.join(' '));
+    // It runs: no output of the graph's split is left unconnected.
+    await mkdir(path.join(dir, 'hls', '240p'), { recursive: true });
+    await run('ffmpeg', args, { cwd: dir });
+    assert.deepEqual(await readdir(dir), ['hls']);
+    assert.equal((await readdir(path.join(dir, 'hls', '240p'))).filter((f) => f.endsWith('.ts')).length, 2);
   });
 });
