@@ -35,7 +35,7 @@ export function childBoxes(buf: Buffer, start: number, end: number): BoxView[] {
 export const child = (buf: Buffer, parent: BoxView, type: string): BoxView | undefined =>
   childBoxes(buf, parent.start, parent.end).find((b) => b.type === type);
 
-export const children = (buf: Buffer, parent: BoxView, type: string): BoxView[] =>
+const children = (buf: Buffer, parent: BoxView, type: string): BoxView[] =>
   childBoxes(buf, parent.start, parent.end).filter((b) => b.type === type);
 
 /** A full box's version byte and 24-bit flags (14496-12, 4.2). */

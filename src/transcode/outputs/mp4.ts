@@ -1,15 +1,15 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { InternalError } from '../../lib/errors.ts';
 import { settledAll } from '../../lib/settled.ts';
 import { signMp4 } from '../c2pa.ts';
 import { AAC_ARGS, AUDIO_BITRATE, trackLabels } from '../encoders.ts';
-import { inputArgs, type InputOrigin } from '../media-input.ts';
 import type { AudioTrack } from '../probe.ts';
 import { renditionOutput, type AudioOutput, type RenditionOutput } from '../renditions.ts';
 import { StreamedMp4 } from '../streamed-mp4.ts';
 import { storageKey } from '../uploads.ts';
 import { chunkedBehaviour, type StitchRun } from './chunked-format.ts';
+import { joinMp4s } from './mp4-join.ts';
 import type { CommandPlan, OutputFormat, OutputRun } from './format.ts';
 
 /** Where ffmpeg writes the MP4s, relative to the job's output folder. */
@@ -68,26 +68,25 @@ export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
 type Mp4Share = Record<string, string>;
 
 /**
- * One faststart MP4 per rendition from a chunked run: its chunks' parts and the audio joined
- * by ffmpeg's concat demuxer (`-c copy`), then signed when the job asks.
+ * One faststart MP4 per rendition from a chunked run: its chunks' parts and the audio pieces'
+ * `.m4a` parts joined in Node (mp4-join.ts: the parts' packets as they are, in one pass), then
+ * signed when the job asks. The audio tracks keep the labels the audio pieces gave them.
  */
 async function stitchMp4s(run: StitchRun<Mp4Share>): Promise<Mp4Output> {
   const { job, localDir: dir } = run;
-  await mkdir(dir, { recursive: true });
-  const tracks = job.media.audioTracks;
-  const audio = tracks.length > 0 ? await joinedAudio(run) : undefined;
+  await mkdir(path.join(dir, 'parts'), { recursive: true });
+  const audio = job.media.audioTracks.length > 0 ? await audioParts(run) : [];
   // The single run's manifests name the input as their parent, by its hash: so do these.
   const c2pa = run.c2pa ? { signer: run.c2pa.signer, parent: { path: await run.c2pa.parent() } } : undefined;
   const out: Mp4Output = [];
   for (const r of job.renditions) {
     const keys = run.chunks.map((c) => c[r.name] ?? '');
     if (keys.some((k) => k === '')) throw new InternalError(`chunked: a chunk has no MP4 part of ${r.name}`);
-    const list = await run.concatList(keys, r.name);
+    const video = await fetchParts(run, keys, r.name);
     const file = path.join(dir, `${r.name}.mp4`);
-    const args = [...inputArgs(list, 'our-concat'), ...(audio ? inputArgs(audio.file, audio.origin) : [])];
-    args.push('-map', '0:v:0', ...(audio ? ['-map', '1:a'] : []), '-c', 'copy', '-map_metadata', '-1');
-    args.push(...(audio ? trackLabels(tracks) : []), '-movflags', '+faststart', file);
-    await run.ffmpeg(args, { cwd: dir, failure: 'stitching failed' });
+    await joinMp4s({ sequences: audio.length > 0 ? [video, audio] : [video], output: file, signal: run.signal });
+    // The rendition's parts are in its file now: a film's parts need not wait on the disk.
+    await Promise.all(video.map((f) => rm(f, { force: true })));
     if (c2pa) await signMp4({ input: file, output: file, title: r.name, ...c2pa, signal: run.signal });
     const key = storageKey(run.prefix, `${r.name}.mp4`);
     run.queue.add(key, file);
@@ -98,18 +97,21 @@ async function stitchMp4s(run: StitchRun<Mp4Share>): Promise<Mp4Output> {
 }
 
 /**
- * The audio pieces' `.m4a` parts as one ffmpeg input: the one part itself, or the parts in
- * order through the concat demuxer (the first part's priming packet and edit list begin it;
- * the others start at their first kept packet, so their packets follow on without a gap).
+ * The audio pieces' `.m4a` parts, in order: the first part's priming packet and edit list
+ * begin the audio; the others start at their first kept packet, so their packets follow on.
  */
-async function joinedAudio(run: StitchRun<Mp4Share>): Promise<{ file: string; origin: InputOrigin } | undefined> {
+async function audioParts(run: StitchRun<Mp4Share>): Promise<string[]> {
   const keys = run.audio.map((a) => a.audio ?? '');
-  if (keys.length === 0) return undefined;
   if (keys.some((k) => k === '')) throw new InternalError('chunked: an audio piece has no MP4 part');
-  const [only] = keys;
-  if (keys.length === 1 && only)
-    return { file: await run.fetchKept(only, path.join(run.localDir, 'audio.m4a')), origin: 'ours' };
-  return { file: await run.concatList(keys, 'audio'), origin: 'our-concat' };
+  return fetchParts(run, keys, 'audio');
+}
+
+/** Kept parts fetched to the format's folder, in order. */
+async function fetchParts(run: StitchRun<Mp4Share>, keys: readonly string[], name: string): Promise<string[]> {
+  const files: string[] = [];
+  for (const [i, key] of keys.entries())
+    files.push(await run.fetchKept(key, path.join(run.localDir, 'parts', `${name}-${i}.mp4`)));
+  return files;
 }
 
 function oneTrackAudioOnly(plan: CommandPlan): boolean {
