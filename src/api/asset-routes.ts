@@ -15,6 +15,7 @@ import { TasksErrorBody } from '../lib/wire-errors.ts';
 import {
   AssetPatchBody,
   AssetSchema,
+  earlyPlaylistKey,
   type PlaybackInfo,
   PlaybackInfoSchema,
   RequestUploadBody,
@@ -204,7 +205,7 @@ const PlaybackId = Type.Object({
  * playbackId finds the asset, or else the live stream (type `live`, `meta.live` 0 or 1); the
  * media URLs it lists need a JWT when the playback policy is
  * `jwt` (api/media-access.ts), and are listed without one, as on Livepeer. An asset that is
- * not ready is a 422, as on Livepeer.
+ * not ready is a 422, as on Livepeer, unless it is processing and plays already (its HLS).
  */
 function playbackRoute(api: FastifyInstance, deps: AssetRoutesDeps): void {
   api.get<{ Params: Static<typeof PlaybackId> }>(
@@ -225,7 +226,7 @@ function playbackRoute(api: FastifyInstance, deps: AssetRoutesDeps): void {
         if (live) return live;
       }
       if (!asset || asset.phase === 'deleting' || asset.phase === 'deleted') throw new NotFoundError();
-      if (asset.phase !== 'ready')
+      if (asset.phase !== 'ready' && !earlyPlaylistKey(asset))
         throw new ValidationError(`id: the asset is not ready for playback (it is ${asset.phase})`);
       return toPlaybackInfo(asset, deps.publicBase);
     },

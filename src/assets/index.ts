@@ -10,7 +10,7 @@ export type {
   UploadSessions,
 } from './types.ts';
 export { ASSET_EVENT_NAMES, ASSET_PHASES } from './types.ts';
-export { assetPrefix, assetSourceKey } from './keys.ts';
+export { assetPlaylistKey, assetPrefix, assetSourceKey } from './keys.ts';
 export {
   AssetStore,
   StagedBytesLimitError,

@@ -8,3 +8,13 @@ export const assetPrefix = (playbackId: string): string => `asset/${playbackId}/
 
 /** The file as uploaded or fetched (the asset's `downloadUrl`; clip and export read it). */
 export const assetSourceKey = (playbackId: string): string => `${assetPrefix(playbackId)}source`;
+
+/** The folder of the asset's HLS tree (processing.ts assetOutputs writes it there). */
+export const ASSET_HLS_FOLDER = 'hls';
+
+/**
+ * The asset's HLS master playlist (its `playbackUrl`): the early EVENT playlists of a split
+ * run are written here as the first pieces finish, and the final VOD ones at the end.
+ */
+export const assetPlaylistKey = (playbackId: string): string =>
+  `${assetPrefix(playbackId)}${ASSET_HLS_FOLDER}/index.m3u8`;

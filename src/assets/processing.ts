@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { c2paProblems, type OutputFolders, StoredProfile } from '../transcode/index.ts';
+import { ASSET_HLS_FOLDER } from './keys.ts';
 
 // What an asset's owner asks of its processing, defined once: the create bodies of the API
 // (api/contract/asset.ts) take these fields, the asset keeps them as its spec, its task
@@ -34,7 +35,7 @@ export function processingSpecOf(body: Readonly<Record<string, unknown>>): Proce
 
 /** An asset's outputs under its prefix: HLS (TS) always, with MP4 renditions when asked. */
 export function assetOutputs(spec: Pick<ProcessingSpec, 'staticMp4'>): OutputFolders {
-  return { hls: { path: '/hls' }, ...(spec.staticMp4 ? { mp4: { path: '/mp4' } } : {}) };
+  return { hls: { path: `/${ASSET_HLS_FOLDER}` }, ...(spec.staticMp4 ? { mp4: { path: '/mp4' } } : {}) };
 }
 
 /** Why the spec cannot be processed on this server (C2PA without a signer or without MP4s); none: []. */

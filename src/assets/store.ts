@@ -36,7 +36,7 @@ const tokenHash = (token: string): string => createHash('sha256').update(token).
 
 const ASSET_COLUMNS = `a.id, a.owner, a.project_id, a.playback_id, a.name, a.type, a.phase, a.error_message,
   a.task_id, a.source, a.spec, a.playback_policy, a.creator_id, a.output, a.storage, a.created_at, a.updated_at,
-  CASE WHEN a.phase = 'processing' THEN t.progress END AS progress`;
+  CASE WHEN a.phase = 'processing' THEN t.progress END AS progress, t.playable_at`;
 const FROM_ASSETS = 'assets a LEFT JOIN tasks t ON t.id = a.task_id';
 
 /** Thrown inside a transaction to roll it back with an answer (not an error). */

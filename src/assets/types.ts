@@ -158,6 +158,8 @@ export interface AssetRow {
   error_message: string | null;
   /** The task's progress while the asset is processing (null in every other phase). */
   progress: number | null;
+  /** When its task's early playlists first played (its HLS master plays while processing); null until then. */
+  playable_at: Date | null;
   task_id: string;
   source: AssetSource;
   spec: AssetSpec;

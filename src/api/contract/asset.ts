@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import {
   ASSET_PHASES,
+  assetPlaylistKey,
   assetSourceKey,
   ProcessingSpec,
   type AssetOutput,
@@ -9,6 +10,7 @@ import {
 } from '../../assets/index.ts';
 import { ERROR_MESSAGE } from '../../lib/schema-errors.ts';
 import { mediaUrl, type PublicBase } from '../public-base.ts';
+import { PLAYABLE_AT } from './task.ts';
 import { CreatorId, Profile } from './transcode.ts';
 
 // The wire contract of assets and playback (spec/API.md section C, issue #27), at the API's
@@ -98,7 +100,13 @@ export const AssetSchema = Type.Object(
     id: Type.String(),
     type: Type.Union([Type.Literal('video'), Type.Literal('audio')]),
     playbackId: Type.String(),
-    playbackUrl: Type.Optional(Type.String({ description: 'The HLS master playlist, once the asset is ready.' })),
+    playbackUrl: Type.Optional(
+      Type.String({
+        description:
+          'The HLS master playlist, once the asset is ready, or while it is processing once `playableAt` is set.',
+      }),
+    ),
+    playableAt: Type.Optional(Type.Number({ description: PLAYABLE_AT })),
     downloadUrl: Type.Optional(Type.String({ description: 'The file as uploaded or fetched, once ready.' })),
     name: Type.String(),
     source: Type.Object(
@@ -181,6 +189,8 @@ export interface WireAsset {
   type: 'video' | 'audio';
   playbackId: string;
   playbackUrl?: string;
+  /** An extension of Livepeer's Asset (its SDK drops unknown fields): see PLAYABLE_AT. */
+  playableAt?: number;
   downloadUrl?: string;
   name: string;
   source: AssetSource;
@@ -243,6 +253,9 @@ export function toWireAsset(row: AssetRow, base: PublicBase): WireAsset {
     if (out.hls) asset.playbackUrl = mediaUrl(base, out.hls.key);
     asset.downloadUrl = mediaUrl(base, out.source?.key ?? assetSourceKey(row.playback_id));
   }
+  if (row.playable_at !== null) asset.playableAt = new Date(row.playable_at).getTime();
+  const early = earlyPlaylistKey(row);
+  if (early) asset.playbackUrl = mediaUrl(base, early);
   if (out) {
     asset.videoSpec = wireVideoSpec(out.videoSpec);
     asset.size = out.size;
@@ -286,12 +299,23 @@ export function recordingUrls(
   return { recordingUrl: mediaUrl(base, output.hls.key), mp4Url: mediaUrl(base, output.source.key) };
 }
 
-/** The playback info of a ready asset: HLS first (what a player should pick), then the MP4s and thumbnails. */
+/**
+ * The HLS master of an asset still processing whose early playlists play (its task's
+ * playable mark): EVENT playlists that grow as its pieces finish and end as the VOD ones.
+ */
+export function earlyPlaylistKey(row: Pick<AssetRow, 'phase' | 'playable_at' | 'playback_id'>): string | undefined {
+  return row.phase === 'processing' && row.playable_at !== null ? assetPlaylistKey(row.playback_id) : undefined;
+}
+
+/**
+ * The playback info of a ready asset: HLS first (what a player should pick), then the MP4s and
+ * thumbnails; of a processing one that plays already (earlyPlaylistKey), its HLS alone.
+ */
 export function toPlaybackInfo(row: AssetRow, base: PublicBase): PlaybackInfo {
   const out = row.output;
   const source: PlaybackSource[] = [];
-  if (out?.hls)
-    source.push({ hrn: 'HLS (TS)', type: 'html5/application/vnd.apple.mpegurl', url: mediaUrl(base, out.hls.key) });
+  const hls = out?.hls?.key ?? earlyPlaylistKey(row);
+  if (hls) source.push({ hrn: 'HLS (TS)', type: 'html5/application/vnd.apple.mpegurl', url: mediaUrl(base, hls) });
   for (const mp4 of out?.mp4 ?? []) {
     const entry: PlaybackSource = { hrn: 'MP4', type: 'html5/video/mp4', url: mediaUrl(base, mp4.key) };
     for (const k of ['size', 'width', 'height', 'bitrate'] as const) {
@@ -312,8 +336,14 @@ export function toPlaybackInfo(row: AssetRow, base: PublicBase): PlaybackInfo {
 
 /** An asset as the outbox keeps it (an asset event's `task` column: the row as JSON, its times ISO strings). */
 export function assetOfEvent(e: { task: unknown }): AssetRow {
-  const a = e.task as Omit<AssetRow, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string };
-  return { ...a, created_at: new Date(a.created_at), updated_at: new Date(a.updated_at) };
+  const a = e.task as Omit<AssetRow, 'created_at' | 'updated_at' | 'playable_at'> & {
+    created_at: string;
+    updated_at: string;
+    // Absent from the events written before migration 506.
+    playable_at?: string | null;
+  };
+  const playable = a.playable_at ? new Date(a.playable_at) : null;
+  return { ...a, created_at: new Date(a.created_at), updated_at: new Date(a.updated_at), playable_at: playable };
 }
 
 /** Whether an outbox event is an asset's (asset.created, ...) rather than a task's. */
