@@ -1,51 +1,74 @@
-// Crash soak (issue #20), not part of `npm test`:  node bench/soak.ts [--tasks 100]
+// Crash soak, not part of `npm test`:  node bench/soak.ts [--tasks 100]
 //
-// N small transcode tasks through one `mediaplane api` process and two `mediaplane worker`
-// processes on a real PostgreSQL (test/helpers/postgres.ts), the way an operator runs them,
-// while the bench SIGKILLs a random busy worker every 4-10 s (a replacement starts at once
-// on the dead one's data directory), SIGKILLs the API once (restarted a second later;
-// submissions go on with their Idempotency-Key), and takes the S3 server down once. Then it
-// prints:
+// N small transcode tasks, L long ones that the workers split into pieces (audio pieces,
+// chunks, a stitch) and U uploads (a direct PUT to the URL of POST /api/asset/request-upload,
+// short and long inputs in turn) that become assets in the built-in store (a bucket), through
+// one `mediaplane api` process and two `mediaplane worker` processes on a real PostgreSQL
+// (test/helpers/postgres.ts), the way an operator runs them, while the bench SIGKILLs a
+// random busy worker every 4-10 s (a replacement starts at once on the dead one's data
+// directory), some of those kills aimed at a worker running a piece (an audio piece or a
+// chunk) and some, as soon as one runs, at a worker running a stitch; SIGKILLs the API once
+// (restarted a second later; submissions go on with their Idempotency-Key, uploads on their
+// URL), and takes the S3 server (outputs and the built-in store) down once. Then it prints:
 //   submitted, completed, failed, lost (submitted, never finished)
-//   run twice at once: tasks with two encoders alive at the same moment (sampled from /proc
-//     every 50 ms), and tasks whose runs overlap in the workers' logs (a killed run ends at
-//     its kill)
+//   run twice at once: tasks (pieces included) with two encoders alive at the same moment
+//     (sampled from /proc every 50 ms), and tasks whose runs overlap in the workers' logs (a
+//     killed run ends at its kill)
 //   orphaned processes: children of a killed worker still alive 1 s after it, and any
 //     ffmpeg/ffprobe left in the soak's scratch directories at the end
-//   leaked scratch bytes: what is left under the workers' scratch directories at the end
+//   leaked: what is left under the workers' scratch directories at the end, and the pieces'
+//     intermediate objects left in the store
 //   reclaim latency p50/max: from a worker's kill to the next claim of each task it held
-//   outputs: every task's objects in the bucket: each playlist's segments present, every
-//     rendition playlist and MP4 decoded whole by ffprobe (-count_frames: the input's frames)
+//   outputs: every task's and asset's objects in the bucket: each playlist's segments present,
+//     every rendition playlist and MP4 decoded whole by ffprobe (-count_frames: the input's
+//     frames; an audio rendition the input's audio)
 //
-// Options: --tasks N (100), --kills K (30% of N), --outage-ms (10000: the S3 outage),
-// --lease-ms (3000: MEDIAPLANE_LEASE_MS of the workers; the other retry settings are the
-// defaults), --rate (submissions per second, 4). Exit status 1 when a check fails.
-// Linux only (/proc).
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+// Options: --tasks N (100), --long L (10% of N), --uploads U (10% of N), --kills K (30% of N,
+// --piece-kills and --stitch-kills of them aimed: L/2 and L/4, at least 1 each with L > 0),
+// --outage-ms (10000: the S3 outage), --lease-ms (3000: MEDIAPLANE_LEASE_MS of the workers;
+// the other retry settings are the defaults), --rate (submissions per second, 4). Exit status
+// 1 when a check fails. Linux only (/proc).
+import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { Accounts } from '../src/accounts/index.ts';
 import { openDb, type Db } from '../src/db/index.ts';
 import { serveFile, startHttp } from '../test/helpers/http-input.ts';
 import { makeClip } from '../test/helpers/media.ts';
+import { makeLongClip } from '../test/helpers/seams.ts';
 import { testPostgres } from '../test/helpers/postgres.ts';
 import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { startOutageProxy, type OutageProxy } from '../test/tasks/outage-proxy.ts';
 import { processTable } from '../test/tasks/procfs.ts';
 import { freePort } from './child.ts';
+import {
+  isPieceType,
+  type KillTarget,
+  leftoverPieces,
+  PieceReclaims,
+  SPLIT_SETTINGS,
+  type SubmissionKind,
+  schedule,
+  slotsRunning,
+  uploadAsset,
+} from './soak-film.ts';
+import { addOutputs, checkOutputs, type Expected, expectedOf, noOutputs, type OutputCheck } from './soak-outputs.ts';
 import { quantile } from './stats.ts';
 
-const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
 const FINAL = ['completed', 'failed', 'cancelled'];
 
 interface Options {
   tasks: number;
+  long: number;
+  uploads: number;
   kills: number;
+  pieceKills: number;
+  stitchKills: number;
   outageMs: number;
   leaseMs: number;
   rate: number;
@@ -57,7 +80,11 @@ function options(): Options {
   const { values } = parseArgs({
     options: {
       tasks: { type: 'string', default: '100' },
+      long: { type: 'string' },
+      uploads: { type: 'string' },
       kills: { type: 'string' },
+      'piece-kills': { type: 'string' },
+      'stitch-kills': { type: 'string' },
       'outage-ms': { type: 'string', default: '10000' },
       'lease-ms': { type: 'string', default: '3000' },
       rate: { type: 'string', default: '4' },
@@ -65,9 +92,15 @@ function options(): Options {
     },
   });
   const tasks = Number(values.tasks);
+  const long = values.long === undefined ? Math.round(tasks * 0.1) : Number(values.long);
+  const given = (v: string | undefined, otherwise: number): number => (v === undefined ? otherwise : Number(v));
   return {
     tasks,
-    kills: values.kills === undefined ? Math.round(tasks * 0.3) : Number(values.kills),
+    long,
+    uploads: given(values.uploads, Math.round(tasks * 0.1)),
+    kills: given(values.kills, Math.round(tasks * 0.3)),
+    pieceKills: given(values['piece-kills'], long > 0 ? Math.max(1, Math.round(long / 2)) : 0),
+    stitchKills: given(values['stitch-kills'], long > 0 ? Math.max(1, Math.round(long / 4)) : 0),
     outageMs: Number(values['outage-ms']),
     leaseMs: Number(values['lease-ms']),
     rate: Number(values.rate),
@@ -91,7 +124,9 @@ interface KillRecord {
   at: number;
   pid: number;
   /** The runs it held when it died: reclaim latency is measured from `at` to their next claim. */
-  held: { id: string; attempts: number; crashes: number }[];
+  held: { id: string; attempts: number; crashes: number; type: string }[];
+  /** What the kill was aimed at. */
+  target: KillTarget;
   /** Its children (ffmpeg, ffprobe) at the moment of the kill. */
   children: number[];
 }
@@ -106,7 +141,14 @@ class Service {
   #api: ChildProcess | undefined;
   #starting: Promise<void>[] = [];
 
-  constructor(o: { work: string; databaseUrl: string; apiPort: number; leaseMs: number }) {
+  constructor(o: {
+    work: string;
+    databaseUrl: string;
+    apiPort: number;
+    leaseMs: number;
+    /** The built-in store's and the split's settings, the same for every process. */
+    env: Record<string, string>;
+  }) {
     this.#work = o.work;
     this.apiUrl = `http://127.0.0.1:${o.apiPort}`;
     this.#env = {
@@ -119,6 +161,7 @@ class Service {
       MEDIAPLANE_HEARTBEAT_MS: String(Math.max(100, Math.round(o.leaseMs / 6))),
       MEDIAPLANE_POLL_MS: '200',
       MEDIAPLANE_LOG_LEVEL: 'info',
+      ...o.env,
     };
   }
 
@@ -144,11 +187,11 @@ class Service {
   }
 
   /** SIGKILLs the worker in slot i and records what it held (the caller starts its replacement). */
-  async killWorker(i: number, db: Db): Promise<KillRecord | undefined> {
+  async killWorker(i: number, db: Db, target: KillTarget): Promise<KillRecord | undefined> {
     const pid = this.slots[i]?.proc?.pid;
     if (pid === undefined) return undefined;
-    const held = await db.query<{ id: string; attempts: number; crashes: number }>(
-      `SELECT id::text AS id, attempts, crashes FROM tasks WHERE phase = 'running' AND lease_owner LIKE $1`,
+    const held = await db.query<{ id: string; attempts: number; crashes: number; type: string }>(
+      `SELECT id::text AS id, attempts, crashes, type FROM tasks WHERE phase = 'running' AND lease_owner LIKE $1`,
       [`worker-${pid}-%`],
     );
     const children = processTable()
@@ -158,7 +201,7 @@ class Service {
     slot?.proc?.kill('SIGKILL');
     // Dead until its replacement is up: its lease still shows it busy, but it is not killed twice.
     if (slot) slot.proc = undefined;
-    const record = { at: Date.now(), pid, held, children };
+    const record = { at: Date.now(), pid, held, target, children };
     this.kills.push(record);
     // A child still there a second after its worker died is an orphan.
     setTimeout(() => {
@@ -288,73 +331,6 @@ async function submit(o: { url: () => string; key: string; body: unknown; idempo
 }
 
 // ---------------------------------------------------------------------------------------
-// Checking the outputs in the bucket.
-
-interface OutputCheck {
-  objects: number;
-  playlists: number;
-  segments: number;
-  mp4s: number;
-  problems: string[];
-}
-
-/** Downloads every object of a task and checks that each playlist is complete and every output decodes whole. */
-async function checkTask(
-  s3: TestS3,
-  bucket: string,
-  prefix: string,
-  frames: number,
-  into: string,
-): Promise<OutputCheck> {
-  const keys = (await s3.keys(bucket)).filter((k) => k.startsWith(`${prefix}/`));
-  const c: OutputCheck = { objects: keys.length, playlists: 0, segments: 0, mp4s: 0, problems: [] };
-  const have = new Set(keys);
-  for (const k of keys) {
-    const file = path.join(into, k);
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(file, (await s3.get(bucket, k)).body);
-  }
-  const media = keys.filter((k) => k.endsWith('.m3u8') && k !== `${prefix}/hls/index.m3u8`);
-  if (!have.has(`${prefix}/hls/index.m3u8`)) c.problems.push(`${prefix}: no master playlist`);
-  for (const k of media) {
-    c.playlists++;
-    const text = readFileSync(path.join(into, k), 'utf8');
-    if (!text.includes('#EXT-X-ENDLIST')) c.problems.push(`${k}: no #EXT-X-ENDLIST`);
-    for (const uri of text.split('\n').filter((l) => l && !l.startsWith('#'))) {
-      c.segments++;
-      if (!have.has(path.posix.join(path.posix.dirname(k), uri))) c.problems.push(`${k}: segment ${uri} missing`);
-    }
-    await decodesWhole(path.join(into, k), frames, c);
-  }
-  for (const k of keys.filter((x) => x.endsWith('.mp4'))) {
-    c.mp4s++;
-    await decodesWhole(path.join(into, k), frames, c);
-  }
-  if (c.mp4s === 0) c.problems.push(`${prefix}: no MP4`);
-  return c;
-}
-
-/** Frames of the first video stream, decoded and counted by ffprobe; its error output beside. */
-async function frameCount(file: string): Promise<{ frames: number; errors: string }> {
-  const { stdout, stderr } = await run('ffprobe', [
-    ...['-v', 'error', '-count_frames', '-select_streams', 'v:0'],
-    ...['-show_entries', 'stream=nb_read_frames', '-of', 'json', file],
-  ]);
-  const probed = JSON.parse(stdout) as { streams?: { nb_read_frames?: string }[] };
-  return { frames: Number(probed.streams?.[0]?.nb_read_frames), errors: stderr.trim() };
-}
-
-async function decodesWhole(file: string, frames: number, c: OutputCheck): Promise<void> {
-  try {
-    const got = await frameCount(file);
-    if (got.errors) c.problems.push(`${file}: ffprobe: ${got.errors.slice(0, 200)}`);
-    if (got.frames !== frames) c.problems.push(`${file}: ${got.frames} frames, the input has ${frames}`);
-  } catch (err) {
-    c.problems.push(`${file}: ffprobe failed: ${(err as Error).message.slice(0, 200)}`);
-  }
-}
-
-// ---------------------------------------------------------------------------------------
 // What the workers' logs say about runs: two runs of a task whose times overlap.
 
 function overlappingRuns(logs: string[], kills: KillRecord[]): Map<string, string> {
@@ -409,21 +385,40 @@ async function dirBytes(dir: string): Promise<number> {
 async function main(): Promise<number> {
   const o = options();
   log(
-    `soak: ${o.tasks} tasks, ${o.kills} worker kills, 1 API kill, one ${o.outageMs} ms S3 outage, lease ${o.leaseMs} ms; ${os.cpus().length} CPUs`,
+    `soak: ${o.tasks} small tasks, ${o.long} long (split), ${o.uploads} uploads; ${o.kills} worker kills (${o.pieceKills} mid-piece, ${o.stitchKills} mid-stitch), 1 API kill, one ${o.outageMs} ms S3 outage, lease ${o.leaseMs} ms; ${os.cpus().length} CPUs`,
   );
   const pg = await testPostgres();
   if (!pg) throw new Error('no PostgreSQL: apt-get install postgresql, or set MEDIAPLANE_TEST_DATABASE_URL');
   const databaseUrl = await pg.createDatabase();
   const work = await mkdtemp(path.join(os.tmpdir(), 'mediaplane-soak-'));
   const clip = await makeClip({ width: 640, height: 360, seconds: 4 });
-  const { frames } = await frameCount(clip);
-  const [s3, web] = await Promise.all([startS3({ verify: false }), startHttp({ '/clip.mp4': serveFile(clip) })]);
+  // Over the workers' 10 s threshold: five 4 s chunks and five audio pieces, then the stitch.
+  const longClip = await makeLongClip({ width: 640, height: 360, seconds: 20 });
+  const inputs: Inputs = {
+    short: { file: clip, expected: await expectedOf(clip) },
+    long: { file: longClip, expected: await expectedOf(longClip) },
+  };
+  const [s3, web] = await Promise.all([
+    // The signature-checking S3 (as the built-in store's tests use): s3rver alone refuses the store's requests.
+    startS3(),
+    startHttp({ '/clip.mp4': serveFile(clip), '/long.mp4': serveFile(longClip) }),
+  ]);
   const proxy = await startOutageProxy(s3.endpoint);
   const bucket = await s3.createBucket();
   const db = await openDb({ databaseUrl, poolSize: 2 });
   const key = (await new Accounts(db, { authCacheMs: 0 }).createKey('soak')).key;
-  const service = new Service({ work, databaseUrl, apiPort: await freePort(), leaseMs: o.leaseMs });
+  // The built-in store (assets) in the same bucket under store/, behind the same outage.
+  const env = {
+    ...SPLIT_SETTINGS,
+    MEDIAPLANE_STORE_URL: `s3://${bucket}/store`,
+    MEDIAPLANE_STORE_ENDPOINT: proxy.endpoint,
+    MEDIAPLANE_STORE_REGION: s3.region,
+    MEDIAPLANE_STORE_ACCESS_KEY_ID: s3.credentials.accessKeyId,
+    MEDIAPLANE_STORE_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
+  };
+  const service = new Service({ work, databaseUrl, apiPort: await freePort(), leaseMs: o.leaseMs, env });
   const watch = new EncoderWatch();
+  const reclaims = new PieceReclaims();
   try {
     await service.startApi();
     await Promise.all([service.startWorker(0), service.startWorker(1)]);
@@ -437,11 +432,13 @@ async function main(): Promise<number> {
       s3Endpoint: proxy.endpoint,
       bucket,
       key,
-      web: web.url('/clip.mp4'),
+      web: { short: web.url('/clip.mp4'), long: web.url('/long.mp4') },
+      inputs,
+      reclaims,
     });
     log(`all ${ids.length} tasks final after ${((Date.now() - started) / 1000).toFixed(1)} s; checking`);
     watch.stop();
-    const code = await report({ o, service, db, s3, bucket, ids, frames, work, watch });
+    const code = await report({ o, service, db, s3, bucket, ids, inputs, work, watch, reclaims });
     if (o.keep) {
       const events = await db.query('SELECT task_id, event, created_at, task FROM task_events ORDER BY created_at, id');
       await writeFile(path.join(work, 'task_events.json'), JSON.stringify(events, null, 1));
@@ -459,6 +456,21 @@ async function main(): Promise<number> {
   }
 }
 
+/** The soak's two inputs: what each holds, for the check of the outputs. */
+interface Inputs {
+  short: { file: string; expected: Expected };
+  long: { file: string; expected: Expected };
+}
+
+/** One submission: a transcode (its outputs under soak/<i>/) or an upload (its asset's playback id). */
+interface Submitted {
+  id: string;
+  kind: SubmissionKind;
+  input: keyof Inputs;
+  /** Where its outputs are in the bucket. */
+  prefix: string;
+}
+
 interface LoadContext {
   o: Options;
   service: Service;
@@ -467,40 +479,68 @@ interface LoadContext {
   s3Endpoint: string;
   bucket: string;
   key: string;
-  web: string;
+  web: { short: string; long: string };
+  inputs: Inputs;
+  reclaims: PieceReclaims;
+}
+
+/** Submits the i-th of the schedule: a transcode of the short or the long input, or an upload. */
+async function submitOne(c: LoadContext, i: number, kind: SubmissionKind, uploads: number): Promise<Submitted> {
+  if (kind === 'upload') {
+    // Uploads alternate the long input (split) and the short one.
+    const input = uploads % 2 === 0 ? 'long' : 'short';
+    const a = await uploadAsset({
+      url: () => c.service.apiUrl,
+      key: c.key,
+      file: c.inputs[input].file,
+      name: `soak ${i}`,
+    });
+    return { id: a.taskId, kind, input, prefix: `store/asset/${a.playbackId}` };
+  }
+  const body = {
+    input: { url: c.web[kind] },
+    storage: {
+      type: 's3',
+      endpoint: c.s3Endpoint,
+      bucket: c.bucket,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    },
+    outputs: { hls: { path: `/soak/${i}/hls` }, mp4: { path: `/soak/${i}/mp4` } },
+    // Two segments per playlist from a 4 s clip.
+    targetSegmentSizeSecs: 2,
+  };
+  const id = await submit({ url: () => c.service.apiUrl, key: c.key, body, idempotencyKey: `soak-${i}` });
+  return { id, kind, input: kind, prefix: `soak/${i}` };
 }
 
 /** Submits every task while killing workers, the API once and S3 once; resolves with the task ids once all are final. */
-async function load(c: LoadContext): Promise<string[]> {
-  const ids: string[] = [];
+async function load(c: LoadContext): Promise<Submitted[]> {
+  const submitted: Submitted[] = [];
+  const kinds = schedule(c.o);
   let done = 0;
   const submitting = (async () => {
-    for (let i = 0; i < c.o.tasks; i++) {
-      if (i === Math.floor(c.o.tasks / 2)) void killApi(c.service);
-      const body = {
-        input: { url: c.web },
-        storage: {
-          type: 's3',
-          endpoint: c.s3Endpoint,
-          bucket: c.bucket,
-          credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-        },
-        outputs: { hls: { path: `/soak/${i}/hls` }, mp4: { path: `/soak/${i}/mp4` } },
-        // Two segments per playlist from a 4 s clip.
-        targetSegmentSizeSecs: 2,
-      };
-      ids.push(await submit({ url: () => c.service.apiUrl, key: c.key, body, idempotencyKey: `soak-${i}` }));
+    let uploads = 0;
+    for (const [i, kind] of kinds.entries()) {
+      if (i === Math.floor(kinds.length / 2)) void killApi(c.service);
+      submitted.push(await submitOne(c, i, kind, kind === 'upload' ? uploads++ : uploads));
       await sleep(1000 / c.o.rate);
     }
   })();
+  // The submitted tasks only: a split task's pieces are tasks too.
   const finals = async () =>
-    (await c.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks WHERE phase = ANY($1)`, [FINAL]))[0]?.n ?? 0;
+    (
+      await c.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM tasks WHERE id = ANY($1::uuid[]) AND phase = ANY($2)`,
+        [submitted.map((x) => x.id), FINAL],
+      )
+    )[0]?.n ?? 0;
   let outage: 'before' | 'during' | 'after' = 'before';
   const deadline = Date.now() + 30 * 60_000;
   let nextKill = Date.now() + rand(4000, 10_000);
   for (;;) {
     done = await finals();
-    if (outage === 'before' && done >= c.o.tasks * 0.3) {
+    await c.reclaims.poll(c.db);
+    if (outage === 'before' && done >= kinds.length * 0.3) {
       outage = 'during';
       log(`S3 down (${done} tasks final)`);
       c.proxy.down();
@@ -510,11 +550,17 @@ async function load(c: LoadContext): Promise<string[]> {
         log('S3 up');
       }, c.o.outageMs);
     }
-    if (c.service.kills.length < c.o.kills && Date.now() >= nextKill) {
-      await killBusyWorker(c);
+    const aimed = (t: KillTarget) => c.service.kills.filter((k) => k.target === t).length;
+    const stitchesLeft = Math.max(0, c.o.stitchKills - aimed('stitch'));
+    // A stitch is short: the kill aimed at one is made as soon as one is seen running, and the
+    // other kills leave room for it.
+    if (stitchesLeft > 0 && c.service.kills.length < c.o.kills) await killBusyWorker(c, 'stitch');
+    if (c.service.kills.length < c.o.kills - stitchesLeft && Date.now() >= nextKill) {
+      const k = await killBusyWorker(c, aimed('piece') < c.o.pieceKills ? 'piece' : 'any');
+      if (!k && aimed('piece') < c.o.pieceKills) await killBusyWorker(c, 'any');
       nextKill = Date.now() + rand(4000, 10_000);
     }
-    if (ids.length === c.o.tasks && done >= c.o.tasks) break;
+    if (submitted.length === kinds.length && done >= kinds.length) break;
     if (Date.now() > deadline) {
       log('deadline: stopping with tasks unfinished');
       break;
@@ -522,7 +568,7 @@ async function load(c: LoadContext): Promise<string[]> {
     await sleep(200);
   }
   await submitting;
-  return ids;
+  return submitted;
 }
 
 async function killApi(service: Service): Promise<void> {
@@ -533,26 +579,29 @@ async function killApi(service: Service): Promise<void> {
   log('API back');
 }
 
-/** Kills a worker that is running something, when one is. */
-async function killBusyWorker(c: LoadContext): Promise<void> {
-  const busy: number[] = [];
-  for (const [i, slot] of c.service.slots.entries()) {
-    const pid = slot.proc?.pid;
-    if (pid === undefined) continue;
-    const rows = await c.db.query(`SELECT 1 FROM tasks WHERE phase = 'running' AND lease_owner LIKE $1`, [
-      `worker-${pid}-%`,
-    ]);
-    if (rows.length > 0) busy.push(i);
-  }
-  if (busy.length === 0) return;
+/** Kills a worker that is running something of the target's kind, when one is; the kill's record. */
+async function killBusyWorker(c: LoadContext, target: KillTarget): Promise<KillRecord | undefined> {
+  const busy = await slotsRunning(
+    c.db,
+    c.service.slots.map((s) => s.proc?.pid),
+    target,
+  );
+  if (busy.length === 0) return undefined;
   const i = busy[Math.floor(Math.random() * busy.length)] ?? 0;
-  const k = await c.service.killWorker(i, c.db);
-  if (!k) return;
-  const held = k.held.map((h) => `${h.id.slice(0, 8)}-${h.attempts}`).join(' ') || 'nothing';
-  log(`worker ${i} (pid ${k.pid}) killed holding ${held}, ${k.children.length} child process(es); replacing it`);
+  const k = await c.service.killWorker(i, c.db, target);
+  if (!k) return undefined;
+  c.reclaims.watch(
+    k.held.filter((h) => isPieceType(h.type)),
+    k.at,
+  );
+  const held = k.held.map((h) => `${h.id.slice(0, 8)}-${h.attempts} (${h.type})`).join(' ') || 'nothing';
+  log(
+    `worker ${i} (pid ${k.pid}) killed (${target}) holding ${held}, ${k.children.length} child process(es); replacing it`,
+  );
   // Started in the background: the kills go on meanwhile (a slot whose replacement is still
   // starting holds no lease, so it is not picked), as when a supervisor restarts a process.
   c.service.replace(i);
+  return k;
 }
 
 interface ReportContext {
@@ -561,55 +610,74 @@ interface ReportContext {
   db: Db;
   s3: TestS3;
   bucket: string;
-  ids: string[];
-  frames: number;
+  ids: Submitted[];
+  inputs: Inputs;
   work: string;
   watch: EncoderWatch;
+  reclaims: PieceReclaims;
+}
+
+interface TaskFinal {
+  id: string;
+  parent: string | null;
+  phase: string;
+  retries: number;
+  crashes: number;
+  error_message: string | null;
+}
+
+/** Every submitted task's outputs (a transcode's under soak/<i>/, an asset's in the store) checked whole. */
+async function checkAll(c: ReportContext, finals: TaskFinal[]): Promise<OutputCheck> {
+  const into = path.join(c.work, 'bucket');
+  const outputs = noOutputs();
+  for (const t of c.ids) {
+    if (finals.find((p) => p.id === t.id)?.phase !== 'completed') continue;
+    const expected = c.inputs[t.input].expected;
+    addOutputs(outputs, await checkOutputs({ s3: c.s3, bucket: c.bucket, prefix: t.prefix, expected, into }));
+  }
+  return outputs;
 }
 
 async function report(c: ReportContext): Promise<number> {
-  const phases = await c.db.query<{
-    id: string;
-    phase: string;
-    retries: number;
-    crashes: number;
-    error_message: string | null;
-  }>(`SELECT id::text AS id, phase, retries, crashes, error_message FROM tasks WHERE id = ANY($1::uuid[])`, [c.ids]);
+  const ids = c.ids.map((t) => t.id);
+  // The submitted tasks and their pieces: a piece's crashes and retries are its own.
+  const all = await c.db.query<TaskFinal>(
+    `SELECT id::text AS id, parent_id::text AS parent, phase, retries, crashes, error_message FROM tasks
+     WHERE id = ANY($1::uuid[]) OR parent_id = ANY($1::uuid[])`,
+    [ids],
+  );
+  const phases = all.filter((t) => t.parent === null);
   const count = (p: string) => phases.filter((t) => t.phase === p).length;
-  const lost = c.ids.length - phases.filter((t) => FINAL.includes(t.phase)).length;
+  const lost = ids.length - phases.filter((t) => FINAL.includes(t.phase)).length;
   // The workers sweep once a lease period: give them two before counting what is left.
   await sleep(2 * c.o.leaseMs + 1000);
   const roots = c.service.slots.map((s) => path.join(s.dir, 'scratch'));
   const leaked = (await Promise.all(roots.map(dirBytes))).reduce((a, b) => a + b, 0);
+  const leftPieces = leftoverPieces(await c.s3.keys(c.bucket));
   const leftover = jobProcesses(roots);
-  const latencies = await reclaimLatencies(c.db, c.service.kills);
+  // A task's from its events, a piece's as the loop saw it (it writes no event).
+  const latencies = [...(await reclaimLatencies(c.db, c.service.kills)), ...c.reclaims.latencies];
   const logs = await Promise.all(
     c.service.slots.map((_, i) => readFileSync(path.join(c.work, `worker-${i}.log`), 'utf8')),
   );
   const overlapping = overlappingRuns(logs, c.service.kills);
-  const into = path.join(c.work, 'bucket');
-  const outputs: OutputCheck = { objects: 0, playlists: 0, segments: 0, mp4s: 0, problems: [] };
-  for (const [i, t] of c.ids.entries()) {
-    if (phases.find((p) => p.id === t)?.phase !== 'completed') continue;
-    const one = await checkTask(c.s3, c.bucket, `soak/${i}`, c.frames, into);
-    outputs.objects += one.objects;
-    outputs.playlists += one.playlists;
-    outputs.segments += one.segments;
-    outputs.mp4s += one.mp4s;
-    outputs.problems.push(...one.problems);
-  }
-  const retries = phases.reduce((a, t) => a + t.retries, 0);
-  const crashes = phases.reduce((a, t) => a + t.crashes, 0);
-  const mostFailures = Math.max(0, ...phases.map((t) => t.retries - t.crashes));
+  const outputs = await checkAll(c, phases);
+  const retries = all.reduce((a, t) => a + t.retries, 0);
+  const crashes = all.reduce((a, t) => a + t.crashes, 0);
+  const mostFailures = Math.max(0, ...all.map((t) => t.retries - t.crashes));
+  const kinds = (k: SubmissionKind) => c.ids.filter((t) => t.kind === k).length;
+  const aimed = (t: KillTarget) => c.service.kills.filter((k) => k.target === t).length;
   const figures = {
-    submitted: c.ids.length,
+    submitted: ids.length,
+    kinds: { short: kinds('short'), long: kinds('long'), uploads: kinds('upload'), pieces: all.length - phases.length },
     completed: count('completed'),
     failed: count('failed'),
     lost,
-    workerKills: c.service.kills.length,
+    workerKills: { total: c.service.kills.length, midPiece: aimed('piece'), midStitch: aimed('stitch') },
     runTwiceAtOnce: { encoders: c.watch.twiceAtOnce.size, logs: overlapping.size, samples: c.watch.samples },
     orphanedProcesses: { afterKill: c.service.orphans.length, atEnd: leftover.length },
     leakedScratchBytes: leaked,
+    leakedPieceObjects: leftPieces.length,
     reclaimLatencyMs: {
       n: latencies.length,
       p50: Math.round(quantile(latencies, 0.5)),
@@ -619,28 +687,31 @@ async function report(c: ReportContext): Promise<number> {
     outputs: { ...outputs, problems: outputs.problems.length },
   };
   console.log(`
-submitted            ${figures.submitted}
+submitted            ${figures.submitted} (${figures.kinds.short} small, ${figures.kinds.long} long, ${figures.kinds.uploads} uploads; ${figures.kinds.pieces} pieces)
 completed            ${figures.completed}
 failed               ${figures.failed}
 lost                 ${figures.lost}
-worker kills         ${figures.workerKills} (+1 API kill, 1 S3 outage of ${c.o.outageMs} ms)
+worker kills         ${figures.workerKills.total} (${figures.workerKills.midPiece} aimed mid-piece, ${figures.workerKills.midStitch} mid-stitch; +1 API kill, 1 S3 outage of ${c.o.outageMs} ms)
 run twice at once    ${figures.runTwiceAtOnce.encoders} (two encoders alive, ${c.watch.samples} samples), ${figures.runTwiceAtOnce.logs} (overlapping runs in the logs)
 orphaned processes   ${figures.orphanedProcesses.afterKill} (alive 1 s after their worker's kill), ${figures.orphanedProcesses.atEnd} (left at the end)
-leaked scratch bytes ${figures.leakedScratchBytes}
+leaked               ${figures.leakedScratchBytes} scratch bytes, ${figures.leakedPieceObjects} pieces' objects in the store
 reclaim latency      p50 ${figures.reclaimLatencyMs.p50} ms, max ${figures.reclaimLatencyMs.max} ms (${latencies.length} runs taken back; lease ${c.o.leaseMs} ms)
-retries              ${retries} (${crashes} after crashes, ${retries - crashes} after failures; at most ${mostFailures} failure retries for one task)
+retries              ${retries} (${crashes} after crashes, ${retries - crashes} after failures; at most ${mostFailures} failure retries for one task or piece)
 outputs              ${outputs.objects} objects: ${outputs.playlists} media playlists, ${outputs.segments} segments, ${outputs.mp4s} MP4s; ${outputs.problems.length} problems`);
   for (const p of outputs.problems.slice(0, 20)) console.log(`  ${p}`);
+  for (const k of leftPieces.slice(0, 10)) console.log(`  left in the store: ${k}`);
   for (const [task, runs] of overlapping) console.log(`  overlapping runs of ${task}: ${runs}`);
+  for (const t of c.watch.twiceAtOnce) console.log(`  two encoders at once: ${t}`);
   for (const t of phases.filter((p) => p.phase === 'failed'))
     console.log(`  failed ${t.id} (${t.crashes} crashes, ${t.retries - t.crashes} failures): ${t.error_message}`);
   console.log(`\n${JSON.stringify(figures)}`);
   const ok =
-    figures.completed === c.o.tasks &&
+    figures.completed === ids.length &&
     lost === 0 &&
     figures.runTwiceAtOnce.encoders + figures.runTwiceAtOnce.logs === 0 &&
     figures.orphanedProcesses.afterKill + figures.orphanedProcesses.atEnd === 0 &&
     leaked === 0 &&
+    leftPieces.length === 0 &&
     outputs.problems.length === 0;
   return ok ? 0 : 1;
 }
