@@ -100,7 +100,7 @@ export interface StitchRun<Share> extends ChunkedRunBase {
 
 /** A format's chunked behaviour, over shares of type `Share` (plain JSON: they are stored in the pieces' task rows). */
 export interface ChunkedBehaviour<Share, Result> {
-  /** Other output kinds its chunks need written (the storyboard is made from the renditions' MP4 parts). */
+  /** Other output kinds its chunks need written, beside the job's (none of today's formats asks for one). */
   chunksNeed?: readonly string[];
   /** After a piece's encode: its files uploaded or kept, and its share of the piece (undefined: none). */
   collect(piece: PieceRun): Promise<Share | undefined>;

@@ -97,7 +97,7 @@ export function chunkedOutputs(outputs: Folders): ChunkedOutput[] {
   });
 }
 
-/** The kinds a chunk writes: the job's, and those its formats' chunks need (the storyboard's MP4 parts). */
+/** The kinds a chunk writes: the job's, and those its formats' chunks need (`chunksNeed`). */
 export function chunkKinds(outputs: OutputFolders): Record<string, boolean> {
   const kinds = kindsOf(outputs);
   for (const o of chunkedOutputs(outputs)) for (const k of o.chunked.chunksNeed ?? []) kinds[k] = true;
