@@ -1,5 +1,5 @@
 import type { JobContext } from '../../tasks/index.ts';
-import { chooseLadder } from '../per-title/index.ts';
+import { chooseLadder, tunableRungs } from '../per-title/index.ts';
 import type { Rendition } from '../renditions.ts';
 import { openPieceSource } from './source.ts';
 import type { ChunkedDeps, ChunkJob } from './types.ts';
@@ -16,7 +16,8 @@ import type { ChunkedDeps, ChunkJob } from './types.ts';
  * then encoded as the fixed ladder would be).
  */
 export async function chunkLadder(deps: ChunkedDeps, job: ChunkJob, ctx: JobContext): Promise<Rendition[]> {
-  if (!job.perTitle) return job.renditions;
+  // Nothing to choose: no need to open the source.
+  if (!job.perTitle || tunableRungs(job.renditions).length === 0) return job.renditions;
   const { window } = job.chunk;
   const length = window.keepSecs ?? Math.max(0, job.duration - window.startSecs);
   const { config } = deps;

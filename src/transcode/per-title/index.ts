@@ -47,7 +47,7 @@ export interface LadderChoice {
  * the choice saves bits, the job does not depend on it.
  */
 export async function chooseLadder(o: LadderChoice): Promise<Rendition[]> {
-  const tunable = o.renditions.filter((r) => r.perTitle !== undefined && r.codec === 'h264');
+  const tunable = tunableRungs(o.renditions);
   const first = tunable[0];
   const span = o.span ?? { start: 0, length: o.duration };
   if (!first || !o.media.video || !(span.length >= MIN_ANALYSED_SECS)) return o.renditions;
@@ -98,6 +98,11 @@ export async function chooseLadder(o: LadderChoice): Promise<Rendition[]> {
     'per-title ladder chosen',
   );
   return kept;
+}
+
+/** The rungs whose rate the per-title ladder chooses: the default ladder's and the profiles' that ask, in H.264. */
+export function tunableRungs(renditions: readonly Rendition[]): Rendition[] {
+  return renditions.filter((r) => r.perTitle !== undefined && r.codec === 'h264');
 }
 
 /**
