@@ -35,7 +35,9 @@ function useHls(video: HTMLVideoElement | null, o: { src: string; live: boolean;
         else setError(new Error('This browser cannot play HLS.'));
         return;
       }
-      const h = new HlsJs(live ? { lowLatencyMode: true } : {});
+      // An asset still processing plays EVENT playlists (they grow as its pieces finish), which
+      // hls.js would start at their end, as it starts a live stream: an asset starts at 0.
+      const h = new HlsJs(live ? { lowLatencyMode: true } : { startPosition: 0 });
       hls.current = h;
       h.on(HlsJs.Events.MANIFEST_PARSED, (_e, d) =>
         setLevels(d.levels.map((l) => ({ height: l.height, bitrate: l.bitrate }))),

@@ -11,7 +11,9 @@ import type { Asset, PlaybackInfo, PlaybackSource, Track } from '../wire.ts';
 import { ClipMaker, ExportIpfs } from './asset-tools.tsx';
 
 // One asset: the player, its downloads, playback info and embed snippet, a clip maker and
-// the export to IPFS. The asset is read again every 2 s while it (or its export) settles.
+// the export to IPFS. The asset is read again every 2 s while it (or its export) settles. A
+// long one plays while it is still processing, once its first parts are in (`playableAt`):
+// then the player alone, on the playlists that grow until it is ready.
 
 const absolute = (url: string) => new URL(url, location.href).href;
 
@@ -152,17 +154,34 @@ function Ready({ asset, info }: { asset: Asset; info: PlaybackInfo }) {
   );
 }
 
+/** A processing asset that plays already: the player, and what it plays. */
+function PlayableEarly({ info }: { info: PlaybackInfo }) {
+  const hls = info.meta.source.find((s) => s.hrn === 'HLS (TS)')?.url;
+  if (!hls) return null;
+  return (
+    <section class="card" aria-labelledby="early-h">
+      <h2 id="early-h">Playable while processing</h2>
+      <p role="status">
+        The first parts are in: it plays from the start while the rest is encoded, and the player gets more as it goes.
+        Downloads, thumbnails and clips come when it is ready.
+      </p>
+      <Player src={hls} />
+    </section>
+  );
+}
+
 export function AssetPage({ id }: { id: string }) {
   const path = `/api/asset/${encodeURIComponent(id)}`;
   const asset = useLoad(() => api<Asset>('GET', path), [id]);
   const a = asset.data;
   const ready = a?.status.phase === 'ready';
+  const early = a?.status.phase === 'processing' && a.playableAt !== undefined;
   const info = useLoad(
     () =>
-      ready && a
+      (ready || early) && a
         ? api<PlaybackInfo>('GET', `/api/playback/${encodeURIComponent(a.playbackId)}`)
         : Promise.resolve(undefined),
-    [ready, a?.playbackId],
+    [ready, early, a?.playbackId],
   );
   const exporting = ['waiting', 'processing'].includes((a && assetExport(a).phase) ?? '');
   useInterval(() => void asset.reload(), 2000, Boolean(a && (settling(a) || exporting)));
@@ -177,7 +196,8 @@ export function AssetPage({ id }: { id: string }) {
       {a?.status.errorMessage && <p class="error">{a.status.errorMessage}</p>}
       {a && settling(a) && <p role="status">This asset is {a.status.phase}; the page updates by itself.</p>}
       <ErrorText error={info.error} />
-      {a && info.data && <Ready asset={a} info={info.data} />}
+      {a && info.data && ready && <Ready asset={a} info={info.data} />}
+      {info.data && early && <PlayableEarly info={info.data} />}
       {a && (
         <div class="grid2">
           <section class="card" aria-labelledby="info-h">
