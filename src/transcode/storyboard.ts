@@ -4,7 +4,10 @@ import { inputArgs } from './media-input.ts';
 // point into them with `#xywh=x,y,w,h`, the convention Video.js, Vidstack and Mux players
 // read) and a poster image, both made in the transcode's own ffmpeg run as two more branches
 // of its split. The storyboard branch runs at a frame every few seconds, so it costs little
-// beside the renditions; the poster branch passes one frame and closes.
+// beside the renditions; the poster branch passes one frame and closes. A split run's chunks
+// each make their part of the same storyboard (storyboardPart: the tiles whose cues start in
+// the chunk, raw, and the poster where its time falls) and the stitch encodes the sheets
+// from the tiles (sheetsFromTilesArgs), so both come out as the single run's.
 
 /** The storyboard as planned before the run; the VTT is written from the same plan. */
 export interface StoryboardPlan {
@@ -44,6 +47,8 @@ const MAX_COLUMNS = 10;
 const MAX_ROWS = 10;
 /** The poster is the frame nearest its time on this grid (frames per second). */
 const POSTER_FPS = 10;
+/** Full-range 4:2:0, the JPEG every decoder takes (the mjpeg encoder would pick 4:4:4 for RGB input). */
+const JPEG_PIXELS = 'yuvj420p';
 
 /**
  * The storyboard of a video of `durationSecs` at `width`x`height` (as displayed), or
@@ -115,8 +120,7 @@ function tileChain(plan: StoryboardPlan, o: { firstTile: number; tiles: number }
     `trim=end_frame=${o.tiles}`,
     `scale=${plan.tileWidth}:${plan.tileHeight}:flags=bicubic`,
     'setsar=1',
-    // Full-range 4:2:0, the JPEG every decoder takes (the mjpeg encoder would pick 4:4:4 for RGB input).
-    `format=${TILE_PIXELS}`,
+    `format=${JPEG_PIXELS}`,
   ];
 }
 
@@ -136,7 +140,7 @@ export function posterFilter(plan: StoryboardPlan): string {
     'trim=end_frame=1',
     `scale=${width}:${height}:flags=bicubic`,
     'setsar=1',
-    `format=${TILE_PIXELS}`,
+    `format=${JPEG_PIXELS}`,
   ].join(',');
 }
 
@@ -146,7 +150,6 @@ export const STORYBOARD_VTT = 'thumbnails.vtt';
 export const POSTER_FILE = 'poster.jpg';
 /** A chunk's tiles, raw pictures one after the other (see storyboardPartBranches). */
 export const TILES_FILE = 'tiles.yuv';
-const TILE_PIXELS = 'yuvj420p';
 
 /** The bytes of one raw tile: 4:2:0 at an even size is one and a half bytes a pixel. */
 export const tileBytes = (plan: StoryboardPlan): number => (plan.tileWidth * plan.tileHeight * 3) / 2;
@@ -270,7 +273,7 @@ export function storyboardPartBranches(
 export function sheetsFromTilesArgs(plan: StoryboardPlan, o: { tiles: string; dir: string }): string[] {
   const size = `${plan.tileWidth}x${plan.tileHeight}`;
   return [
-    ...['-pix_fmt', TILE_PIXELS, '-video_size', size, '-framerate', '1', ...inputArgs(o.tiles, 'our-tiles')],
+    ...['-pix_fmt', JPEG_PIXELS, '-video_size', size, '-framerate', '1', ...inputArgs(o.tiles, 'our-tiles')],
     ...['-vf', `setsar=1,${tileGrid(plan)}`, ...sheetsOutput(o.dir)],
   ];
 }
