@@ -8,10 +8,11 @@
 // remux give, without their two passes over the whole file. Its default `auto_convert` adds
 // the H.264 parameter sets in front of every key frame, which the single run's MP4 lacks.
 
-import { open, type FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { InternalError } from '../../lib/errors.ts';
 import { child, childBoxes, fullBoxHeader, type BoxView } from '../mp4-boxes.ts';
 import { topLevelBoxes } from '../streamed-mp4.ts';
+import { writeRanges, type ByteRange } from './byte-ranges.ts';
 import { comparableStsd, joinedStsd, statedRates, type SampleRates } from './mp4-sample-entry.ts';
 import {
   box,
@@ -109,12 +110,8 @@ function readTrack(moov: Buffer, trak: BoxView): PartTrack {
   };
 }
 
-/** A run of one track's samples, contiguous in one part: copied as one. */
-interface OutputChunk extends ChunkLayout {
-  file: string;
-  /** Where its bytes start in the part. */
-  source: number;
-  bytes: number;
+/** A run of one track's samples, contiguous in one part (`start`: where in it): copied as one. */
+interface OutputChunk extends ChunkLayout, ByteRange {
   /** Its first sample's decode time, seconds. */
   time: number;
 }
@@ -158,12 +155,12 @@ function layoutTrack(parts: PartTrack[], files: string[]): JoinedTrack {
     track.lastPartStart = track.mediaDuration;
     for (let i = 0; i < table.sizes.length; i++) {
       const size = table.sizes[i] ?? 0;
-      const source = table.offsets[i] ?? 0;
+      const start = table.offsets[i] ?? 0;
       const dts = track.mediaDuration;
       const full =
         chunk && (dts - chunk.time * timescale >= CHUNK_SECS * timescale || chunk.bytes + size > CHUNK_BYTES);
-      if (!chunk || full || chunk.source + chunk.bytes !== source) {
-        chunk = { file: files[p] ?? '', source, bytes: 0, count: 0, offset: 0, time: dts / timescale };
+      if (!chunk || full || chunk.start + chunk.bytes !== start) {
+        chunk = { file: files[p] ?? '', start, bytes: 0, count: 0, offset: 0, time: dts / timescale };
         track.chunks.push(chunk);
       }
       chunk.count++;
@@ -339,41 +336,6 @@ export async function joinMp4s(o: JoinMp4Options): Promise<number> {
   if (mdatHeader === 16) mdat.writeBigUInt64BE(BigInt(mediaBytes + 16), 8);
   const header = Buffer.concat([first.ftyp, moovBox(first, tracks, co64), mdat]);
   if (header.length !== head) fail('the moov changed size with its offsets');
-  await copyMedia({ output: o.output, header, order, signal: o.signal });
+  await writeRanges({ output: o.output, head: header, ranges: order, signal: o.signal });
   return at;
-}
-
-/** The header, then each chunk's bytes from its part: one read of every part, one write of the output. */
-async function copyMedia(o: {
-  output: string;
-  header: Buffer;
-  order: OutputChunk[];
-  signal: AbortSignal | undefined;
-}): Promise<void> {
-  // A part is open from its first chunk to its last: a film's hundreds of parts are never all open.
-  const lastUse = new Map<string, number>();
-  for (const [i, c] of o.order.entries()) lastUse.set(c.file, i);
-  const open_ = new Map<string, FileHandle>();
-  const out = await open(o.output, 'w');
-  try {
-    await out.write(o.header);
-    let buf = Buffer.alloc(CHUNK_BYTES);
-    for (const [i, c] of o.order.entries()) {
-      o.signal?.throwIfAborted();
-      const { file } = c;
-      const fh = open_.get(file) ?? (await open(file, 'r'));
-      open_.set(file, fh);
-      if (c.bytes > buf.length) buf = Buffer.alloc(c.bytes);
-      const { bytesRead } = await fh.read(buf, 0, c.bytes, c.source);
-      if (bytesRead < c.bytes) fail(`${file} ends inside its media data`);
-      await out.write(buf, 0, c.bytes);
-      if (lastUse.get(file) === i) {
-        open_.delete(file);
-        await fh.close();
-      }
-    }
-  } finally {
-    await out.close();
-    for (const fh of open_.values()) await fh.close();
-  }
 }
