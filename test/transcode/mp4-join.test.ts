@@ -12,8 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { joinMp4s } from '../../src/transcode/outputs/mp4-join.ts';
+import { startBrowserPlayer } from '../helpers/browser.ts';
+import { startHttp } from '../helpers/http-input.ts';
 import { moovBeforeMdat } from '../helpers/media.ts';
 import { makeTracksClip } from '../helpers/media-tracks.ts';
+import { serveRanges } from '../helpers/seams.ts';
 
 const run = promisify(execFile);
 let dir: string;
@@ -180,6 +183,24 @@ test('audio in pieces: the parts’ packets one after the other, timed from the 
 });
 
 const timing = (p: Packet) => `${p.pts},${p.dts},${p.duration}`;
+
+test('Chromium plays the joined MP4, read by ranges as a web server serves it', async (t) => {
+  const player = await startBrowserPlayer();
+  if ('skip' in player) return t.skip(player.skip);
+  const joined = path.join(dir, 'joined-played.mp4');
+  await joinMp4s({ sequences: [video, [audio]], output: joined });
+  const web = await startHttp({ '/joined.mp4': serveRanges(joined).route });
+  try {
+    const r = await player.playFile(web.url('/joined.mp4'));
+    assert.equal(r.error, undefined, r.log.join('\n'));
+    assert.ok(r.played >= 1, `played to ${r.played} s`);
+    assert.equal(r.videoHeight, 240);
+    assert.ok(Math.abs(r.duration - 6) < 0.05, `duration ${r.duration}`);
+  } finally {
+    await web.close();
+    await player.close();
+  }
+});
 
 test('parts that differ in their codec configuration are refused, not joined', async () => {
   const other = await videoPart({ index: 1, secs: 2, size: '426x240' });
