@@ -314,6 +314,10 @@ function printModel(m: Measured, from: LegName): void {
   console.log(
     `model from (${from}): split ${f1(m.split)} s, audio ${f2(m.audioRate)} s per media second in pieces of ${f1(m.audioSecs)} s, video ${f2(m.chunkRate)} s per media second in chunks of ${f1(m.chunkSecs)} s, stitch ${f1(m.stitch)} s for ${SECONDS} s (${f2(m.stitch / SECONDS)} s per media second), gap ${f2(m.gap)} s`,
   );
+  const target = model(m, { seconds: 3600, slots: 64, stitch: 'measured' }).wall;
+  console.log(
+    `  target: the 60-minute film published within 90 s on 32 workers (Mux's median 93.5 s): ${f1(target)} s with the stitch as measured, ${target <= 90 ? 'met' : 'missed'}`,
+  );
   for (const minutes of [60, 120])
     for (const workers of [8, 32, 128]) {
       const o = { seconds: minutes * 60, slots: workers * 2 };
