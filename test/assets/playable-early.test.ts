@@ -167,6 +167,14 @@ describe('an asset plays before its last piece is done', () => {
     ]);
     const task = (await server.call('GET', `/api/task/${taskId}`, { key })).body;
     assert.equal(task.playableAt, early.playableAt, 'the task says it too');
+    const events = await server.running.core.db.query<{ event: string; playable: string | null }>(
+      `SELECT event, task ->> 'playable_at' AS playable FROM task_events WHERE task_id = $1 ORDER BY created_at, id`,
+      [early.id],
+    );
+    assert.ok(
+      events.some((e) => e.event === 'asset.updated' && e.playable !== null),
+      `an asset.updated event says so: ${JSON.stringify(events)}`,
+    );
   });
 
   it('its early playlists hold every rendition and the audio, not ended', () => {

@@ -45,6 +45,10 @@ export function AssetStatus({ asset, named = false }: { asset: Asset; named?: bo
         {named && <a href={href('assets', asset.id)}>{asset.name}</a>}
         <PhaseBadge phase={phase} /> <span>{WORDS[phase]}</span>
         {phase === 'ready' && !named && <a href={href('assets', asset.id)}>Play {asset.name}</a>}
+        {/* A long asset plays before the end, once its first parts are in. */}
+        {phase === 'processing' && asset.playableAt !== undefined && !named && (
+          <a href={href('assets', asset.id)}>Play {asset.name} while it is processing</a>
+        )}
       </div>
       {phase === 'processing' && <Progress value={progress ?? 0} label={`${asset.name}: processing`} />}
       {errorMessage && <p class="error">{errorMessage}</p>}
