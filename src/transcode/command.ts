@@ -1,7 +1,15 @@
-import { AAC_ARGS, AAC_FRAME_SECS, keyframeArgs, segmentTiming, trackLabels, videoCodecArgs } from './encoders.ts';
+import { AAC_FRAME_SECS, keyframeArgs, segmentTiming, trackLabels, videoCodecArgs } from './encoders.ts';
 import { inputArgs } from './media-input.ts';
 import { FFMPEG_QUIET } from './run.ts';
-import { formatsWritten, subtitleArgs, type CommandPlan, type OutputFormat } from './outputs/index.ts';
+import {
+  audioCodecArgs,
+  audioSource,
+  formatsWritten,
+  subtitleArgs,
+  type AudioPieceInput,
+  type CommandPlan,
+  type OutputFormat,
+} from './outputs/index.ts';
 import type { AudioTrack } from './probe.ts';
 import type { Rendition } from './renditions.ts';
 
@@ -23,8 +31,7 @@ export function buildFfmpegArgs(plan: CommandPlan): string[] {
     'pipe:1',
     '-stats_period',
     '1',
-    ...chunkInput(plan),
-    ...inputArgs(plan.input),
+    ...(plan.audioPiece ? audioPieceInputs(plan.audioPiece) : [...chunkInput(plan), ...inputArgs(plan.input)]),
   ];
   const branches: { filters: string[]; outputArgs: string[] }[] = [];
   for (const f of formats) if (f.branch) branches.push(f.branch(plan, `s${plan.renditions.length + branches.length}`));
@@ -74,6 +81,16 @@ function chunkInput(plan: CommandPlan): string[] {
   return c.keepSecs === undefined ? seek : [...seek, '-t', (c.skipSecs + c.keepSecs + 1).toFixed(6)];
 }
 
+/**
+ * An audio piece's inputs: each track's kept packets (ADTS, no timestamps of its own). The
+ * first piece's begin with the encoder's priming packet, placed one frame before 0 as the
+ * encoder places it, so the MP4 muxers write the single run's edit list.
+ */
+function audioPieceInputs(a: AudioPieceInput): string[] {
+  const primed = a.primed ? ['-itsoffset', (-AAC_FRAME_SECS).toFixed(6)] : [];
+  return a.files.flatMap((f) => [...primed, ...inputArgs(f, 'our-adts')]);
+}
+
 /** Issue #30: the chunk's own frames of a rendition, numbered on the whole run's grid, then from 0. */
 function chunkFrames(plan: CommandPlan, r: Rendition): string {
   const c = plan.chunk;
@@ -98,7 +115,7 @@ function renditionArgs(plan: CommandPlan, formats: readonly OutputFormat[], r: R
   args.push('-map_metadata', '-1', '-map_chapters', '-1', '-threads', String(plan.threads));
   args.push(...videoCodecArgs(r, { preset: plan.preset, frames: t.frames, hdrSource: plan.probe.video?.hdr ?? false }));
   args.push(...keyframeArgs(r, t));
-  if (tracks.length > 0) args.push(...AAC_ARGS, ...trackLabels(tracks));
+  if (tracks.length > 0) args.push(...audioCodecArgs(plan), ...trackLabels(tracks));
   const targets = formats.flatMap((f) => (f.videoTarget ? [f.videoTarget(plan, r, t.cutAt)] : []));
   // The tee muxer feeds MP4 (needs codec headers up front) and TS alike; TS repeats them itself.
   args.push('-flags', '+global_header', '-f', 'tee', targets.join('|'));
@@ -115,10 +132,10 @@ function audioGroupArgs(plan: CommandPlan, formats: readonly OutputFormat[], tra
   if (targets.length === 0) return [];
   return [
     '-map',
-    `0:a:${track.index}`,
+    audioSource(plan, track),
     '-map_metadata',
     '-1',
-    ...AAC_ARGS,
+    ...audioCodecArgs(plan),
     ...trackLabels([track]),
     '-flags',
     '+global_header',

@@ -11,7 +11,15 @@ import { InternalError, UnsupportedMediaError } from '../lib/errors.ts';
 // that lacks them, so no call can forget them.
 
 /** Who wrote a file that ffmpeg opens, which says what it may be. */
-export type InputOrigin = 'user' | 'ours' | 'our-concat' | 'our-tiles' | 'live-srt' | 'live-flv' | 'live-fmp4';
+export type InputOrigin =
+  | 'user'
+  | 'ours'
+  | 'our-concat'
+  | 'our-adts'
+  | 'our-tiles'
+  | 'live-srt'
+  | 'live-flv'
+  | 'live-fmp4';
 
 // The containers a user's video may come in: every demuxer here reads its one file and opens
 // nothing else (the mp4 demuxer's external data references, `enable_drefs`, stay off: its
@@ -42,6 +50,8 @@ const PROFILES = {
   // A list we wrote, naming files we wrote by absolute path; its entries inherit the lists, so
   // they may only be our own formats, never another list.
   'our-concat': { formats: ['concat', ...OUR_FORMATS], lead: ['-f', 'concat', '-safe', '0'] },
+  // An audio piece's kept AAC packets (chunked/audio-adts.ts): one ADTS stream, named by `-f`.
+  'our-adts': { formats: ['aac'], lead: ['-f', 'aac'] },
   // A split run's storyboard tiles (storyboard.ts): raw pictures our chunks wrote, their size
   // and pixel format given before it, nothing to probe.
   'our-tiles': { formats: ['rawvideo'], lead: ['-f', 'rawvideo'] },

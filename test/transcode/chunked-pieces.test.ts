@@ -109,12 +109,13 @@ describe('a chunked transcode (pieces run by hand)', () => {
     await Promise.all([singleRun, chunkedRun]);
   });
 
-  it('splits into the audio, 5 chunks of 4 segments and the stitch', () => {
+  it('splits into 5 audio pieces between 5 chunks of 4 segments, and the stitch', () => {
     assert.deepEqual(
       pieces.map((p) => p.type),
-      ['transcode-audio', ...Array(5).fill('transcode-chunk'), 'transcode-stitch'],
+      [...Array(5).fill(['transcode-audio', 'transcode-chunk']).flat(), 'transcode-stitch'],
     );
     assert.equal(pieces[1]?.label, 'video 0.0-8.0 s (chunk 1 of 5)');
+    assert.match(pieces[2]?.label ?? '', /^audio 7\.9-15\.\d s \(piece 2 of 5\)$/);
     assert.equal(pieces.at(-1)?.last, true);
     assert.ok(Math.abs(pieces.reduce((s, p) => s + p.weight, 0) - 1) < 1e-9);
     // Read by ranges: the pieces never asked for the whole file in one response.

@@ -16,10 +16,20 @@ import type { ChunkedDeps, PieceJob } from './types.ts';
 // (command.ts, the single run's command with the piece's plan); what each output format
 // keeps of it is the format's own (outputs/chunked-format.ts).
 
-/** Runs the piece's ffmpeg into `<scratch>/out`; the encode is `share` of the piece's progress. */
+/**
+ * Runs the piece's ffmpeg into `<scratch>/out` (the plan's command, or `args` on the input's
+ * URL); the encode is `share` of the piece's progress.
+ */
 export async function encodePiece(
   deps: ChunkedDeps,
-  o: { ctx: JobContext; job: PieceJob; plan: Omit<CommandPlan, 'input'>; seconds: number; share: number },
+  o: {
+    ctx: JobContext;
+    job: PieceJob;
+    plan: Omit<CommandPlan, 'input'>;
+    seconds: number;
+    share: number;
+    args?: (input: string) => string[];
+  },
 ): Promise<string> {
   const { ctx } = o;
   const outDir = path.join(ctx.scratchDir, 'out');
@@ -30,7 +40,7 @@ export async function encodePiece(
       await mkdir(path.join(outDir, d), { recursive: true });
     const report = throttledProgress(ctx.progress, 1000);
     const parser = new ProgressParser((s) => o.seconds > 0 && report(o.share * Math.min(1, s / o.seconds)));
-    const res = await runProcess(deps.config.ffmpegPath, buildFfmpegArgs(plan), {
+    const res = await runProcess(deps.config.ffmpegPath, o.args?.(proxy.url) ?? buildFfmpegArgs(plan), {
       signal: ctx.signal,
       cwd: outDir,
       timeoutMs: deps.config.transcodeTimeoutMs,

@@ -14,6 +14,7 @@ import {
   type PieceRun,
 } from '../outputs/index.ts';
 import { chunkLadder } from './chunk-ladder.ts';
+import { encodeAudioPiece } from './audio-piece.ts';
 import { encodePiece, pieceQueue, runOwnFfmpeg, withStore } from './encode.ts';
 import { publishEarly } from './publish.ts';
 import {
@@ -49,13 +50,15 @@ function basePlan(deps: ChunkedDeps, job: PieceJob): Pick<CommandPlan, 'segmentS
 }
 
 /**
- * Every audio track of the input's window, encoded with the single run's audio targets: each
- * format keeps what it lists of it (the HLS trees' audio renditions, the MP4s' `.m4a`).
+ * Every audio track of the input's window, sample-exact (audio-piece.ts), into the single run's
+ * audio targets: each format keeps what it lists of it (the HLS trees' audio renditions, the
+ * MP4s' `.m4a`).
  */
 export async function runAudioPiece(deps: ChunkedDeps, job: AudioJob, ctx: JobContext): Promise<PieceManifest> {
   const kinds = kindsOf(job.outputs);
   const plan = { ...basePlan(deps, job), probe: { ...job.media, subtitles: [] }, renditions: [], kinds };
-  return runPiece(deps, { job, ctx, plan, seconds: job.duration, audio: job.audio });
+  const encode = (): Promise<string> => encodeAudioPiece(deps, { ctx, job, plan, share: ENCODE_SHARE });
+  return runPiece(deps, { job, ctx, encode, audio: job.audio });
 }
 
 /**
@@ -67,14 +70,15 @@ export async function runChunkPiece(deps: ChunkedDeps, job: ChunkJob, ctx: JobCo
   const { index, window } = job.chunk;
   const probe = { ...job.media, audio: undefined, audioTracks: [], subtitles: [] };
   const kinds = chunkKinds(job.outputs);
+  // With the per-title ladder on, the rungs' rates are this chunk's own choice (chunk-ladder.ts).
+  const renditions = await chunkLadder(deps, job, ctx);
   // The storyboard over the whole, as the single run plans it: the chunk makes its part (outputs/thumbnails.ts).
   const storyboard = { underTree: treeFolder(job.outputs) !== undefined, media: job.media, duration: job.duration };
   const thumbnails = planThumbnails({ ...storyboard, enabled: true });
-  // With the per-title ladder on, the rungs' rates are this chunk's own choice (chunk-ladder.ts).
-  const renditions = await chunkLadder(deps, job, ctx);
   const plan = { ...basePlan(deps, job), probe, renditions, kinds, chunk: window, thumbnails };
   const seconds = window.keepSecs ?? Math.max(0, job.duration - window.startSecs);
-  return runPiece(deps, { job, ctx, plan, seconds, chunk: { index, window } });
+  const encode = (): Promise<string> => encodePiece(deps, { ctx, job, plan, seconds, share: ENCODE_SHARE });
+  return runPiece(deps, { job, ctx, encode, chunk: { index, window } });
 }
 
 /**
@@ -87,8 +91,8 @@ async function runPiece(
   o: {
     job: PieceJob;
     ctx: JobContext;
-    plan: Omit<CommandPlan, 'input'>;
-    seconds: number;
+    /** The piece's encode: its output folder, with the single run's layout. */
+    encode: () => Promise<string>;
     chunk?: PieceRun['chunk'];
     audio?: PieceRun['audio'];
   },
@@ -97,7 +101,7 @@ async function runPiece(
   const parentId = parentOf(ctx);
   const store = openDestination(deps, job, parentId);
   return withStore(store, ctx.signal, async () => {
-    const outDir = await encodePiece(deps, { ctx, job, plan: o.plan, seconds: o.seconds, share: ENCODE_SHARE });
+    const outDir = await o.encode();
     const queue = pieceQueue(deps, store, ctx.signal);
     const keptUnder = `${piecesPrefix(parentId)}${chunk ? `chunk-${chunk.index}` : `audio-${audio?.index ?? 0}`}/`;
     const kept = new Map<string, { key: string; contentType: string }>();

@@ -1,6 +1,6 @@
 import type { PieceSpec } from '../../tasks/index.ts';
 import { segmentTiming } from '../encoders.ts';
-import type { AudioWindow, ChunkWindow } from '../outputs/index.ts';
+import { AAC_FRAME_SAMPLES, AUDIO_RATE, type AudioWindow, type ChunkWindow } from '../outputs/index.ts';
 import { hasVideo, type MediaInfo } from '../probe.ts';
 import type { Rendition } from '../renditions.ts';
 import { PIECE_TYPES, type AudioJob, type ChunkJob, type PieceJob, type StitchJob } from './types.ts';
@@ -67,24 +67,29 @@ function gcd(a: number, b: number): number {
   return b === 0 ? a : gcd(b, a % b);
 }
 
-/** The audio renditions' rate (encoders.ts AAC_ARGS) and their codec's frame: the audio pieces are cut in these. */
-export const AUDIO_RATE = 48_000;
-export const AAC_FRAME_SAMPLES = 1024;
 /** Whole AAC frames an audio piece encodes before its first kept sample: the encoder's state settles there. */
 export const AUDIO_PREROLL_FRAMES = 8;
 
 /**
- * The audio pieces of a video of `duration`: piece i keeps the samples [b_i, b_(i+1)) with
- * b_i = round(i * La * 48000 / 1024) * 1024, La being `pieceSecs` rounded to whole segments,
- * so every bound is a whole AAC frame and near a segment cut. A tail shorter than a segment
- * joins the piece before it, as the chunks' does.
+ * The audio pieces of an input of `duration`. A single run's audio playlists cut at the first
+ * packet at or past each multiple of `hls_time` (the segment less an AAC frame: command.ts)
+ * from their first packet, the priming one, so their segments drift from the video's by up
+ * to half a frame each; an audio piece starts where such a cut falls, after a whole number
+ * of segments (`pieceSecs` rounded to whole segments): piece i keeps the samples
+ * [b_i, b_(i+1)), every bound a whole AAC frame, and holds exactly the single run's
+ * segments of its span. A tail shorter than a segment joins the piece before it.
  */
-export function planAudio(o: { duration: number; segment: number; pieceSecs: number }): AudioWindow[] {
-  const perPiece = Math.max(1, Math.round(o.pieceSecs / o.segment));
-  const length = perPiece * o.segment;
-  const whole = Math.max(1, Math.ceil(o.duration / length - 1e-6));
-  const count = whole > 1 && o.duration - (whole - 1) * length < o.segment ? whole - 1 : whole;
-  const bound = (i: number): number => Math.round((i * length * AUDIO_RATE) / AAC_FRAME_SAMPLES) * AAC_FRAME_SAMPLES;
+export function planAudio(o: { duration: number; segmentSecs: number; pieceSecs: number }): AudioWindow[] {
+  const perPiece = Math.max(1, Math.round(o.pieceSecs / o.segmentSecs));
+  // hls_time as ffmpeg reads it (microseconds, command.ts writes 6 decimals), in AAC frames per segment.
+  const hlsTimeUs = Math.round(Number((o.segmentSecs - AAC_FRAME_SAMPLES / AUDIO_RATE).toFixed(6)) * 1e6);
+  const frameUs = (AAC_FRAME_SAMPLES * 1e6) / AUDIO_RATE;
+  // The packet (counted from the priming one) that starts segment n: the first at or past n * hls_time.
+  const cutPacket = (n: number): number => Math.ceil((n * hlsTimeUs) / frameUs - 1e-9);
+  const bound = (i: number): number => (i === 0 ? 0 : (cutPacket(i * perPiece) - 1) * AAC_FRAME_SAMPLES);
+  const total = o.duration * AUDIO_RATE;
+  let count = 1;
+  while (bound(count) < total && total - bound(count) >= (hlsTimeUs / 1e6) * AUDIO_RATE) count++;
   return Array.from({ length: count }, (_, i) => ({
     startSample: bound(i),
     keepSamples: i === count - 1 ? undefined : bound(i + 1) - bound(i),

@@ -71,13 +71,16 @@ export function planSplit(deps: ChunkedDeps, job: PipelineJob, media: MediaInfo)
     job.log?.info({ format: single.key, duration: media.duration }, `not split: ${single.label} cannot be chunked`);
     return undefined;
   }
-  // One audio piece over the whole for now: its windows are planned as the pieces will cut them.
-  const audio = planAudio({ duration: media.duration, segment: plan.segment, pieceSecs: media.duration });
+  const audio = planAudio({
+    duration: media.duration,
+    segmentSecs: job.segmentSecs ?? config.defaultSegmentSecs,
+    pieceSecs: config.audioChunkSecs > 0 ? config.audioChunkSecs : config.chunkSecs,
+  });
   return { planned, plan, audio };
 }
 
 /** Where the pieces read the input: the source by ranges, or a file in the built-in store. */
-export type PieceSource = { ranged: InputSpec; url: string } | { stored: string; path: string };
+export type PieceSource = { ranged: InputSpec } | { stored: string };
 
 /**
  * Plans the pieces of a long input and hands them to the queue; the parent's slot goes back.

@@ -26,6 +26,10 @@ export interface ChunkWindow {
   firstSegment: number;
 }
 
+/** The audio renditions' rate (encoders.ts AAC_ARGS) and their codec's frame: audio pieces are cut in these. */
+export const AUDIO_RATE = 48_000;
+export const AAC_FRAME_SAMPLES = 1024;
+
 /**
  * The part of the whole audio one audio piece keeps (see chunked/plan.ts planAudio), in
  * samples at the audio renditions' 48 kHz. Its bounds are whole AAC frames, so the pieces'
@@ -39,6 +43,21 @@ export interface AudioWindow {
   /** Whole AAC frames encoded before `startSample` and dropped, so the encoder has settled at the seam. */
   prerollFrames: number;
   /** The number of its first segment in the HLS trees' audio playlists (numbered across the whole). */
+  firstSegment: number;
+}
+
+/**
+ * An audio piece's kept packets as its command's input (command.ts): copied into each
+ * format's targets, never encoded again.
+ */
+export interface AudioPieceInput {
+  /** Each audio track's kept AAC packets (ADTS, chunked/audio-adts.ts), in the order of `probe.audioTracks`. */
+  files: readonly string[];
+  /** They begin with the encoder's priming packet (the first piece): placed one frame early, as a single encode's are. */
+  primed: boolean;
+  /** Where its first packet's decode time lies in the whole, seconds: its TS timestamps are shifted there. */
+  startSecs: number;
+  /** The number of its first segment (segments are numbered across the whole). */
   firstSegment: number;
 }
 

@@ -6,7 +6,8 @@ import type { AudioTrack, MediaInfo } from '../probe.ts';
 import type { ProfileSpec, Rendition } from '../renditions.ts';
 import type { StoryboardPlan } from '../storyboard.ts';
 import type { UploadQueue } from '../uploads.ts';
-import type { ChunkedFormat, ChunkWindow } from './chunked-format.ts';
+import { AAC_ARGS } from '../encoders.ts';
+import type { AudioPieceInput, ChunkedFormat, ChunkWindow } from './chunked-format.ts';
 
 export type { ChunkWindow } from './chunked-format.ts';
 
@@ -39,6 +40,27 @@ export interface CommandPlan {
   thumbnails?: StoryboardPlan | undefined;
   /** One chunk of a long input (transcode/chunked/): what it reads, keeps and numbers. */
   chunk?: ChunkWindow | undefined;
+  /** An audio piece of a long input: its tracks' kept packets are the inputs, copied to the audio targets. */
+  audioPiece?: AudioPieceInput | undefined;
+}
+
+/** Where the command reads an audio track: the input's, or an audio piece's kept packets of it (an input each). */
+export function audioSource(plan: CommandPlan, track: AudioTrack): string {
+  if (!plan.audioPiece) return `0:a:${track.index}`;
+  return `${plan.probe.audioTracks.findIndex((t) => t.index === track.index)}:a:0`;
+}
+
+/**
+ * A tee target's leading option for an MP4-family muxer (fMP4 segments, the `.m4a`): an audio
+ * piece's copied packets come as ADTS, and MP4 holds raw AAC with its config in the header.
+ */
+export function adtsToMp4(plan: CommandPlan): string {
+  return plan.audioPiece ? 'bsfs/a=aac_adtstoasc:' : '';
+}
+
+/** The audio targets' codec: the single run's AAC encode, or a copy of an audio piece's packets (already that encode's). */
+export function audioCodecArgs(plan: CommandPlan): readonly string[] {
+  return plan.audioPiece ? ['-c:a', 'copy'] : AAC_ARGS;
 }
 
 /** What publishing needs to know of the encode. */

@@ -7,7 +7,7 @@ import { parseMediaPlaylist } from '../playlist.ts';
 import type { HlsOutput } from '../renditions.ts';
 import { storageKey, type UploadQueue } from '../uploads.ts';
 import type { CodecsProbes } from '../codecs.ts';
-import type { ChunkedJob, PieceRun, StitchRun } from './chunked-format.ts';
+import { AAC_FRAME_SAMPLES, AUDIO_RATE, type ChunkedJob, type PieceRun, type StitchRun } from './chunked-format.ts';
 import { placeFragments } from './fmp4-patch.ts';
 import {
   publishMaster,
@@ -48,9 +48,20 @@ export interface PublishedTree {
   audio: Published[];
 }
 
-/** How a piece's fMP4 segments are placed in the whole (chunks; the audio piece starts the whole). */
+/** How a piece's fMP4 segments are placed in the whole (chunks and audio pieces; the first audio piece starts it). */
 interface Placement {
   startSecs: number;
+  /** The whole's edit list shift, in track ticks, where the piece's own init segment has none (a later audio piece's). */
+  editShift?: number;
+}
+
+/** Where a piece's fragments go: a chunk at its start; a later audio piece at its first packet's decode time. */
+function placementOf(piece: PieceRun): Placement | undefined {
+  if (piece.chunk) return { startSecs: piece.chunk.window.startSecs };
+  const w = piece.audio?.window;
+  if (!w || w.startSample === 0) return undefined;
+  // Its packets follow the first piece's, whose priming packet the whole's edit list skips.
+  return { startSecs: (w.startSample + AAC_FRAME_SAMPLES) / AUDIO_RATE, editShift: AAC_FRAME_SAMPLES };
 }
 
 /**
@@ -62,7 +73,7 @@ export async function collectTree(piece: PieceRun, dir: string): Promise<TreeSha
   const rels = chunk
     ? job.renditions.map((r) => r.name)
     : job.media.audioTracks.map((a) => treeLayout.audioDir(a.index));
-  const place = chunk ? { startSecs: chunk.window.startSecs } : undefined;
+  const place = placementOf(piece);
   const parts = await Promise.all(
     rels.map((rel) =>
       collectPart(
@@ -71,8 +82,8 @@ export async function collectTree(piece: PieceRun, dir: string): Promise<TreeSha
           keyDir: storageKey(piece.prefix, rel),
           rel,
           queue: piece.queue,
-          first: (chunk ?? piece.audio)?.index === 0 || (!chunk && !piece.audio),
-          // Chunks are placed in the whole and carry video; the audio piece is neither.
+          first: ((chunk ?? piece.audio)?.index ?? 0) === 0,
+          // Chunks carry video (their CODECS probed); audio pieces do not.
           video: chunk !== undefined,
           codecs: piece.codecs,
         },
@@ -158,7 +169,7 @@ async function fragmentTiming(
     }
     const timing = (await readMediaSegment(file, init)).find((t) => t.trackId === track.trackId);
     if (!timing) throw new InternalError(`chunked: ${file} has no samples of track ${track.trackId}`);
-    spans.push([timing.earliestPresentationTime - track.editShift, timing.duration]);
+    spans.push([timing.earliestPresentationTime - (place?.editShift ?? track.editShift), timing.duration]);
   }
   return { spans, timescale: track.timescale };
 }

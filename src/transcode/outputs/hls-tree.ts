@@ -4,7 +4,7 @@ import { withTimestampMap } from '../playlist.ts';
 import type { SubtitleTrack } from '../probe.ts';
 import { storageKey } from '../uploads.ts';
 import { chunkedBehaviour, type StitchRun } from './chunked-format.ts';
-import type { CommandPlan, Encoder, OutputFormat, OutputRun } from './format.ts';
+import { adtsToMp4, type CommandPlan, type Encoder, type OutputFormat, type OutputRun } from './format.ts';
 import { collectTree, publishTree, type PublishedTree, type TreeShare } from './hls-chunked.ts';
 import { treeLayout, type HlsTree } from './hls-publish.ts';
 
@@ -46,7 +46,7 @@ export function hlsTreeFormat<Key extends string, Result>(
     ...(audioGroup(plan) ? plan.probe.audioTracks.map((a) => treeLayout.audioDir(a.index)) : []),
   ];
   const target = (plan: CommandPlan, cutAt: number, rel: string, select: string): string =>
-    `[${select}f=hls:${hlsOptions(cutAt, `${dir}/${rel}/${segment}`, fmp4)}${chunkOptions(plan, fmp4)}]${dir}/${rel}/index.m3u8`;
+    `[${fmp4 ? adtsToMp4(plan) : ''}${select}f=hls:${hlsOptions(cutAt, `${dir}/${rel}/${segment}`, fmp4)}${chunkOptions(plan, fmp4)}]${dir}/${rel}/index.m3u8`;
   return {
     key: o.key,
     label: o.label,
@@ -97,7 +97,7 @@ function hlsOptions(cutAt: number, segmentFile: string, fmp4: boolean): string {
 }
 
 /**
- * Issue #30: a chunk's segments are numbered on from the chunks before it, and its TS
+ * A chunk's (or an audio piece's) segments are numbered on from the pieces before it, and its TS
  * timestamps placed where it starts in the whole: the hls muxer first shifts the chunk to
  * start at 0 (make_zero: as a whole run's muxer shifts its negative B-frame decode times),
  * then its TS muxer adds the chunk's start, so a seam matches a single run's packets exactly.
@@ -105,7 +105,7 @@ function hlsOptions(cutAt: number, segmentFile: string, fmp4: boolean): string {
  * (fmp4-patch.ts, from hls-chunked.ts): the init segment stays the whole run's.
  */
 function chunkOptions(plan: CommandPlan, fmp4: boolean): string {
-  const c = plan.chunk;
+  const c = plan.chunk ?? plan.audioPiece;
   if (!c) return '';
   const number = `:start_number=${c.firstSegment}`;
   return fmp4

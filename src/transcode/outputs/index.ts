@@ -104,7 +104,9 @@ export function chunkKinds(outputs: OutputFolders): Record<string, boolean> {
   return kinds;
 }
 
-export type { AudioWindow, ChunkedJob, ChunkWindow, PieceRun, StitchRun } from './chunked-format.ts';
+export type { AudioPieceInput, AudioWindow, ChunkedJob, ChunkWindow, PieceRun, StitchRun } from './chunked-format.ts';
+export { AAC_FRAME_SAMPLES, AUDIO_RATE } from './chunked-format.ts';
+export { audioCodecArgs, audioSource } from './format.ts';
 export type {
   CommandPlan,
   Encoder,

@@ -3,14 +3,20 @@ import path from 'node:path';
 import { InternalError } from '../../lib/errors.ts';
 import { settledAll } from '../../lib/settled.ts';
 import { signMp4 } from '../c2pa.ts';
-import { AAC_ARGS, AUDIO_BITRATE, trackLabels } from '../encoders.ts';
-import type { AudioTrack } from '../probe.ts';
+import { AUDIO_BITRATE, trackLabels } from '../encoders.ts';
 import { renditionOutput, type AudioOutput, type RenditionOutput } from '../renditions.ts';
 import { StreamedMp4 } from '../streamed-mp4.ts';
 import { storageKey } from '../uploads.ts';
 import { chunkedBehaviour, type StitchRun } from './chunked-format.ts';
 import { joinMp4s } from './mp4-join.ts';
-import type { CommandPlan, OutputFormat, OutputRun } from './format.ts';
+import {
+  adtsToMp4,
+  audioCodecArgs,
+  audioSource,
+  type CommandPlan,
+  type OutputFormat,
+  type OutputRun,
+} from './format.ts';
 
 /** Where ffmpeg writes the MP4s, relative to the job's output folder. */
 export const layout = {
@@ -38,9 +44,9 @@ export const mp4: OutputFormat<'mp4', Mp4Output, true> = {
   // An audio-only input's one track goes into the tee of its audio-group encode (command.ts):
   // encoded once for the HLS trees and the `.m4a` alike; with more tracks the `.m4a` holds
   // them all and is an output of its own.
-  audioTarget: (plan) => (oneTrackAudioOnly(plan) ? `[f=mp4:movflags=+faststart]${layout.audioMp4}` : undefined),
-  outputArgs: (plan) =>
-    plan.renditions.length === 0 && !oneTrackAudioOnly(plan) ? audioOnlyMp4Args(plan.probe.audioTracks) : [],
+  audioTarget: (plan) =>
+    oneTrackAudioOnly(plan) ? `[${adtsToMp4(plan)}f=mp4:movflags=+faststart]${layout.audioMp4}` : undefined,
+  outputArgs: (plan) => (plan.renditions.length === 0 && !oneTrackAudioOnly(plan) ? audioOnlyMp4Args(plan) : []),
   open: (run, prefix) => {
     const streams = streamedMp4s(run, prefix);
     return {
@@ -118,14 +124,15 @@ function oneTrackAudioOnly(plan: CommandPlan): boolean {
   return plan.renditions.length === 0 && plan.probe.audioTracks.length === 1;
 }
 
-/** An audio-only input's MP4 output: every track in one `.m4a`. */
-function audioOnlyMp4Args(tracks: readonly AudioTrack[]): string[] {
-  const maps = tracks.flatMap((a) => ['-map', `0:a:${a.index}`]);
+/** An audio-only input's (or an audio piece's) MP4 output: every track in one `.m4a`. */
+function audioOnlyMp4Args(plan: CommandPlan): string[] {
+  const tracks = plan.probe.audioTracks;
+  const maps = tracks.flatMap((a) => ['-map', audioSource(plan, a)]);
   return [
     ...maps,
     '-map_metadata',
     '-1',
-    ...AAC_ARGS,
+    ...audioCodecArgs(plan),
     ...trackLabels(tracks),
     '-movflags',
     '+faststart',
