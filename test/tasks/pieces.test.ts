@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { Task$inboundSchema } from 'livepeer/models/components/task.js';
 import { createLogger } from '../../src/lib/log.ts';
 import { UnsupportedMediaError, UpstreamUnavailableError } from '../../src/lib/errors.ts';
 import { type JobContext, type JobHandler, type PieceSpec, Queue, Worker } from '../../src/tasks/index.ts';
@@ -479,6 +480,7 @@ for (const { kind, skip } of await databaseKinds()) {
       assert.equal(running.status.phase, 'running');
       assert.equal(typeof running.playableAt, 'number', JSON.stringify(running));
       assert.ok(Math.abs(running.playableAt - Date.now()) < 60_000, 'a time in ms');
+      assert.doesNotThrow(() => Task$inboundSchema.parse(running), "the SDK's Task parses it");
       g.releaseAll();
       const failed = await phase(id, 'failed');
       assert.equal(failed.playableAt, running.playableAt, 'the first mark is kept');
