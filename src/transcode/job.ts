@@ -138,7 +138,7 @@ export async function runJob(
       await download.result.catch(() => undefined);
       await rm(download.dest, { force: true });
       await clearPieces(deps, ctx);
-      const source = { ranged: spec.input.ranged, url: ranged.proxy.url };
+      const source = { ranged: spec.input.ranged };
       const base = pieceBase(spec, undefined);
       return await splitInto(deps, { ctx, job, base, source, media: ranged.media, found, size: ranged.size, split });
     }
@@ -175,7 +175,7 @@ async function runWhole(
     const storeSource = async () => {
       if (stored !== spec.input.storedAt) await moveInto(deps, { key: stored, file: input, contentType, ctx });
     };
-    const source = { stored, path: input.path };
+    const source = { stored };
     const base = pieceBase(spec, finish);
     return splitInto(deps, { ctx, job, base, source, media, found, size: input.size, split: o.split, storeSource });
   }
