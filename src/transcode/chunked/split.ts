@@ -71,8 +71,11 @@ export function planSplit(deps: ChunkedDeps, job: PipelineJob, media: MediaInfo)
     job.log?.info({ format: single.key, duration: media.duration }, `not split: ${single.label} cannot be chunked`);
     return undefined;
   }
-  // One audio piece over the whole for now: its windows are planned as the pieces will cut them.
-  const audio = planAudio({ duration: media.duration, segment: plan.segment, pieceSecs: media.duration });
+  const audio = planAudio({
+    duration: media.duration,
+    segmentSecs: job.segmentSecs ?? config.defaultSegmentSecs,
+    pieceSecs: config.audioChunkSecs > 0 ? config.audioChunkSecs : config.chunkSecs,
+  });
   return { planned, plan, audio };
 }
 
