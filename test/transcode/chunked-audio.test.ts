@@ -1,5 +1,5 @@
-// Audio in pieces, sample-exact: a 20 s input with a stereo track (a tone sweep over noise)
-// and a 5.1 track (a tone per channel) split into 4 s audio pieces; each track's joined audio
+// Audio in pieces, sample-exact: a 12 s input with a stereo track (a tone sweep over noise)
+// and a 5.1 track (a tone per channel) split into 2 s audio pieces (one segment each); each track's joined audio
 // (the stitched MP4, the fMP4 playlist, the TS playlist) against a single encode of the same
 // track into the same formats, sample by sample around every seam (no offset; the difference
 // around a seam at the level of the two encodes' difference away from the seams), and the
@@ -21,7 +21,7 @@ import { fakeContext, joined, runPieces, serveRanges, splitPieces } from './chun
 
 const run = promisify(execFile);
 const RATE = 48_000;
-const SECONDS = 20;
+const SECONDS = 12;
 /** The single run's audio encode (encoders.ts AAC_ARGS). */
 const AAC = ['-c:a', 'aac', '-b:a', '128000', '-ac', '2', '-ar', '48000'];
 
@@ -36,8 +36,8 @@ const config = loadConfig({
     ...TEST_ENCODE_SETTINGS,
     allowPrivateUrls: true,
     chunkThresholdSecs: 6,
-    chunkSecs: 8,
-    audioChunkSecs: 4,
+    chunkSecs: 6,
+    audioChunkSecs: 2,
   },
 });
 
@@ -55,7 +55,7 @@ before(async () => {
       '-i',
       `aevalsrc=exprs=0.3*sin(2*PI*(200+40*t)*t)|0.3*sin(2*PI*(300+30*t)*t):s=${RATE}:d=${SECONDS}`,
     ],
-    ...['-f', 'lavfi', '-i', `anoisesrc=r=${RATE}:d=${SECONDS}:a=0.05:c=pink`],
+    ...['-f', 'lavfi', '-i', `anoisesrc=r=${RATE}:d=${SECONDS}:a=0.05:c=pink:seed=1`],
     ...['-f', 'lavfi', '-i', `aevalsrc=exprs=${tones}:channel_layout=5.1:s=${RATE}:d=${SECONDS}`],
     ...['-filter_complex', '[2]aformat=channel_layouts=stereo[n];[1][n]amix=inputs=2:normalize=0[st]'],
     ...['-map', '0:v', '-map', '[st]', '-map', '3:a', '-c:v', 'libx264', '-preset', 'ultrafast'],
@@ -150,8 +150,8 @@ describe('audio pieces joined against a single encode', () => {
 
   it('splits the audio into pieces labelled and queued between the chunks', () => {
     const labels = pieces.map((p) => p.label);
-    assert.equal(seams.length, 4, labels.join('; '));
-    assert.match(labels[0] ?? '', /^audio 0\.0-\d\.\d s \(piece 1 of 5\)$/);
+    assert.equal(seams.length, 5, labels.join('; '));
+    assert.match(labels[0] ?? '', /^audio 0\.0-\d\.\d s \(piece 1 of 6\)$/);
     assert.match(labels[1] ?? '', /^video /);
     assert.match(labels[2] ?? '', /^audio \d\.\d-/);
     for (const s of seams) assert.equal(s % 1024, 0, `a seam at ${s} is a whole AAC frame`);
@@ -173,12 +173,18 @@ describe('audio pieces joined against a single encode', () => {
       for (const format of ['mp4', 'fmp4', 'ts'] as const) {
         const [ref, got] = await Promise.all([pcm(single[format], 0), pcm(chunked[format], format === 'mp4' ? k : 0)]);
         if (got.length !== ref.length) problems.push(`${format}: ${got.length / 2} samples, not ${ref.length / 2}`);
+        // ffmpeg decodes the priming packet of a TS and of a fragmented MP4 (no edit list applied
+        // there): both files alike, a frame later than the MP4's.
+        const lead = format === 'mp4' ? 0 : 1024;
+        const seamsHere = seams.map((at) => at + lead);
         // Away from the seams: the two encoders' difference where neither starts nor ends (past the first piece).
-        const interior = diff(ref, got, seams[0] ?? 0, ref.length / 2, 0, seams);
+        const interior = diff(ref, got, seamsHere[0] ?? 0, ref.length / 2, 0, seamsHere);
         lines.push(`  ${format}: away from the seams ${f1(interior)}`);
-        for (const at of seams) {
+        for (const at of seamsHere) {
           const [around, lag] = [diff(ref, got, at - 1024, at + 1024), bestLag(ref, got, at)];
-          lines.push(`  ${format} seam at ${(at / RATE).toFixed(3)} s: offset ${lag}, around it ${f1(around)}`);
+          lines.push(
+            `  ${format} seam at ${((at - lead) / RATE).toFixed(3)} s: offset ${lag}, around it ${f1(around)}`,
+          );
           if (lag !== 0) problems.push(`${format}: an offset of ${lag} samples at ${at}`);
           if (!(around.rms < 3 * interior.rms)) problems.push(`${format}: the seam at ${at} differs by ${f1(around)}`);
         }

@@ -1,7 +1,8 @@
-// Issue #30: where a long input is cut (transcode/chunked/plan.ts).
+// Where a long input is cut (transcode/chunked/plan.ts): the video chunks and the audio pieces.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planChunks } from '../../src/transcode/chunked/plan.ts';
+import { keptPackets } from '../../src/transcode/chunked/audio-piece.ts';
+import { AUDIO_PREROLL_FRAMES, planAudio, planChunks } from '../../src/transcode/chunked/plan.ts';
 import type { Rendition } from '../../src/transcode/renditions.ts';
 
 const rung = (name: string, num: number, den = 1): Rendition => ({
@@ -54,5 +55,49 @@ describe('planChunks', () => {
     const plan = planChunks({ ...base, duration: 600, renditions: [rung('a', 30), rung('b', 60)] });
     assert.ok(plan);
     assert.ok(Math.abs(((plan.windows[1]?.skipSecs ?? 0) * 30) % 1) < 1e-9);
+  });
+});
+
+describe('planAudio', () => {
+  // The single run's audio playlists cut at the first packet (counted from the priming one) at
+  // or past n * hls_time, hls_time being the segment less an AAC frame (3.978667 s for 4 s):
+  // 186.5 frames a segment, so segment 5 starts at packet 933, whose samples start at 932 * 1024.
+  it('starts each piece where the single run cuts a segment, on a whole AAC frame', () => {
+    const windows = planAudio({ duration: 60, segmentSecs: 4, pieceSecs: 20 });
+    assert.deepEqual(
+      windows.map((w) => w.startSample),
+      [0, 932 * 1024, 1865 * 1024],
+    );
+    assert.deepEqual(
+      windows.map((w) => w.keepSamples),
+      [932 * 1024, 933 * 1024, undefined],
+    );
+    assert.deepEqual(
+      windows.map((w) => w.firstSegment),
+      [0, 5, 10],
+    );
+    assert.deepEqual(
+      windows.map((w) => w.prerollFrames),
+      [0, AUDIO_PREROLL_FRAMES, AUDIO_PREROLL_FRAMES],
+    );
+  });
+
+  it('rounds the length to whole segments, joins a short tail, and keeps a short input whole', () => {
+    assert.equal(planAudio({ duration: 60, segmentSecs: 4, pieceSecs: 19 })[1]?.firstSegment, 5);
+    // 39.77 s to 41 s is shorter than a segment: it joins the piece before.
+    assert.equal(planAudio({ duration: 41, segmentSecs: 4, pieceSecs: 20 }).length, 2);
+    assert.equal(planAudio({ duration: 44, segmentSecs: 4, pieceSecs: 20 }).length, 3);
+    assert.deepEqual(planAudio({ duration: 10, segmentSecs: 4, pieceSecs: 20 }), [
+      { startSample: 0, keepSamples: undefined, prerollFrames: 0, firstSegment: 0 },
+    ]);
+  });
+
+  it('keeps the priming packet in the first piece and drops the pre-roll of the others', () => {
+    const [first, second, last] = planAudio({ duration: 60, segmentSecs: 4, pieceSecs: 20 });
+    assert.ok(first && second && last);
+    // Packet k of a piece's encode decodes to its input's samples [(k - 1) * 1024, k * 1024).
+    assert.deepEqual(keptPackets(first), { first: 0, count: 933 });
+    assert.deepEqual(keptPackets(second), { first: AUDIO_PREROLL_FRAMES + 1, count: 933 });
+    assert.deepEqual(keptPackets(last), { first: AUDIO_PREROLL_FRAMES + 1, count: undefined });
   });
 });
