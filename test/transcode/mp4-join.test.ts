@@ -202,6 +202,33 @@ test('Chromium plays the joined MP4, read by ranges as a web server serves it', 
   }
 });
 
+// biome-ignore format: the arguments read as flag-value pairs
+async function hevcPart(crf: number): Promise<string> {
+  const out = path.join(dir, `hevc-${crf}.mp4`);
+  await run('ffmpeg', [
+    '-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=30', '-t', '2',
+    '-c:v', 'libx265', '-crf', String(crf), '-preset', 'ultrafast', '-g', '30', '-tag:v', 'hvc1',
+    '-x265-params', 'log-level=error:scenecut=0:open-gop=0', '-movflags', '+faststart', out,
+  ]);
+  return out;
+}
+
+test('HEVC parts of different CRFs (x265 notes its settings in their hvcC) join as ffmpeg joins them', async () => {
+  const parts = [await hevcPart(26), await hevcPart(34)];
+  const joined = path.join(dir, 'joined-hevc.mp4');
+  await joinMp4s({ sequences: [parts], output: joined });
+  const list = path.join(dir, 'hevc.txt');
+  await writeFile(list, parts.map((f) => `file '${f}'\n`).join(''));
+  const reference = path.join(dir, 'reference-hevc.mp4');
+  // biome-ignore format: the arguments read as flag-value pairs
+  await run('ffmpeg', [
+    '-v', 'error', '-y', '-auto_convert', '0', '-f', 'concat', '-safe', '0', '-i', list,
+    '-c', 'copy', '-movflags', '+faststart', reference,
+  ]);
+  assert.deepEqual(await packets(joined, 'v:0'), await packets(reference, 'v:0'));
+  assert.deepEqual(await frameHashes(joined), await frameHashes(reference));
+});
+
 test('parts that differ in their codec configuration are refused, not joined', async () => {
   const other = await videoPart({ index: 1, secs: 2, size: '426x240' });
   await assert.rejects(

@@ -1,7 +1,8 @@
 // The bit rates a track's sample description carries (ISO/IEC 14496-12 8.5.2 `btrt`, and
 // 14496-1 7.2.6.6 DecoderConfigDescriptor in an `esds`): each part of a joined track states
 // its own, and an `esds` names its track's ID; the joined track states them over the whole.
-// Everything else in the parts' descriptions (the codec's configuration) must be the same.
+// Everything else in the parts' descriptions (the codec's configuration) must be the same,
+// but for the encoder's own notes.
 
 import { InternalError } from '../../lib/errors.ts';
 import { childBoxes } from '../mp4-boxes.ts';
@@ -74,9 +75,41 @@ function writeRates(out: Buffer, f: RateFields, r: SampleRates, esId: number): B
   return out;
 }
 
-/** The part's `stsd` with its rates and ES_ID zeroed: equal for parts that can be joined. */
+/**
+ * What must be the same in the parts' `stsd` for one description to serve them all: the
+ * sample entry and its boxes, less the rates, the ES_ID and an `hvcC`'s SEI arrays. x265
+ * puts its settings, the chunk's own rate control included, in a user-data SEI there; it
+ * decodes nothing, so the first part's stands for the whole as ffmpeg's concat kept it.
+ */
 export function comparableStsd(stsd: Buffer, handler: string): Buffer {
-  return writeRates(Buffer.from(stsd), rateFields(stsd, handler), { bufferSize: 0, max: 0, avg: 0 }, 0);
+  const skip = ENTRY_FIELDS[handler];
+  const entry = childBoxes(stsd, 16, stsd.length)[0];
+  if (skip === undefined || !entry) return stsd;
+  const zeroed = writeRates(Buffer.from(stsd), rateFields(stsd, handler), { bufferSize: 0, max: 0, avg: 0 }, 0);
+  const key = [Buffer.from(entry.type, 'latin1'), zeroed.subarray(entry.start, entry.start + skip)];
+  for (const b of childBoxes(zeroed, entry.start + skip, entry.end)) {
+    if (b.type === 'btrt') continue;
+    key.push(
+      Buffer.from(b.type, 'latin1'),
+      b.type === 'hvcC' ? hvccWithoutSei(zeroed, b.start, b.end) : zeroed.subarray(b.start, b.end),
+    );
+  }
+  return Buffer.concat(key);
+}
+
+/** HEVCDecoderConfigurationRecord (14496-15 8.3.3.1) less its prefix and suffix SEI arrays (NAL types 39, 40). */
+function hvccWithoutSei(buf: Buffer, start: number, end: number): Buffer {
+  const out = [buf.subarray(start, start + 22)];
+  let at = start + 23;
+  for (let a = 0; a < buf.readUInt8(start + 22) && at + 3 <= end; a++) {
+    const arrayStart = at;
+    const count = buf.readUInt16BE(at + 1);
+    at += 3;
+    for (let k = 0; k < count; k++) at += 2 + buf.readUInt16BE(at);
+    const type = buf.readUInt8(arrayStart) & 0x3f;
+    if (type !== 39 && type !== 40) out.push(buf.subarray(arrayStart, at));
+  }
+  return Buffer.concat(out);
 }
 
 /** The part's stated rates (the largest of its fields), 0s where it states none. */

@@ -19,6 +19,8 @@ export interface SampleTable {
   sync: Uint8Array | undefined;
   /** Per grouping type (sbgp), each sample's group_description_index (0: none). */
   groups: Map<string, Uint32Array>;
+  /** Each sample's dependency flags (sdtp, one byte each: x265 writes them); undefined without. */
+  dependencies: Uint8Array | undefined;
 }
 
 /** The stbl children the join rebuilds or copies; any other box stops it rather than be lost. */
@@ -34,6 +36,7 @@ export const KNOWN_STBL = new Set([
   'co64',
   'sgpd',
   'sbgp',
+  'sdtp',
 ]);
 
 const fail = (what: string): never => {
@@ -139,6 +142,7 @@ export function readSampleTable(buf: Buffer, stbl: BoxView): SampleTable {
   const ctts = child(buf, stbl, 'ctts');
   // Composition offsets are unsigned in version 0 and signed in version 1 (8.6.1.3).
   const signed = ctts && fullBoxHeader(buf, ctts).version === 1;
+  const sdtp = child(buf, stbl, 'sdtp');
   const cts = ctts && expandRuns(buf, ctts, n, (at) => (signed ? buf.readInt32BE(at) : buf.readUInt32BE(at)));
   return {
     sizes,
@@ -147,6 +151,7 @@ export function readSampleTable(buf: Buffer, stbl: BoxView): SampleTable {
     cts: cts ? Int32Array.from({ length: n }, (_, i) => cts.values[i] ?? 0) : undefined,
     sync: syncSamples(buf, stbl, n),
     groups: sampleGroups(buf, stbl, n),
+    dependencies: sdtp && Uint8Array.from(buf.subarray(sdtp.start + 4, Math.min(sdtp.end, sdtp.start + 4 + n))),
   };
 }
 
@@ -234,6 +239,9 @@ export function writeSampleTable(
   const sizes = counted([...each(tables, (t, i) => t.sizes[i] ?? 0)]);
   boxes.push(fullBox('stsz', 0, Buffer.concat([Buffer.alloc(4), sizes])));
   boxes.push(chunkOffsets(o.chunks, co64), ...o.sgpd);
+  // sdtp (8.6.4): one byte per sample, 0 (unknown) for a part that wrote none.
+  if (tables.some((t) => t.dependencies))
+    boxes.push(fullBox('sdtp', 0, Buffer.from([...each(tables, (t, i) => t.dependencies?.[i] ?? 0)])));
   for (const type of new Set(tables.flatMap((t) => [...t.groups.keys()]))) {
     const grouped = runs(each(tables, (t, i) => t.groups.get(type)?.[i] ?? 0));
     boxes.push(fullBox('sbgp', 0, Buffer.concat([Buffer.from(type, 'latin1'), table(grouped, 2)])));
