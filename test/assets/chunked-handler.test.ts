@@ -54,7 +54,7 @@ describe('a direct upload longer than the chunk threshold, on a worker that spli
     const pieces = await splitPieces(handler, params, await fakeContext(scratch, { taskId: 'parent1' }));
     assert.deepEqual(
       pieces.map((p) => p.label.replace(/ .*/, '')),
-      ['audio', 'video', 'video', 'video', 'stitch'],
+      ['audio', 'video', 'audio', 'video', 'audio', 'video', 'stitch'],
     );
     for (const p of pieces) {
       assert.equal(p.params.stored, SOURCE, 'the pieces read the uploaded source itself');
