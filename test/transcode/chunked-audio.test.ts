@@ -1,5 +1,5 @@
-// Audio in pieces, sample-exact: a 12 s input with a stereo track (a tone sweep over noise)
-// and a 5.1 track (a tone per channel) split into 2 s audio pieces (one segment each); each track's joined audio
+// Audio in pieces, sample-exact: a 12 s input with a stereo track at 48 kHz (a tone sweep over
+// noise) and a 5.1 track at 44.1 kHz (a tone per channel, resampled as the single run does) split into 2 s audio pieces (one segment each); each track's joined audio
 // (the stitched MP4, the fMP4 playlist, the TS playlist) against a single encode of the same
 // track into the same formats, sample by sample around every seam (no offset; the difference
 // around a seam at the level of the two encodes' difference away from the seams), and the
@@ -56,7 +56,7 @@ before(async () => {
       `aevalsrc=exprs=0.3*sin(2*PI*(200+40*t)*t)|0.3*sin(2*PI*(300+30*t)*t):s=${RATE}:d=${SECONDS}`,
     ],
     ...['-f', 'lavfi', '-i', `anoisesrc=r=${RATE}:d=${SECONDS}:a=0.05:c=pink:seed=1`],
-    ...['-f', 'lavfi', '-i', `aevalsrc=exprs=${tones}:channel_layout=5.1:s=${RATE}:d=${SECONDS}`],
+    ...['-f', 'lavfi', '-i', `aevalsrc=exprs=${tones}:channel_layout=5.1:s=44100:d=${SECONDS}`],
     ...['-filter_complex', '[2]aformat=channel_layouts=stereo[n];[1][n]amix=inputs=2:normalize=0[st]'],
     ...['-map', '0:v', '-map', '[st]', '-map', '3:a', '-c:v', 'libx264', '-preset', 'ultrafast'],
     ...['-c:a', 'aac', '-b:a:0', '160k', '-b:a:1', '256k', source],

@@ -93,9 +93,25 @@ export function planAudio(o: { duration: number; segmentSecs: number; pieceSecs:
   return Array.from({ length: count }, (_, i) => ({
     startSample: bound(i),
     keepSamples: i === count - 1 ? undefined : bound(i + 1) - bound(i),
-    prerollFrames: i === 0 ? 0 : AUDIO_PREROLL_FRAMES,
+    prerollFrames: i === 0 ? 0 : prerollFrames(bound(i)),
     firstSegment: i * perPiece,
   }));
+}
+
+/** Seconds on which every common source rate (8 to 96 kHz, 11.025 to 88.2 kHz) has a whole sample. */
+const SOURCE_GRID_SAMPLES = AUDIO_RATE / 25;
+
+/**
+ * The pre-roll of a piece starting at `start`: at least AUDIO_PREROLL_FRAMES whole frames, and
+ * as many more as put the encode's first sample on a whole 1/25 s, where a source of another
+ * rate has a whole sample too: its decode is then cut there exactly, and the resampler puts the
+ * piece's samples on the single run's grid (a start between two source samples would shift
+ * them by a fraction of a sample). `start` is a multiple of 128 samples, so one of 15 fits.
+ */
+function prerollFrames(start: number): number {
+  for (let m = AUDIO_PREROLL_FRAMES; m < AUDIO_PREROLL_FRAMES + 15; m++)
+    if ((start - m * AAC_FRAME_SAMPLES) % SOURCE_GRID_SAMPLES === 0 && start - m * AAC_FRAME_SAMPLES >= 0) return m;
+  return AUDIO_PREROLL_FRAMES;
 }
 
 /** Whether a probed input may be split at all: a video, with a known duration, and no subtitle tracks (left to a single run). */
