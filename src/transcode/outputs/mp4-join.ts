@@ -110,10 +110,13 @@ function readTrack(moov: Buffer, trak: BoxView): PartTrack {
   };
 }
 
-/** A run of one track's samples, contiguous in one part (`start`: where in it): copied as one. */
-interface OutputChunk extends ChunkLayout, ByteRange {
+/** A run of one track's consecutive samples from one part, written together. */
+interface OutputChunk extends ChunkLayout {
+  bytes: number;
   /** Its first sample's decode time, seconds. */
   time: number;
+  /** Where its samples lie in the part: one range per run of them that is contiguous there. */
+  ranges: ByteRange[];
 }
 
 /** One track of the output: its parts in order, and its timing over the whole. */
@@ -126,6 +129,7 @@ interface JoinedTrack {
   /** Where the last part's samples start (its decode time 0) in the whole. */
   lastPartStart: number;
   chunks: OutputChunk[];
+  sampleTable?: ReturnType<typeof writeSampleTable>;
 }
 
 /** The tracks of a sequence's parts, each joined across them (the parts must agree on them). */
@@ -146,7 +150,11 @@ function joinSequence(parts: readonly Part[]): JoinedTrack[] {
   });
 }
 
-/** The track's output chunks: runs of samples contiguous in one part, up to CHUNK_SECS or CHUNK_BYTES. */
+/**
+ * The track's output chunks: runs of a part's samples, up to CHUNK_SECS or CHUNK_BYTES. A
+ * part's own chunking does not carry over: an `.m4a` of several tracks interleaves them
+ * sample by sample, which would be an output chunk per sample.
+ */
 function layoutTrack(parts: PartTrack[], files: string[]): JoinedTrack {
   const track: JoinedTrack = { parts, mediaDuration: 0, presentationEnd: 0, lastPartStart: 0, chunks: [] };
   const { timescale } = parts[0] ?? fail('a track without parts');
@@ -157,12 +165,13 @@ function layoutTrack(parts: PartTrack[], files: string[]): JoinedTrack {
       const size = table.sizes[i] ?? 0;
       const start = table.offsets[i] ?? 0;
       const dts = track.mediaDuration;
-      const full =
-        chunk && (dts - chunk.time * timescale >= CHUNK_SECS * timescale || chunk.bytes + size > CHUNK_BYTES);
-      if (!chunk || full || chunk.start + chunk.bytes !== start) {
-        chunk = { file: files[p] ?? '', start, bytes: 0, count: 0, offset: 0, time: dts / timescale };
+      if (!chunk || dts - chunk.time * timescale >= CHUNK_SECS * timescale || chunk.bytes + size > CHUNK_BYTES) {
+        chunk = { bytes: 0, count: 0, offset: 0, time: dts / timescale, ranges: [] };
         track.chunks.push(chunk);
       }
+      const last = chunk.ranges.at(-1);
+      if (last && last.start + last.bytes === start) last.bytes += size;
+      else chunk.ranges.push({ file: files[p] ?? '', start, bytes: size });
       chunk.count++;
       chunk.bytes += size;
       track.mediaDuration += table.durations[i] ?? 0;
@@ -247,10 +256,9 @@ function trakBox(
   const edit = editList(t, o.movieTimescale);
   const duration = edit?.duration ?? Math.ceil((t.mediaDuration * o.movieTimescale) / first.timescale);
   const stsd = joinedStsd(first.stsd, first.handler, { rates: rates(t), trackId: o.id });
-  const stbl = writeSampleTable(
-    { stsd, sgpd: first.sgpd, tables: t.parts.map((p) => p.table), chunks: t.chunks },
-    o.co64,
-  );
+  // The sample tables are built once: the moov is written twice, before and after its size places the chunks.
+  t.sampleTable ??= writeSampleTable({ stsd, sgpd: first.sgpd, tables: t.parts.map((p) => p.table), chunks: t.chunks });
+  const stbl = t.sampleTable.withOffsets(o.co64);
   const rebuild = (parent: BoxView, map: (b: BoxView) => Buffer | undefined): Buffer[] =>
     childBoxes(moov, parent.start, parent.end).map((b) => map(b) ?? raw(moov, b));
   const minf = (b: BoxView) => box('minf', ...rebuild(b, (c) => (c.type === 'stbl' ? stbl : undefined)));
@@ -336,6 +344,6 @@ export async function joinMp4s(o: JoinMp4Options): Promise<number> {
   if (mdatHeader === 16) mdat.writeBigUInt64BE(BigInt(mediaBytes + 16), 8);
   const header = Buffer.concat([first.ftyp, moovBox(first, tracks, co64), mdat]);
   if (header.length !== head) fail('the moov changed size with its offsets');
-  await writeRanges({ output: o.output, head: header, ranges: order, signal: o.signal });
+  await writeRanges({ output: o.output, head: header, ranges: order.flatMap((c) => c.ranges), signal: o.signal });
   return at;
 }

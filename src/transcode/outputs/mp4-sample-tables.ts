@@ -185,28 +185,51 @@ function table(rows: readonly (readonly number[])[], width: number): Buffer {
 }
 
 /** entry_count, then one unsigned 32-bit value each. */
-function counted(values: readonly number[]): Buffer {
+function counted(values: ArrayLike<number>): Buffer {
   const out = Buffer.alloc(4 + values.length * 4);
   out.writeUInt32BE(values.length);
-  values.forEach((v, i) => {
-    out.writeUInt32BE(v, 4 + i * 4);
-  });
+  for (let i = 0; i < values.length; i++) out.writeUInt32BE(values[i] ?? 0, 4 + i * 4);
   return out;
 }
 
-/** Consecutive equal values as (count, value) runs. */
-function runs(values: Iterable<number>): [number, number][] {
-  const out: [number, number][] = [];
-  for (const v of values) {
-    const last = out.at(-1);
-    if (last && last[1] === v) last[0]++;
-    else out.push([1, v]);
+/** entry_count, then consecutive equal values as (count, value) runs (stts, ctts, sbgp). */
+function runs(values: ArrayLike<number>): { payload: Buffer; negative: boolean } {
+  let n = 0;
+  let negative = false;
+  for (let i = 0; i < values.length; i++) {
+    if (i === 0 || values[i] !== values[i - 1]) n++;
+    if ((values[i] ?? 0) < 0) negative = true;
+  }
+  const out = Buffer.alloc(4 + n * 8);
+  out.writeUInt32BE(n);
+  for (let i = 0, at = -4; i < values.length; i++) {
+    const v = values[i] ?? 0;
+    if (i === 0 || v !== values[i - 1]) {
+      at += 8;
+      if (v < 0) out.writeInt32BE(v, at + 4);
+      else out.writeUInt32BE(v, at + 4);
+    }
+    out.writeUInt32BE(out.readUInt32BE(at) + 1, at);
+  }
+  return { payload: out, negative };
+}
+
+/** One per-sample field over the parts, one after the other (`absent` for a part without it). */
+function joined<T extends Uint32Array | Int32Array | Uint8Array>(
+  tables: readonly SampleTable[],
+  make: (n: number) => T,
+  pick: (t: SampleTable) => T | undefined,
+  absent: number,
+): T {
+  const out = make(tables.reduce((n, t) => n + t.sizes.length, 0));
+  let at = 0;
+  for (const t of tables) {
+    const values = pick(t);
+    if (values) out.set(values, at);
+    else out.fill(absent, at, at + t.sizes.length);
+    at += t.sizes.length;
   }
   return out;
-}
-
-function* each<T>(tables: readonly SampleTable[], pick: (t: SampleTable, i: number) => T): Generator<T> {
-  for (const t of tables) for (let i = 0; i < t.sizes.length; i++) yield pick(t, i);
 }
 
 /** Output chunks of one joined track: their sample count and offset in the output. */
@@ -217,36 +240,66 @@ export interface ChunkLayout {
 
 /**
  * The stbl of the parts' samples one after the other: stsd and sgpd copied from the first
- * part (the caller checks the parts agree), the rest rebuilt over the whole.
+ * part (the caller checks the parts agree), the rest rebuilt over the whole. Built once; the
+ * chunk offsets go in when the caller knows them (`withOffsets`).
  */
-export function writeSampleTable(
-  o: { stsd: Buffer; sgpd: readonly Buffer[]; tables: readonly SampleTable[]; chunks: readonly ChunkLayout[] },
-  co64: boolean,
-): Buffer {
+export function writeSampleTable(o: {
+  stsd: Buffer;
+  sgpd: readonly Buffer[];
+  tables: readonly SampleTable[];
+  chunks: readonly ChunkLayout[];
+}): { withOffsets(co64: boolean): Buffer } {
   const { tables } = o;
-  const boxes = [o.stsd, fullBox('stts', 0, table(runs(each(tables, (t, i) => t.durations[i] ?? 0)), 2))];
+  const u32 = (n: number) => new Uint32Array(n);
+  const before = [o.stsd, fullBox('stts', 0, runs(joined(tables, u32, (t) => t.durations, 0)).payload)];
   if (tables.some((t) => t.cts)) {
-    const cts = runs(each(tables, (t, i) => t.cts?.[i] ?? 0));
-    boxes.push(fullBox('ctts', cts.some(([, v]) => v < 0) ? 1 : 0, table(cts, 2)));
+    const cts = runs(
+      joined(
+        tables,
+        (n) => new Int32Array(n),
+        (t) => t.cts,
+        0,
+      ),
+    );
+    before.push(fullBox('ctts', cts.negative ? 1 : 0, cts.payload));
   }
   if (tables.some((t) => t.sync)) {
-    const flags = [...each(tables, (t, i) => (t.sync ? (t.sync[i] ?? 0) : 1))];
+    const flags = joined(
+      tables,
+      (n) => new Uint8Array(n),
+      (t) => t.sync,
+      1,
+    );
     // stss numbers samples from 1.
-    boxes.push(fullBox('stss', 0, counted(flags.flatMap((flag, i) => (flag ? [i + 1] : [])))));
+    const numbers: number[] = [];
+    for (const [i, f] of flags.entries()) if (f) numbers.push(i + 1);
+    before.push(fullBox('stss', 0, counted(numbers)));
   }
-  boxes.push(fullBox('stsc', 0, table(chunkRuns(o.chunks), 3)));
+  before.push(fullBox('stsc', 0, table(chunkRuns(o.chunks), 3)));
   // stsz: sample_size 0 (each sample's size follows), then the count and the sizes.
-  const sizes = counted([...each(tables, (t, i) => t.sizes[i] ?? 0)]);
-  boxes.push(fullBox('stsz', 0, Buffer.concat([Buffer.alloc(4), sizes])));
-  boxes.push(chunkOffsets(o.chunks, co64), ...o.sgpd);
+  before.push(fullBox('stsz', 0, Buffer.concat([Buffer.alloc(4), counted(joined(tables, u32, (t) => t.sizes, 0))])));
+  const after = [...o.sgpd];
   // sdtp (8.6.4): one byte per sample, 0 (unknown) for a part that wrote none.
   if (tables.some((t) => t.dependencies))
-    boxes.push(fullBox('sdtp', 0, Buffer.from([...each(tables, (t, i) => t.dependencies?.[i] ?? 0)])));
+    after.push(
+      fullBox(
+        'sdtp',
+        0,
+        Buffer.from(
+          joined(
+            tables,
+            (n) => new Uint8Array(n),
+            (t) => t.dependencies,
+            0,
+          ),
+        ),
+      ),
+    );
   for (const type of new Set(tables.flatMap((t) => [...t.groups.keys()]))) {
-    const grouped = runs(each(tables, (t, i) => t.groups.get(type)?.[i] ?? 0));
-    boxes.push(fullBox('sbgp', 0, Buffer.concat([Buffer.from(type, 'latin1'), table(grouped, 2)])));
+    const grouped = runs(joined(tables, u32, (t) => t.groups.get(type), 0)).payload;
+    after.push(fullBox('sbgp', 0, Buffer.concat([Buffer.from(type, 'latin1'), grouped])));
   }
-  return box('stbl', ...boxes);
+  return { withOffsets: (co64) => box('stbl', ...before, chunkOffsets(o.chunks, co64), ...after) };
 }
 
 /** stsc: (first chunk, samples per chunk, sample description 1), a row where the count changes. */
