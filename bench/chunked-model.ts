@@ -61,14 +61,23 @@ export interface Measured {
 /** The median of the finite samples (a piece seen only running has none). */
 const median = (xs: number[]): number => medianOf(xs.filter((x) => Number.isFinite(x)));
 
-/** The model's inputs from a chunked run's pieces. */
-export function measure(pieces: SeenPiece[], o: { seconds: number; wall: number }): Measured {
+/**
+ * The model's inputs from a chunked run's pieces: each piece's wall time, or with `cpu` its CPU
+ * seconds (chunked-cpu.ts: what a slot with a core of its own would spend; the stitch's
+ * waits for the store are then left out).
+ */
+export function measure(
+  pieces: SeenPiece[],
+  o: { seconds: number; wall: number; cpu?: ReadonlyMap<string, number> | undefined },
+): Measured {
   const of = (kind: PieceKind) => pieces.filter((p) => kindOf(p.label) === kind);
+  const took = (p: SeenPiece): number =>
+    o.cpu ? (o.cpu.get(p.label) ?? Number.NaN) : (p.done ?? Number.NaN) - (p.ran ?? Number.NaN);
   const rate = (ps: SeenPiece[]): number =>
     median(
       ps.map((p) => {
         const r = rangeOf(p.label, o.seconds);
-        return ((p.done ?? Number.NaN) - (p.ran ?? Number.NaN)) / (r.end - r.start);
+        return took(p) / (r.end - r.start);
       }),
     );
   const length = (ps: SeenPiece[]): number =>
@@ -84,7 +93,7 @@ export function measure(pieces: SeenPiece[], o: { seconds: number; wall: number 
     chunkSecs: length(chunks),
     audioPieces: audio.length,
     chunks: chunks.length,
-    stitch: o.wall - (stitch?.ran ?? Number.NaN),
+    stitch: o.cpu ? (o.cpu.get('stitch') ?? Number.NaN) : o.wall - (stitch?.ran ?? Number.NaN),
     gap: slotGap(pieces.filter((p) => kindOf(p.label) !== 'stitch')) || 0,
   };
 }

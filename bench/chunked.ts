@@ -34,6 +34,7 @@ import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
 import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { makeLongClip, serveRanges } from '../test/helpers/seams.ts';
 import { freePort } from './child.ts';
+import { PieceCpu } from './chunked-cpu.ts';
 import { kindOf, type Measured, measure, model, type SeenPiece } from './chunked-model.ts';
 import { median } from './stats.ts';
 
@@ -86,6 +87,9 @@ interface LegResult {
   playable?: number;
   playableFrom?: 'playableAt' | 'bucket';
   pieces: SeenPiece[];
+  /** CPU seconds of each piece (chunked-cpu.ts), and of the workers outside any piece. */
+  pieceCpu: Map<string, number>;
+  cpuOutside: number;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -209,16 +213,28 @@ interface TaskView {
 }
 
 /** Follows the task to completion: its pieces' times, when it became playable, its wall time. */
-async function follow(setup: Setup, o: { id: string; bucket: string; leg: Leg; posted: number }): Promise<LegResult> {
+async function follow(
+  setup: Setup,
+  o: { id: string; bucket: string; leg: Leg; posted: number; cpu: PieceCpu },
+): Promise<LegResult> {
   const headers = { authorization: `Bearer ${setup.key}` };
   const at = (): number => (performance.now() - o.posted) / 1000;
   const postedAt = Date.now() - at() * 1000;
-  const result: LegResult = { leg: o.leg.name, wall: 0, cpu: 0, ffmpegCpu: 0, pieces: [] };
+  const result: LegResult = {
+    leg: o.leg.name,
+    wall: 0,
+    cpu: 0,
+    ffmpegCpu: 0,
+    pieces: [],
+    pieceCpu: o.cpu.byLabel,
+    cpuOutside: 0,
+  };
   const pieces = new Map<string, SeenPiece>();
   for (;;) {
     await sleep(POLL_MS);
     const got = (await (await fetch(`${setup.api}/api/task/${o.id}`, { headers })).json()) as TaskView;
     const t = at();
+    o.cpu.sample(got.pieces?.items ?? []);
     for (const p of got.pieces?.items ?? []) {
       const seen = pieces.get(p.label) ?? { label: p.label };
       if (p.phase === 'running' || p.phase === 'completed') seen.ran ??= t;
@@ -243,6 +259,7 @@ async function follow(setup: Setup, o: { id: string; bucket: string; leg: Leg; p
       throw new Error(`leg ${o.leg.name}: the task ${got.status.phase}: ${got.status.errorMessage ?? ''}`);
   }
   result.pieces = [...pieces.values()];
+  result.cpuOutside = o.cpu.outside;
   return result;
 }
 
@@ -257,9 +274,10 @@ async function runLeg(setup: Setup, leg: Leg): Promise<LegResult> {
   const bucket = await setup.s3.createBucket();
   const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
   try {
+    const cpu = new PieceCpu(pids);
     const posted = performance.now();
     const id = await postTask(setup, bucket, headers);
-    const result = await follow(setup, { id, bucket, leg, posted });
+    const result = await follow(setup, { id, bucket, leg, posted, cpu });
     const after = await Promise.all(pids.map(cpuTimes));
     const spent = (k: 'self' | 'children') => after.reduce((s, a, i) => s + a[k] - (before[i]?.[k] ?? 0), 0);
     result.ffmpegCpu = spent('children');
@@ -274,16 +292,16 @@ const f1 = (x: number | undefined): string => (x === undefined || !Number.isFini
 const f2 = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(2));
 
 /** A chunked leg's pieces, by kind: how many, the slot seconds each took (median, max) and per media second. */
-function piecesLine(r: LegResult, m: Measured): string {
+function piecesLine(r: LegResult, m: Measured, cpu: Measured): string {
   const kind = (k: 'audio' | 'chunk'): string => {
     const ps = r.pieces.filter((p) => kindOf(p.label) === k);
     const took = ps.map((p) => (p.done ?? Number.NaN) - (p.ran ?? Number.NaN));
     const span = Math.max(...ps.map((p) => p.done ?? 0)) - Math.min(...ps.map((p) => p.ran ?? Infinity));
-    const rate = k === 'audio' ? m.audioRate : m.chunkRate;
+    const [rate, cpuRate] = k === 'audio' ? [m.audioRate, cpu.audioRate] : [m.chunkRate, cpu.chunkRate];
     const secs = k === 'audio' ? m.audioSecs : m.chunkSecs;
-    return `${ps.length} ${k === 'audio' ? 'audio pieces' : 'chunks'} of ${f1(secs)} s: ${f1(median(took))} s each (max ${f1(Math.max(...took))}), ${f2(rate)} s per media second, all done ${f1(span)} s after the first began`;
+    return `${ps.length} ${k === 'audio' ? 'audio pieces' : 'chunks'} of ${f1(secs)} s: ${f1(median(took))} s each (max ${f1(Math.max(...took))}), ${f2(rate)} s (CPU ${f2(cpuRate)} s) per media second, all done ${f1(span)} s after the first began`;
   };
-  return `    split ${f1(m.split)} s; ${kind('audio')}; ${kind('chunk')}; stitch ${f1(m.stitch)} s; a slot's gap between pieces ${f2(m.gap)} s`;
+  return `    split ${f1(m.split)} s; ${kind('audio')}; ${kind('chunk')}; stitch ${f1(m.stitch)} s (CPU ${f1(cpu.stitch)} s); a slot's gap between pieces ${f2(m.gap)} s; workers' CPU outside the pieces ${f1(r.cpuOutside)} s`;
 }
 
 function report(results: LegResult[]): void {
@@ -293,7 +311,10 @@ function report(results: LegResult[]): void {
     console.log(
       `(${r.leg}) ${LEGS.find((l) => l.name === r.leg)?.what}: ${f1(r.wall)} s; workers' CPU ${f1(r.cpu)} s (ffmpeg ${f1(r.ffmpegCpu)}); first playable +${f1(r.playable)} s (${r.playableFrom ?? 'never before the end'})`,
     );
-    if (chunked) console.log(piecesLine(r, measure(r.pieces, { seconds: SECONDS, wall: r.wall })));
+    if (chunked) {
+      const o = { seconds: SECONDS, wall: r.wall };
+      console.log(piecesLine(r, measure(r.pieces, o), measure(r.pieces, { ...o, cpu: r.pieceCpu })));
+    }
   }
   const m = (leg: LegName, k: 'wall' | 'cpu') => median(by(leg).map((r) => r[k]));
   console.log(
@@ -306,13 +327,17 @@ function report(results: LegResult[]): void {
     `c1/one = ${f2(m('c1', 'wall') / m('one', 'wall'))} wall, ${f2(m('c1', 'cpu') / m('one', 'cpu'))} CPU (chunking with one worker against no chunking; target <= 1.05)`,
   );
   const base = by('c2')[0] ?? by('c1')[0] ?? by('free2')[0];
-  if (base && base.pieces.length > 0) printModel(measure(base.pieces, { seconds: SECONDS, wall: base.wall }), base.leg);
+  if (!base || base.pieces.length === 0) return;
+  const o = { seconds: SECONDS, wall: base.wall };
+  printModel(measure(base.pieces, o), `(${base.leg})'s wall times`);
+  // On a host whose cores other work shares, the pieces' CPU seconds are what a core of its own would take.
+  printModel(measure(base.pieces, { ...o, cpu: base.pieceCpu }), `(${base.leg})'s CPU seconds per piece`);
 }
 
 /** The model of a 60- and a 120-minute film on 8, 32 and 128 two-core workers (chunked-model.ts). */
-function printModel(m: Measured, from: LegName): void {
+function printModel(m: Measured, from: string): void {
   console.log(
-    `model from (${from}): split ${f1(m.split)} s, audio ${f2(m.audioRate)} s per media second in pieces of ${f1(m.audioSecs)} s, video ${f2(m.chunkRate)} s per media second in chunks of ${f1(m.chunkSecs)} s, stitch ${f1(m.stitch)} s for ${SECONDS} s (${f2(m.stitch / SECONDS)} s per media second), gap ${f2(m.gap)} s`,
+    `model from ${from}: split ${f1(m.split)} s, audio ${f2(m.audioRate)} s per media second in pieces of ${f1(m.audioSecs)} s, video ${f2(m.chunkRate)} s per media second in chunks of ${f1(m.chunkSecs)} s, stitch ${f1(m.stitch)} s for ${SECONDS} s (${f2(m.stitch / SECONDS)} s per media second), gap ${f2(m.gap)} s`,
   );
   const target = model(m, { seconds: 3600, slots: 64, stitch: 'measured' }).wall;
   console.log(

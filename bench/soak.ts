@@ -563,13 +563,14 @@ async function load(c: LoadContext): Promise<Submitted[]> {
     }
     const aimed = (t: KillTarget) => c.service.kills.filter((k) => k.target === t).length;
     const stitchesLeft = Math.max(0, c.o.stitchKills - aimed('stitch'));
-    // A stitch is short: the kill aimed at one is made as soon as one is seen running, and the
-    // other kills leave room for it.
+    const piecesLeft = Math.max(0, c.o.pieceKills - aimed('piece'));
+    // A stitch is short: the kill aimed at one is made as soon as one is seen running. The
+    // other kills leave room for the aimed ones, which wait for a piece or a stitch to run.
     if (stitchesLeft > 0 && c.service.kills.length < c.o.kills) await killBusyWorker(c, 'stitch');
     if (c.service.kills.length < c.o.kills - stitchesLeft && Date.now() >= nextKill) {
-      const k = await killBusyWorker(c, aimed('piece') < c.o.pieceKills ? 'piece' : 'any');
-      if (!k && aimed('piece') < c.o.pieceKills) await killBusyWorker(c, 'any');
-      nextKill = Date.now() + rand(4000, 10_000);
+      let k = piecesLeft > 0 ? await killBusyWorker(c, 'piece') : undefined;
+      if (!k && c.service.kills.length < c.o.kills - stitchesLeft - piecesLeft) k = await killBusyWorker(c, 'any');
+      if (k) nextKill = Date.now() + rand(4000, 10_000);
     }
     if (submitted.length === kinds.length && done >= kinds.length) break;
     if (Date.now() > deadline) {
