@@ -134,6 +134,16 @@ export function rateControl(r: Rendition, segmentSecs: number): RateControl {
   return { crf: r.crf, bitrate: r.crf === undefined ? r.bitrate : undefined, maxrate, bufsize };
 }
 
+/**
+ * The most one segment of `r` can spend a second under its rate control: the VBV's peak rate,
+ * plus its whole buffer emptied into that one segment. What a master may say of a rendition
+ * whose segments are not all written yet (a split job's early playlists).
+ */
+export function segmentPeakBound(r: Rendition, segmentSecs: number): number {
+  const rate = rateControl(r, segmentSecs);
+  return Math.round(rate.maxrate + rate.bufsize / Math.max(segmentSecs, 0.1));
+}
+
 /** How a rendition is encoded: rate control, keyframe interval, the codec's own options. */
 export function videoCodecArgs(
   r: Rendition,

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InternalError } from '../../lib/errors.ts';
-import { AAC_CODECS, segmentTiming } from '../encoders.ts';
+import { AAC_CODECS, segmentPeakBound, segmentTiming } from '../encoders.ts';
 import { readInitSegment, readMediaSegment } from '../mp4-boxes.ts';
 import { parseMediaPlaylist } from '../playlist.ts';
 import type { HlsOutput } from '../renditions.ts';
@@ -204,9 +204,14 @@ export async function publishTree(
       ended: o.ended,
     });
   const video = await Promise.all(
-    job.renditions.map((r) => {
+    job.renditions.map(async (r) => {
       const parts = run.chunks.map((c) => partOf(c, r.name));
-      return media(r.name, parts, parts[0]?.codecs);
+      const published = await media(r.name, parts, parts[0]?.codecs);
+      if (o.ended) return published;
+      // Chunks still to come may cost far more than the first (an easy opening, grain later,
+      // each chunk's rate its own): until then the master says the most a segment can reach.
+      const bound = segmentPeakBound(r, segmentTiming(job.segmentSecs, r).segment);
+      return { ...published, peak: Math.max(published.peak, bound) };
     }),
   );
   const audio = await Promise.all(
