@@ -26,6 +26,14 @@ const POSTROLL_FRAMES = 2;
 /** The pre-encode's share of the piece's progress; the trim and the copy are quick. */
 const PRE_ENCODE_SHARE = 0.95;
 
+/**
+ * Each piece's samples on the input's clock: a track that starts late (or has a gap) is
+ * filled with silence from 0, as a piece that seeks into it finds its samples at their time;
+ * otherwise the first piece (which reads from the track's first sample) and the others
+ * would disagree by the offset.
+ */
+const ON_THE_INPUT_CLOCK = 'aresample=async=1:first_pts=0';
+
 const secs = (samples: number): string => (samples / AUDIO_RATE).toFixed(6);
 
 /** Which packets of the piece's own encode it keeps: from `first`, `count` of them (undefined: to the end). */
@@ -72,6 +80,7 @@ export async function encodeAudioPiece(
         `0:a:${t.index}`,
         '-map_metadata',
         '-1',
+        ...['-filter:a', ON_THE_INPUT_CLOCK],
         ...AAC_ARGS,
         '-f',
         'adts',
