@@ -198,8 +198,12 @@ describe('an asset plays before its last piece is done', () => {
     assert.equal((await getAsset(early.id)).status.phase, 'processing', 'played before the end');
   });
 
-  it('becomes ready with the same playbackUrl (now VOD) and keeps its playableAt', async () => {
+  it('becomes ready with the same playbackUrl (now VOD) and keeps its playableAt', async (t) => {
     ready = await assetUntil(early.id, (a) => a.status.phase === 'ready', 'ready');
+    const since = (ms: number) => ((ms - Number(early.createdAt)) / 1000).toFixed(1);
+    t.diagnostic(
+      `playable ${since(early.playableAt ?? 0)} s, ready ${since(ready.status.updatedAt)} s after the upload`,
+    );
     assert.equal(ready.playbackUrl, early.playbackUrl);
     assert.equal(ready.playableAt, early.playableAt);
     assert.ok((early.playableAt ?? 0) < ready.status.updatedAt, 'playable before ready');
