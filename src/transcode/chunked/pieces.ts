@@ -6,7 +6,6 @@ import { CodecsProbes } from '../codecs.ts';
 import { openDestination } from '../destination.ts';
 import {
   chunkedOutputs,
-  chunkKinds,
   kindsOf,
   planThumbnails,
   treeFolder,
@@ -69,7 +68,7 @@ export async function runAudioPiece(deps: ChunkedDeps, job: AudioJob, ctx: JobCo
 export async function runChunkPiece(deps: ChunkedDeps, job: ChunkJob, ctx: JobContext): Promise<PieceManifest> {
   const { index, window } = job.chunk;
   const probe = { ...job.media, audio: undefined, audioTracks: [], subtitles: [] };
-  const kinds = chunkKinds(job.outputs);
+  const kinds = kindsOf(job.outputs);
   // With the per-title ladder on, the rungs' rates are this chunk's own choice (chunk-ladder.ts).
   const renditions = await chunkLadder(deps, job, ctx);
   // The storyboard over the whole, as the single run plans it: the chunk makes its part (outputs/thumbnails.ts).

@@ -1,4 +1,3 @@
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { InternalError, ValidationError } from '../../lib/errors.ts';
 import { createInputSource } from '../../storage/index.ts';
@@ -32,16 +31,6 @@ export function stitchRunOf(s: StitchSources): (f: ChunkedOutput) => StitchRun<u
   if (!store) throw new ValidationError('storage: this server has no built-in store for the pieces');
   const fetchKept = async (key: string, dest: string): Promise<string> =>
     (await store.input(key).fetch({ dest, signal })).path;
-  const concatList = async (keys: readonly string[], name: string): Promise<string> => {
-    const dir = path.join(s.localRoot, 'parts');
-    await mkdir(dir, { recursive: true });
-    const files: string[] = [];
-    for (const [i, key] of keys.entries()) files.push(await fetchKept(key, path.join(dir, `${name}-${i}`)));
-    const list = path.join(dir, `${name}.txt`);
-    // The concat demuxer's quoting: a quote closes, so it is written as '\''.
-    await writeFile(list, files.map((f) => `file '${f.replace(/'/g, "'\\''")}'\n`).join(''));
-    return list;
-  };
   const c2pa = s.signs && job.c2pa ? signing(s, fetchKept) : undefined;
   return (f) => ({
     job,
@@ -52,7 +41,6 @@ export function stitchRunOf(s: StitchSources): (f: ChunkedOutput) => StitchRun<u
     audio: s.audio.map((a) => a.formats[f.key]),
     chunks: s.chunks.map((c) => c.formats[f.key]),
     localDir: path.join(s.localRoot, f.key),
-    concatList,
     fetchKept,
     ...(c2pa ? { c2pa } : {}),
   });

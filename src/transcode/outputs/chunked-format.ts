@@ -109,8 +109,6 @@ export interface StitchRun<Share> extends ChunkedRunBase {
   chunks: readonly Share[];
   /** A folder of the format's own for local files. */
   localDir: string;
-  /** Kept files (`PieceRun.keep`), fetched, as an ffmpeg concat list (the concat demuxer's quoting). */
-  concatList(keys: readonly string[], name: string): Promise<string>;
   /** One kept file, fetched to `dest`: its local path. */
   fetchKept(key: string, dest: string): Promise<string>;
   /** The signer, and the whole input on local disk as the parent, when the job signs with C2PA. */
@@ -119,8 +117,6 @@ export interface StitchRun<Share> extends ChunkedRunBase {
 
 /** A format's chunked behaviour, over shares of type `Share` (plain JSON: they are stored in the pieces' task rows). */
 export interface ChunkedBehaviour<Share, Result> {
-  /** Other output kinds its chunks need written, beside the job's (none of today's formats asks for one). */
-  chunksNeed?: readonly string[];
   /** After a piece's encode: its files uploaded or kept, and its share of the piece (undefined: none). */
   collect(piece: PieceRun): Promise<Share | undefined>;
   /** Outputs players can start on while the rest is encoded (EVENT playlists), from the pieces done so far. */
@@ -140,7 +136,6 @@ export function chunkedBehaviour<Share, Result>(b: ChunkedBehaviour<Share, Resul
   const typed = (run: StitchRun<unknown>): StitchRun<Share> => run as StitchRun<Share>;
   const early = b.early;
   return {
-    ...(b.chunksNeed ? { chunksNeed: b.chunksNeed } : {}),
     collect: (piece) => b.collect(piece),
     ...(early ? { early: (run: StitchRun<unknown>) => early(typed(run)) } : {}),
     stitch: (run) => b.stitch(typed(run)),

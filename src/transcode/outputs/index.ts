@@ -97,13 +97,6 @@ export function chunkedOutputs(outputs: Folders): ChunkedOutput[] {
   });
 }
 
-/** The kinds a chunk writes: the job's, and those its formats' chunks need (`chunksNeed`). */
-export function chunkKinds(outputs: OutputFolders): Record<string, boolean> {
-  const kinds = kindsOf(outputs);
-  for (const o of chunkedOutputs(outputs)) for (const k of o.chunked.chunksNeed ?? []) kinds[k] = true;
-  return kinds;
-}
-
 export type { AudioPieceInput, AudioWindow, ChunkedJob, ChunkWindow, PieceRun, StitchRun } from './chunked-format.ts';
 export { AAC_FRAME_SAMPLES, AUDIO_RATE } from './chunked-format.ts';
 export { audioCodecArgs, audioSource } from './format.ts';
