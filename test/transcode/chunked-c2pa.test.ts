@@ -1,8 +1,6 @@
 // Issue #30: a chunked run's MP4s are signed as a single run's are (issue 5): the stitch
 // signs each joined MP4, naming the input as its parent by hash.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/index.ts';
@@ -10,24 +8,27 @@ import { FolderStore } from '../../src/storage/builtin/index.ts';
 import { readManifest } from '../../src/transcode/c2pa.ts';
 import { createChunkedHandlers, createTranscodeHandler, loadC2paSigner } from '../../src/transcode/index.ts';
 import { makeTestCerts, type TestCerts } from '../helpers/c2pa-certs.ts';
-import { startHttp, type TestHttp } from '../helpers/http-input.ts';
+import type { TestHttp } from '../helpers/http-input.ts';
 import { makeClip } from '../helpers/media.ts';
-import { fakeContext, runPieces, serveRanges, splitPieces } from './chunked-helpers.ts';
+import { fakeContext, runPieces, servedInput, splitPieces } from './chunked-helpers.ts';
 
 const scratch: string[] = [];
 let web: TestHttp;
 let certs: TestCerts;
 let root: string;
 
+let close: (() => Promise<void>) | undefined;
+
 before(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'mp-chunked-c2pa-'));
-  scratch.push(root);
   certs = await makeTestCerts();
-  web = await startHttp({ '/in.mp4': serveRanges(await makeClip({ width: 640, height: 360, seconds: 24 })).route });
+  ({ root, web, close } = await servedInput(scratch, {
+    prefix: 'mp-chunked-c2pa-',
+    route: '/in.mp4',
+    clip: await makeClip({ width: 640, height: 360, seconds: 24 }),
+  }));
 });
 after(async () => {
-  await web?.close();
-  await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
+  await close?.();
 });
 
 describe('a chunked transcode with C2PA', () => {

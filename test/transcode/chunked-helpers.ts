@@ -3,7 +3,7 @@
 // seams against a single run of the same job.
 import { execFile } from 'node:child_process';
 import { createReadStream, statSync } from 'node:fs';
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import pino from 'pino';
 import { parseRange } from '../../src/storage/index.ts';
 import { SPLIT, type JobContext, type JobHandler, type PieceSpec, type PieceState } from '../../src/tasks/index.ts';
+import { startHttp, type TestHttp } from '../helpers/http-input.ts';
 
 const run = promisify(execFile);
 
@@ -42,6 +43,27 @@ export function serveRanges(file: string): {
     stream.pipe(res);
   };
   return { route, sent };
+}
+
+/**
+ * A test file's folder and its input: a temporary root (one of `scratch`) and `clip` served
+ * with ranges at `route`; `close` stops the server and removes every scratch folder.
+ */
+export async function servedInput(
+  scratch: string[],
+  o: { prefix: string; route: string; clip: string },
+): Promise<{ root: string; web: TestHttp; close(): Promise<void> }> {
+  const root = await mkdtemp(path.join(os.tmpdir(), o.prefix));
+  scratch.push(root);
+  const web = await startHttp({ [o.route]: serveRanges(o.clip).route });
+  return {
+    root,
+    web,
+    close: async () => {
+      await web.close();
+      await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
+    },
+  };
 }
 
 export async function fakeContext(scratch: string[], o: Partial<JobContext> & { taskId: string }): Promise<JobContext> {

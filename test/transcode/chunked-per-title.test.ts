@@ -8,8 +8,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
@@ -20,9 +19,9 @@ import { FolderStore } from '../../src/storage/builtin/index.ts';
 import type { PieceSpec } from '../../src/tasks/index.ts';
 import { createChunkedHandlers, createTranscodeHandler, type TranscodeJob } from '../../src/transcode/index.ts';
 import { parseMediaPlaylist } from '../../src/transcode/playlist.ts';
-import { startHttp, type TestHttp } from '../helpers/http-input.ts';
+import type { TestHttp } from '../helpers/http-input.ts';
 import { cachedMedia } from '../helpers/media-cache.ts';
-import { fakeContext, joined, runPieces, serveRanges, splitPieces } from './chunked-helpers.ts';
+import { fakeContext, joined, runPieces, servedInput, splitPieces } from './chunked-helpers.ts';
 
 const run = promisify(execFile);
 const SEGMENT = 2;
@@ -106,14 +105,17 @@ async function frameHashes(file: string): Promise<string[]> {
     .map((l) => l.split(',').at(-1)?.trim() ?? '');
 }
 
+let close: (() => Promise<void>) | undefined;
+
 before(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'mp-chunked-pt-'));
-  scratch.push(root);
-  web = await startHttp({ '/input.mp4': serveRanges(await easyThenHard()).route });
+  ({ root, web, close } = await servedInput(scratch, {
+    prefix: 'mp-chunked-pt-',
+    route: '/input.mp4',
+    clip: await easyThenHard(),
+  }));
 });
 after(async () => {
-  await web?.close();
-  await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
+  await close?.();
 });
 
 describe('a split job with the per-title ladder on (pieces run by hand)', () => {

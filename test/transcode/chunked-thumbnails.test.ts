@@ -6,8 +6,7 @@
 // for it: the stitch decodes no video.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -22,10 +21,10 @@ import {
   type TranscodeJob,
 } from '../../src/transcode/index.ts';
 import { planStoryboard, type StoryboardPlan } from '../../src/transcode/storyboard.ts';
-import { startHttp, type TestHttp } from '../helpers/http-input.ts';
+import type { TestHttp } from '../helpers/http-input.ts';
 import { decodeFrameCells, FRAME_CODE_BAND, frameCodeFilter } from '../helpers/live.ts';
 import { cachedMedia } from '../helpers/media-cache.ts';
-import { fakeContext, runPieces, serveRanges, splitPieces } from './chunked-helpers.ts';
+import { fakeContext, runPieces, servedInput, splitPieces } from './chunked-helpers.ts';
 
 const run = promisify(execFile);
 
@@ -106,14 +105,17 @@ async function tileFrames(dir: string, p: StoryboardPlan): Promise<(number | und
   return frames;
 }
 
+let close: (() => Promise<void>) | undefined;
+
 before(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'mp-chunked-thumbs-'));
-  scratch.push(root);
-  web = await startHttp({ '/numbered.mp4': serveRanges(await numberedClip()).route });
+  ({ root, web, close } = await servedInput(scratch, {
+    prefix: 'mp-chunked-thumbs-',
+    route: '/numbered.mp4',
+    clip: await numberedClip(),
+  }));
 });
 after(async () => {
-  await web?.close();
-  await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
+  await close?.();
 });
 
 describe('the storyboard of a chunked transcode', () => {
