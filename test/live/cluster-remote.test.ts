@@ -19,7 +19,7 @@ import { LiveRendition } from '../../src/live/llhls/index.ts';
 import { type LivePlayback, RemotePlayback, type StreamRecord, StreamStore } from '../../src/live/index.ts';
 import { moofOffsets, standInLadder } from '../helpers/live-ladder.ts';
 import { signPlaybackJwt } from '../helpers/playback-jwt.ts';
-import { openTestDb } from '../helpers/server.ts';
+import { openTestDb, waitFor } from '../helpers/server.ts';
 import { fmp4File } from './llhls-source.ts';
 
 const PROJECT = '00000000-0000-4000-8000-000000000000';
@@ -64,6 +64,8 @@ describe('a ladder live on another node', () => {
   const cuts: string[] = [];
   /** The internal requests A was sent (path and query). */
   const seenByA: string[] = [];
+  /** Stream reads B has finished: a viewer's last wait before B asks A (public streams). */
+  let streamReads = 0;
 
   /** Writes the source up to the start of moof `n`: parts before it are whole. */
   const writeUpTo = (n: number) => {
@@ -104,7 +106,19 @@ describe('a ladder live on another node', () => {
       metrics: registry,
     });
     nodeB = bareApp();
-    await liveMediaRoutes(nodeB, { streams, remote, signingKeys: new SigningKeyStore(db), streamReadMs: 0 });
+    const counted = {
+      byPlaybackId: async (id: string) => {
+        const read = await streams.byPlaybackId(id);
+        streamReads++;
+        return read;
+      },
+    };
+    await liveMediaRoutes(nodeB, {
+      streams: counted,
+      remote,
+      signingKeys: new SigningKeyStore(db),
+      streamReadMs: 0,
+    });
     urlB = `${await listening(nodeB)}/media/live/${stream.playbackId}`;
   });
   after(async () => {
@@ -187,10 +201,14 @@ describe('a ladder live on another node', () => {
     const [msn, part] = hinted(await (await fetch(`${urlB}/low/index.m3u8`)).text());
     const before = remote.upstreamRequests;
     seenByA.length = 0;
+    const readsBefore = streamReads;
     const reload = `low/index.m3u8?_HLS_msn=${msn}&_HLS_part=${part}`;
     const waiting = Array.from({ length: VIEWERS }, () => fetch(`${urlB}/${reload}`));
     const hintedPart = Array.from({ length: VIEWERS }, () => fetch(`${urlB}/low/${msn}.${part}.m4s`));
-    await new Promise((r) => setTimeout(r, 300));
+    // Every viewer has read its stream and A has both requests; from the stream read to B's
+    // shared upstream request only promises run, which all settle before a timer fires.
+    await waitFor(async () => streamReads - readsBefore >= 2 * VIEWERS && seenByA.length >= 2, 30_000, 'the viewers');
+    await new Promise((r) => setTimeout(r, 50));
     writeUpTo(moofs.findIndex((c) => c > written) + 1);
     const reloads = await Promise.all(waiting);
     for (const res of reloads) {
