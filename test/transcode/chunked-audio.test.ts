@@ -208,6 +208,46 @@ describe('audio pieces joined against a single encode', () => {
     });
 });
 
+describe('a track that ends before the video', () => {
+  it('pads it with silence, so that the pieces past its end complete and the audio lasts to the last piece', async () => {
+    const short = path.join(root, 'short-audio.mp4');
+    await run('ffmpeg', [
+      ...['-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=160x120:rate=15:duration=${SECONDS}`],
+      ...['-f', 'lavfi', '-i', `sine=f=440:sample_rate=${RATE}:duration=3`],
+      ...['-c:v', 'libx264', '-preset', 'ultrafast', '-c:a', 'aac', short],
+    ]);
+    const served = await startHttp({ '/short.mp4': serveRanges(short).route });
+    try {
+      const media = path.join(root, 'short-media');
+      const deps = { config, builtinStore: new FolderStore(media) };
+      const job: TranscodeJob = {
+        input: { url: served.url('/short.mp4') },
+        outputs: { hls: { path: '/hls' }, mp4: { path: '/mp4' } },
+        profiles: [{ name: '120p', width: 160, height: 120, bitrate: 200_000 }],
+        targetSegmentSizeSecs: 2,
+      };
+      const ctx = await fakeContext(scratch, { taskId: 'short' });
+      const pieces = await splitPieces(createTranscodeHandler(deps, { split: true }), job, ctx);
+      const audio = pieces.filter((p) => p.type === 'transcode-audio');
+      assert.equal(audio.length, SECONDS / 2);
+      await runPieces(createChunkedHandlers(deps), pieces, { parentId: 'short', scratch });
+      const out = (rel: string) => path.join(media, 'task', 'short', rel);
+      const segments = await durations(out('hls/audio/0/index.m3u8'));
+      assert.equal(segments.length, SECONDS / 2, 'a segment per piece, silence after the track');
+      const samples = await pcm(out('mp4/120p.mp4'), 0);
+      const last = (audio.at(-1)?.params as { audio: { window: { startSample: number } } }).audio.window.startSample;
+      assert.ok(samples.length / 2 > last, `${samples.length / 2} samples: the audio reaches the last piece`);
+      assert.ok(
+        diff(samples, new Int16Array(samples.length), 4 * RATE, samples.length / 2).max === 0,
+        'silence past the track',
+      );
+      assert.ok(diff(samples, new Int16Array(samples.length), 0, 2 * RATE).max > 1000, 'the tone where the track is');
+    } finally {
+      await served.close();
+    }
+  });
+});
+
 /** Track `k` of the source encoded once as the single run encodes it, into an `.m4a`, a TS and an fMP4 playlist. */
 async function singleEncode(k: number): Promise<{ mp4: string; fmp4: string; ts: string }> {
   const dir = path.join(root, `single-${k}`);

@@ -36,6 +36,18 @@ const ON_THE_INPUT_CLOCK = 'aresample=async=1:first_pts=0';
 
 const secs = (samples: number): string => (samples / AUDIO_RATE).toFixed(6);
 
+/**
+ * The filter of each track: on the input's clock, and padded with silence to the samples the
+ * piece keeps, so that a track ending early (before the video) still gives every piece its
+ * packets. The last piece keeps what its encode gives, so it is padded only to a few frames:
+ * a track that covers it ends where the single run's does, one that ended before it ends
+ * those frames into it.
+ */
+function trackFilter(length: number | undefined, prerollFrames: number): string {
+  const least = length ?? (prerollFrames + 1 + POSTROLL_FRAMES) * AAC_FRAME_SAMPLES;
+  return `${ON_THE_INPUT_CLOCK},apad=whole_dur=${secs(least)}`;
+}
+
 /** Which packets of the piece's own encode it keeps: from `first`, `count` of them (undefined: to the end). */
 export function keptPackets(w: AudioWindow): { first: number; count: number | undefined } {
   const frames = w.keepSamples === undefined ? undefined : w.keepSamples / AAC_FRAME_SAMPLES;
@@ -80,7 +92,7 @@ export async function encodeAudioPiece(
         `0:a:${t.index}`,
         '-map_metadata',
         '-1',
-        ...['-filter:a', ON_THE_INPUT_CLOCK],
+        ...['-filter:a', trackFilter(length, window.prerollFrames)],
         ...AAC_ARGS,
         '-f',
         'adts',
