@@ -207,7 +207,7 @@ describe('a chunked transcode (pieces run by hand)', () => {
     assert.equal(hls.audio?.length, 1);
     assert.equal((output.fmp4 as { dash: string }).dash, '/fmp4/index.mpd');
     assert.equal((output.thumbnails as { path: string }).path, '/hls/thumbnails/thumbnails.vtt');
-    assert.deepEqual(output.pieces, { chunks: 5, chunkSecs: 8, audio: true });
+    assert.deepEqual(output.pieces, { chunks: 5, chunkSecs: 8, audio: true, audioPieces: 5 });
     const master = await readFile(task('parent', 'hls/index.m3u8'), 'utf8');
     assert.match(master, /#EXT-X-MEDIA:TYPE=AUDIO,.*URI="audio\/0\/index.m3u8"/);
     const audio = parseMediaPlaylist(await readFile(task('parent', 'hls/audio/0/index.m3u8'), 'utf8'));

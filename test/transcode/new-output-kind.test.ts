@@ -307,7 +307,7 @@ describe('a new output kind added as the docs say', () => {
 
   it('appears in a chunked run, its pieces stitched: every frame listed once', async () => {
     const { output, pieces } = await runs.chunked;
-    assert.deepEqual(pieces, { chunks: 3, chunkSecs: 4, audio: true });
+    assert.deepEqual(pieces, { chunks: 3, chunkSecs: 4, audio: true, audioPieces: 3 });
     assert.equal(output.hls.path, '/hls/index.m3u8');
     assert.deepEqual(await frameList(output, KIND), { frames: 13 * FPS, lines: 13 * FPS });
   });

@@ -59,7 +59,7 @@ export async function runStitch(deps: ChunkedDeps, job: StitchJob, ctx: JobConte
     ...out,
     input_video: { duration: job.duration, size: job.inputSize },
     ...(files ? { files } : {}),
-    pieces: { chunks: job.chunks, chunkSecs: job.chunkSecs, audio: audio.length > 0 },
+    pieces: { chunks: job.chunks, chunkSecs: job.chunkSecs, audio: audio.length > 0, audioPieces: audio.length },
   };
   // The job's finish step (an asset's), once, as the single run's would run it (job.ts).
   const finished = await finishJob(deps.finishSteps, job.finish, { output, signal: ctx.signal });
