@@ -5,8 +5,24 @@
 
 import { readFile } from 'node:fs/promises';
 import type { Db } from '../src/db/index.ts';
+import type { Expected } from './soak-outputs.ts';
 
 export type SubmissionKind = 'short' | 'long' | 'upload';
+
+/** The soak's two inputs: what each holds, for the check of the outputs. */
+export interface Inputs {
+  short: { file: string; expected: Expected };
+  long: { file: string; expected: Expected };
+}
+
+/** One submission: a transcode (its outputs under soak/<i>/) or an upload (its asset's playback id). */
+export interface Submitted {
+  id: string;
+  kind: SubmissionKind;
+  input: keyof Inputs;
+  /** Where its outputs are in the bucket. */
+  prefix: string;
+}
 
 /** Settings of the soak's workers that split its long input: over 10 s, in 4 s chunks and 4 s audio pieces. */
 export const SPLIT_SETTINGS = { MEDIAPLANE_CHUNK_THRESHOLD_SECS: '10', MEDIAPLANE_CHUNK_SECS: '4' };
