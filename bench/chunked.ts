@@ -22,11 +22,10 @@
 // Options: BENCH_SECONDS, BENCH_SIZE, BENCH_TRACKS, BENCH_ROUNDS, BENCH_LEGS (e.g. "one,c2"),
 // BENCH_CHUNK_SECS, BENCH_AUDIO_CHUNK_SECS, BENCH_CHUNK_THRESHOLD_SECS (passed to the chunked
 // legs' workers when set).
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { MEDIA_CACHE_ENV } from '../test/helpers/media-cache.ts';
 import { startHttp } from '../test/helpers/http-input.ts';
@@ -35,11 +34,11 @@ import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { makeLongClip, serveRanges } from '../test/helpers/seams.ts';
 import { freePort } from './child.ts';
 import { PieceCpu } from './chunked-cpu.ts';
+import { BIN, cpuTimes, sleep, startApi, startRole } from './chunked-roles.ts';
 import { kindOf, type Measured, measure, model, type SeenPiece } from './chunked-model.ts';
 import { median } from './stats.ts';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 600);
 const [WIDTH, HEIGHT] = (process.env.BENCH_SIZE ?? '1920x1080').split('x').map(Number);
 const SURROUND = (process.env.BENCH_TRACKS ?? 'stereo,5.1') !== 'stereo';
@@ -92,59 +91,11 @@ interface LegResult {
   cpuOutside: number;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const load = (): string =>
   os
     .loadavg()
     .map((x) => x.toFixed(1))
     .join(' ');
-
-/** CPU seconds of a process itself and of its waited-for children (ffmpeg), from /proc. */
-async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  const f = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  return { self: ((f[11] ?? 0) + (f[12] ?? 0)) / 100, children: ((f[13] ?? 0) + (f[14] ?? 0)) / 100 };
-}
-
-/** A mediaplane role in a child process (`taskset -c CORE` when pinned); resolves once `ready` matches a line (at once without). */
-async function startRole(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  o: { core?: number | undefined; ready?: (line: string) => boolean },
-): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
-  const [cmd, argv] =
-    o.core === undefined
-      ? [process.execPath, [BIN, ...args]]
-      : ['taskset', ['-c', String(o.core), process.execPath, BIN, ...args]];
-  const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let tail = '';
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  await new Promise<void>((resolve, reject) => {
-    const onData = (b: Buffer): void => {
-      tail = (tail + b.toString()).slice(-4000);
-      if (o.ready && tail.split('\n').some(o.ready)) resolve();
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (b: Buffer) => {
-      tail = (tail + b.toString()).slice(-4000);
-    });
-    child.once('exit', (code) => reject(new Error(`mediaplane ${args[0]} exited with ${code}: ${tail}`)));
-    if (!o.ready) resolve();
-  });
-  return {
-    child,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(t);
-    },
-  };
-}
 
 interface Setup {
   env: NodeJS.ProcessEnv;
@@ -352,26 +303,6 @@ function printModel(m: Measured, from: string): void {
         `  ${minutes} min film, ${workers} workers (${o.slots} slots): ${f1(fixed.wall)}-${f1(scaled.wall)} s = split ${f1(fixed.split)} + pieces ${f1(fixed.pieces)} (balanced ${f1(fixed.balanced)}) + stitch ${f1(fixed.stitch)}-${f1(scaled.stitch)}; first playable +${f1(fixed.firstPlayable)} s; critical path: ${fixed.critical}${scaled.critical === fixed.critical ? '' : ` (the stitch scaled: ${scaled.critical})`}`,
       );
     }
-}
-
-/** The API process on `env`'s database, answering /healthz. */
-async function startApi(env: NodeJS.ProcessEnv, url: string): Promise<{ stop(): Promise<void> }> {
-  const api = await startRole(['api'], env, {});
-  for (
-    let i = 0;
-    !(await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    ));
-    i++
-  ) {
-    if (i > 600) {
-      await api.stop();
-      throw new Error('mediaplane api did not answer');
-    }
-    await sleep(100);
-  }
-  return api;
 }
 
 async function main(): Promise<void> {

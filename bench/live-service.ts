@@ -1,6 +1,7 @@
 // What bench/live.ts needs of the service: `mediaplane start` in a child process with RTMP
-// ingest on a free port, streams made through the API, the live playlists' URLs, and the CPU
-// the service process and its children (the ladders' ffmpeg) used, read from /proc.
+// ingest on a free port, its default segment and part lengths, streams made through the API and
+// their health, the live playlists' URLs, and the CPU the service process and its children (the
+// ladders' ffmpeg) used, read from /proc.
 
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,6 +13,9 @@ import { freePort } from './child.ts';
 
 const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
 const run = promisify(execFile);
+
+/** The service's defaults (MEDIAPLANE_LIVE_SEGMENT_SECS, MEDIAPLANE_LIVE_PART_SECS). */
+export const TIMING = { segmentSecs: 1, partSecs: 0.25 };
 
 export interface LiveService {
   pid: number;
@@ -204,4 +208,11 @@ export function publishFile(file: string, url: string, seconds: number) {
       await exited;
     },
   };
+}
+
+/** GET /api/stream/{id}: whether the service says the stream is healthy, and its issues. */
+export async function fetchStream(svc: LiveService, s: BenchStream): Promise<{ isHealthy: boolean; issues: string[] }> {
+  const res = await fetch(`${svc.url}/api/stream/${s.id}`, { headers: { authorization: `Bearer ${svc.key}` } });
+  const body = (await res.json()) as { isHealthy?: boolean; issues?: string[] };
+  return { isHealthy: body.isHealthy === true, issues: body.issues ?? [] };
 }

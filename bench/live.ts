@@ -42,18 +42,19 @@ import { rungsFor } from '../src/live/profiles.ts';
 import { openChromium } from '../test/helpers/browser.ts';
 import { type LatencyReport, publishTestSource, serveFolder, watchLatency } from '../test/helpers/live.ts';
 import {
-  type BenchStream,
   createStream,
+  fetchStream,
   type LiveService,
   liveUrl,
-  newestSegment,
   procCpu,
   publishFile,
   rtmpUrl,
   startLiveService,
+  TIMING,
   waitIdle,
   waitLive,
 } from './live-service.ts';
+import { capacityLeg } from './live-capacity.ts';
 import { median } from './stats.ts';
 import { recordingLeg } from './live-recording.ts';
 import { type ViewerCounts, viewer } from './live-viewers.ts';
@@ -78,8 +79,6 @@ const SECONDS = Number(opt.seconds);
 const WINDOW = Number(opt.window);
 /** The source of the latency and first-part legs: small enough to leave the ladder the CPU. */
 const SMALL = { width: 640, height: 360, fps: 30 };
-/** The service's defaults (MEDIAPLANE_LIVE_SEGMENT_SECS, MEDIAPLANE_LIVE_PART_SECS). */
-const TIMING = { segmentSecs: 1, partSecs: 0.25 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const load = () => loadavg()[0]?.toFixed(1);
 const s2 = (ms: number) => (ms / 1000).toFixed(2);
@@ -296,49 +295,6 @@ async function cpuLeg(svc: LiveService, src: RecordedSource): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// how many 720p30 streams
-
-async function capacityLeg(svc: LiveService, src: RecordedSource): Promise<void> {
-  const max = Number(opt['max-streams']);
-  console.log(`\n## 720p30 streams with the default ladder (up to ${max}, ${WINDOW} s windows, load ${load()})`);
-  const streams: BenchStream[] = [];
-  const feeders: ReturnType<typeof publishFile>[] = [];
-  let held = 0;
-  try {
-    for (let k = 1; k <= max; k++) {
-      const s = await createStream(svc, `capacity ${k}`);
-      streams.push(s);
-      feeders.push(publishFile(src.file, rtmpUrl(svc, s), 3600));
-      await waitLive(svc, s, 60_000);
-      await sleep(8000);
-      const urls = streams.map((x) => liveUrl(svc, x, '720p0'));
-      const m0 = await Promise.all(urls.map(newestSegment));
-      await sleep(WINDOW * 1000);
-      const m1 = await Promise.all(urls.map(newestSegment));
-      const states = await Promise.all(streams.map((x) => fetchStream(svc, x)));
-      const rates = m0.map((a, i) => ((m1[i] ?? Number.NaN) - (a ?? Number.NaN)) / (WINDOW / TIMING.segmentSecs));
-      const ok = rates.every((r) => r >= 0.9) && states.every((st) => st.isHealthy && st.issues.length === 0);
-      console.log(
-        `${k} streams: 720p0 segments per second ${rates.map((r) => (Number.isFinite(r) ? r.toFixed(2) : 'gone')).join(', ')}; ` +
-          `healthy ${states.map((st) => st.isHealthy).join(', ')}; issues ${JSON.stringify(states.flatMap((st) => st.issues))}; load ${load()}`,
-      );
-      if (!ok) break;
-      held = k;
-    }
-  } finally {
-    await Promise.all(feeders.map((f) => f.stop()));
-    await Promise.all(streams.map((s) => waitIdle(svc, s).catch(() => undefined)));
-  }
-  summary.push(`| 720p30 streams with a 4-rung ladder in real time on 2 cores | ${held} | (reported) |`);
-}
-
-async function fetchStream(svc: LiveService, s: BenchStream): Promise<{ isHealthy: boolean; issues: string[] }> {
-  const res = await fetch(`${svc.url}/api/stream/${s.id}`, { headers: { authorization: `Bearer ${svc.key}` } });
-  const body = (await res.json()) as { isHealthy?: boolean; issues?: string[] };
-  return { isHealthy: body.isHealthy === true, issues: body.issues ?? [] };
-}
-
-// ---------------------------------------------------------------------------------------------
 // 500 viewers
 
 async function viewersLeg(svc: LiveService): Promise<void> {
@@ -418,7 +374,12 @@ try {
   const cpuFlv = LEGS.has('cpu') || LEGS.has('recording') ? await recordSource(dir, cpuSource) : undefined;
   if (cpuFlv && LEGS.has('cpu')) await cpuLeg(svc, cpuFlv);
   if (cpuFlv && LEGS.has('recording')) await recordingLeg({ flv: cpuFlv.file, seconds: SECONDS, summary });
-  if (LEGS.has('capacity')) await capacityLeg(svc, await recordSource(dir, { seconds: 30, width: 1280, height: 720 }));
+  if (LEGS.has('capacity'))
+    await capacityLeg(svc, await recordSource(dir, { seconds: 30, width: 1280, height: 720 }), {
+      maxStreams: Number(opt['max-streams']),
+      window: WINDOW,
+      summary,
+    });
   if (LEGS.has('viewers')) await viewersLeg(svc);
   for (const line of svc.errors().slice(-5)) console.log(`service error: ${line.slice(0, 1500)}`);
 } finally {

@@ -38,57 +38,30 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { loadavg } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../src/config/index.ts';
 import {
-  MODELS_DIR,
   startGateway,
   startOrchestratorProcess,
-  TINY,
   type OrchestratorProcess,
   type TestGateway,
 } from '../test/helpers/llm.ts';
+import {
+  DEFAULT_MAX_MODEL_LEN,
+  FILE,
+  MAX_NUM_SEQS,
+  MAX_TOKENS,
+  MODEL,
+  PROCESSES,
+  PROMPT,
+  RUNS,
+  SCHEMA,
+  STREAMS,
+  STREAM_INTERVAL_MS,
+  STRUCTURED_MODELS,
+  STRUCTURED_ROUNDS,
+  THREADS,
+} from './llm-settings.ts';
 import { median } from './stats.ts';
-
-const MODEL = process.env.BENCH_MODEL ?? TINY;
-const FILE = process.env.BENCH_MODEL_FILE ?? join(MODELS_DIR, TINY, 'llama-2-tiny-random.gguf');
-const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 400);
-const RUNS = Number(process.env.BENCH_RUNS ?? 30);
-const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 3);
-const THREADS = Number(process.env.MEDIAPLANE_LLM_THREADS ?? 1);
-const MAX_NUM_SEQS = Number(process.env.BENCH_MAX_NUM_SEQS ?? 8);
-// Concurrent streams for the aggregate figures; empty to leave them out.
-const STREAMS = (process.env.BENCH_STREAMS ?? '1,4,8').split(',').filter(Boolean).map(Number);
-// The orchestrator's SSE pacing: MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS when set (0: one
-// write per token), else the service's default, so the bench measures what users run.
-const STREAM_INTERVAL_MS = loadConfig({
-  env: { MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS: process.env.MEDIAPLANE_ORCHESTRATOR_STREAM_INTERVAL_MS },
-}).orchestratorStreamIntervalMs;
-const PROMPT = 'Tell me a long story about a llama.';
-const STRUCTURED_ROUNDS = Number(process.env.BENCH_STRUCTURED_ROUNDS ?? 10);
-// Leg 6's models. A grammar costs a pass over the whole vocabulary for each token whose first
-// sample it rejects: tiny-random-llama-2's first sample is almost never valid JSON (32,000
-// tokens a pass), stories260K's often is not either, but its pass is over 512 tokens.
-const STRUCTURED_MODELS = (process.env.BENCH_STRUCTURED_MODELS ?? `${MODEL},karpathy/stories260K`)
-  .split(',')
-  .filter(Boolean);
-// A strict-mode schema as an app sends it: every field required, no others.
-const SCHEMA: Record<string, unknown> = process.env.BENCH_SCHEMA
-  ? JSON.parse(process.env.BENCH_SCHEMA)
-  : {
-      type: 'object',
-      properties: {
-        title: { type: 'string' },
-        year: { type: 'integer' },
-        tags: { type: 'array', items: { type: 'string' } },
-        sequel: { anyOf: [{ type: 'string' }, { type: 'null' }] },
-      },
-      required: ['title', 'year', 'tags', 'sequel'],
-      additionalProperties: false,
-    };
-// The orchestrator's context per sequence: MAX_MODEL_LEN left at its default follows the model.
-const DEFAULT_MAX_MODEL_LEN = 8192;
 
 interface Run {
   ttftMs: number;
