@@ -235,7 +235,9 @@ describe('a track that ends before the video', () => {
       const segments = await durations(out('hls/audio/0/index.m3u8'));
       assert.equal(segments.length, SECONDS / 2, 'a segment per piece, silence after the track');
       const samples = await pcm(out('mp4/120p.mp4'), 0);
-      const last = (audio.at(-1)?.params as { audio: { window: { startSample: number } } }).audio.window.startSample;
+      const lastPiece = audio.at(-1);
+      assert.ok(lastPiece);
+      const last = (lastPiece.params as { audio: { window: { startSample: number } } }).audio.window.startSample;
       assert.ok(samples.length / 2 > last, `${samples.length / 2} samples: the audio reaches the last piece`);
       assert.ok(
         diff(samples, new Int16Array(samples.length), 4 * RATE, samples.length / 2).max === 0,
