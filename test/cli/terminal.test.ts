@@ -52,8 +52,9 @@ function start(env: Record<string, string>): Started {
       MEDIAPLANE_MODELS_DIR: modelsDir,
       MEDIAPLANE_PORT: '0',
       MEDIAPLANE_LOG_LEVEL: 'info',
-      // The gateway polls its orchestrator 5x a second: a second of idling shows every kind of line.
-      MEDIAPLANE_GATEWAY_POLL_MS: '200',
+      // The gateway polls its orchestrator every second: idling shows every kind of line, and a
+      // poll's 2 s timeout holds on a loaded host (a timed-out poll logs the reachability change).
+      MEDIAPLANE_GATEWAY_POLL_MS: '1000',
       ...env,
     },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -125,7 +126,7 @@ describe('mediaplane start when stdout is not a terminal (auto)', () => {
     try {
       await s.waitFor(/"msg":"worker started"/);
       await s.waitFor(/"msg":"orchestrator reachable"/);
-      // Idle for a while: the gateway polls its orchestrator about six times a second.
+      // Idle for a while: the gateway polls its orchestrator two or three times.
       await sleep(300);
       const from = lines(s.out()).length;
       await sleep(2500);
