@@ -12,7 +12,7 @@ import { LiveSession } from '../../src/live/session.ts';
 import type { LiveCounters, StreamRecord } from '../../src/live/types.ts';
 import { createLogger } from '../../src/lib/log.ts';
 import { cachedMedia } from '../helpers/media-cache.ts';
-import { LogCapture } from '../helpers/server.ts';
+import { LogCapture, waitFor } from '../helpers/server.ts';
 
 // One publish's session without a server: FLV written into its sink as a listener would, a
 // store that keeps what it is told, ffmpeg real (or wrapped to misbehave).
@@ -158,7 +158,7 @@ test('a ladder that falls behind real time restarts without its top rung and say
   await feed(h.session, await flv(14, 15), { seconds: 14, speed: 2, until: () => h.ladders > 1 });
   // The reports come by a timer: wait for the one that says so, not a fixed while.
   const said = (): boolean => h.reports.some((r) => r.issues.some((i) => /160p0 was dropped to keep up/.test(i)));
-  for (let waited = 0; !said() && waited < 10_000; waited += 100) await sleep(100);
+  await waitFor(async () => said(), 10_000, 'the dropped-rung report').catch(() => undefined);
   const issues = h.reports.flatMap((r) => r.issues);
   assert.ok(said(), issues.join('\n'));
   assert.ok(

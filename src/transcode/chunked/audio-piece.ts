@@ -73,6 +73,7 @@ export async function encodeAudioPiece(
       ? undefined
       : window.prerollFrames * AAC_FRAME_SAMPLES + window.keepSamples + POSTROLL_FRAMES * AAC_FRAME_SAMPLES;
   const seconds = (length ?? Math.max(0, job.duration * AUDIO_RATE - from)) / AUDIO_RATE;
+  const filter = trackFilter(length, window.prerollFrames);
   const encoded = (k: number): string => `encoded-${k}.aac`;
   const kept = (k: number): string => `kept-${k}.aac`;
   const outDir = await encodePiece(deps, {
@@ -92,7 +93,7 @@ export async function encodeAudioPiece(
         `0:a:${t.index}`,
         '-map_metadata',
         '-1',
-        ...['-filter:a', trackFilter(length, window.prerollFrames)],
+        ...['-filter:a', filter],
         ...AAC_ARGS,
         '-f',
         'adts',

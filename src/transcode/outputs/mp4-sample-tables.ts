@@ -251,25 +251,15 @@ export function writeSampleTable(o: {
 }): { withOffsets(co64: boolean): Buffer } {
   const { tables } = o;
   const u32 = (n: number) => new Uint32Array(n);
+  const i32 = (n: number) => new Int32Array(n);
+  const u8 = (n: number) => new Uint8Array(n);
   const before = [o.stsd, fullBox('stts', 0, runs(joined(tables, u32, (t) => t.durations, 0)).payload)];
   if (tables.some((t) => t.cts)) {
-    const cts = runs(
-      joined(
-        tables,
-        (n) => new Int32Array(n),
-        (t) => t.cts,
-        0,
-      ),
-    );
+    const cts = runs(joined(tables, i32, (t) => t.cts, 0));
     before.push(fullBox('ctts', cts.negative ? 1 : 0, cts.payload));
   }
   if (tables.some((t) => t.sync)) {
-    const flags = joined(
-      tables,
-      (n) => new Uint8Array(n),
-      (t) => t.sync,
-      1,
-    );
+    const flags = joined(tables, u8, (t) => t.sync, 1);
     // stss numbers samples from 1.
     const numbers: number[] = [];
     for (const [i, f] of flags.entries()) if (f) numbers.push(i + 1);
@@ -281,20 +271,7 @@ export function writeSampleTable(o: {
   const after = [...o.sgpd];
   // sdtp (8.6.4): one byte per sample, 0 (unknown) for a part that wrote none.
   if (tables.some((t) => t.dependencies))
-    after.push(
-      fullBox(
-        'sdtp',
-        0,
-        Buffer.from(
-          joined(
-            tables,
-            (n) => new Uint8Array(n),
-            (t) => t.dependencies,
-            0,
-          ),
-        ),
-      ),
-    );
+    after.push(fullBox('sdtp', 0, Buffer.from(joined(tables, u8, (t) => t.dependencies, 0))));
   for (const type of new Set(tables.flatMap((t) => [...t.groups.keys()]))) {
     const grouped = runs(joined(tables, u32, (t) => t.groups.get(type), 0)).payload;
     after.push(fullBox('sbgp', 0, Buffer.concat([Buffer.from(type, 'latin1'), grouped])));
