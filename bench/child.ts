@@ -1,7 +1,8 @@
-// Starting the processes a bench measures (the service, a bare server, a webhook receiver)
-// and finding them a port.
+// Starting the processes a bench measures (the service, a bare server, a webhook receiver),
+// finding them a port, and reading their CPU seconds.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import net, { type AddressInfo } from 'node:net';
 
 /**
@@ -37,4 +38,16 @@ export async function freePort(): Promise<number> {
   const { port } = srv.address() as AddressInfo;
   await new Promise<void>((r) => srv.close(() => r()));
   return port;
+}
+
+/** CPU seconds of a process (`self`) and of its waited-for children (`children`), from /proc. */
+export async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at field 3; utime is 14.
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  const tick = 100;
+  return { self: ((f[11] ?? 0) + (f[12] ?? 0)) / tick, children: ((f[13] ?? 0) + (f[14] ?? 0)) / tick };
 }

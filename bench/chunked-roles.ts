@@ -1,22 +1,11 @@
 // The processes of bench/chunked.ts: `mediaplane api` and `mediaplane worker` roles in child
 // processes (a worker pinned to a core with `taskset -c` when its leg says so), the API
-// answering /healthz, and a process's CPU seconds read from /proc.
+// answering /healthz.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../bin/mediaplane.js', import.meta.url));
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** CPU seconds of a process itself and of its waited-for children (ffmpeg), from /proc. */
-export async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  const f = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  return { self: ((f[11] ?? 0) + (f[12] ?? 0)) / 100, children: ((f[13] ?? 0) + (f[14] ?? 0)) / 100 };
-}
 
 /** A mediaplane role in a child process (`taskset -c CORE` when pinned); resolves once `ready` matches a line (at once without). */
 export async function startRole(

@@ -32,9 +32,9 @@ import { startHttp } from '../test/helpers/http-input.ts';
 import { stopTestPostgres, testPostgres } from '../test/helpers/postgres.ts';
 import { startS3, type TestS3 } from '../test/helpers/s3.ts';
 import { makeLongClip, serveRanges } from '../test/helpers/seams.ts';
-import { freePort } from './child.ts';
+import { cpuTimes, freePort } from './child.ts';
 import { PieceCpu } from './chunked-cpu.ts';
-import { BIN, cpuTimes, sleep, startApi, startRole } from './chunked-roles.ts';
+import { BIN, sleep, startApi, startRole } from './chunked-roles.ts';
 import { kindOf, type Measured, measure, model, type SeenPiece } from './chunked-model.ts';
 import { median } from './stats.ts';
 
@@ -221,7 +221,9 @@ async function runLeg(setup: Setup, leg: Leg): Promise<LegResult> {
     leg.cores.map((core) => startRole(['worker'], env, { core, ready: (l) => l.includes('"worker started"') })),
   );
   const pids = workers.map((w) => w.child.pid ?? 0);
-  const before = await Promise.all(pids.map(cpuTimes));
+  // A worker gone reads as no CPU, rather than stop the leg.
+  const cpuOf = (pid: number) => cpuTimes(pid).catch(() => ({ self: 0, children: 0 }));
+  const before = await Promise.all(pids.map(cpuOf));
   const bucket = await setup.s3.createBucket();
   const headers = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
   try {
@@ -229,7 +231,7 @@ async function runLeg(setup: Setup, leg: Leg): Promise<LegResult> {
     const posted = performance.now();
     const id = await postTask(setup, bucket, headers);
     const result = await follow(setup, { id, bucket, leg, posted, cpu });
-    const after = await Promise.all(pids.map(cpuTimes));
+    const after = await Promise.all(pids.map(cpuOf));
     const spent = (k: 'self' | 'children') => after.reduce((s, a, i) => s + a[k] - (before[i]?.[k] ?? 0), 0);
     result.ffmpegCpu = spent('children');
     result.cpu = spent('self') + result.ffmpegCpu;

@@ -47,6 +47,7 @@ import {
 } from '../src/transcode/index.ts';
 import { CONTENT_KINDS, type ContentKind, makeContent } from '../test/helpers/content.ts';
 import { sample } from '../test/helpers/media.ts';
+import { cpuTimes } from './child.ts';
 import { type LadderResult, printSummary, printTitle, type RungResult, type TitleResult } from './per-title-report.ts';
 
 const run = promisify(execFile);
@@ -77,15 +78,8 @@ interface Title {
   file: string;
 }
 
-/** CPU seconds of this process's waited-for children, from /proc (utime + stime, 100 Hz ticks). */
-async function childCpu(): Promise<number> {
-  const stat = await readFile(`/proc/${process.pid}/stat`, 'utf8');
-  const f = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  return ((f[13] ?? 0) + (f[14] ?? 0)) / 100;
-}
+/** CPU seconds of this process's waited-for children (the encodes). */
+const childCpu = async (): Promise<number> => (await cpuTimes(process.pid)).children;
 
 async function measured<T>(fn: () => Promise<T>): Promise<{ value: T; cpu: number; wall: number }> {
   const [cpu0, t0] = [await childCpu(), performance.now()];

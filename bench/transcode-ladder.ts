@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestS3 } from '../test/helpers/s3.ts';
 import { median } from './stats.ts';
-import { config, cpuTimes, parentOnly, run, timed } from './transcode-measure.ts';
+import { cpuTimes } from './child.ts';
+import { config, parentOnly, run, timed } from './transcode-measure.ts';
 import { phases, type Service, startService, transcodeThroughApi } from './transcode-service.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

@@ -1,8 +1,6 @@
 // What the legs of bench/transcode.ts share: the service's settings, the test equipment they
-// load in the parent only (the RSS child loads none of it), timing, and CPU seconds read from
-// /proc.
+// load in the parent only (the RSS child loads none of it), and timing.
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/index.ts';
 
@@ -24,16 +22,4 @@ export async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t = performance.now();
   await fn();
   return (performance.now() - t) / 1000;
-}
-
-/** CPU seconds of a process (`self`) and of its waited-for children (`children`), from /proc. */
-export async function cpuTimes(pid: number): Promise<{ self: number; children: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start at field 3; utime is 14.
-  const f = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  const tick = 100;
-  return { self: ((f[11] ?? 0) + (f[12] ?? 0)) / tick, children: ((f[13] ?? 0) + (f[14] ?? 0)) / tick };
 }

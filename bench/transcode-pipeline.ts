@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { PipelineJob } from '../src/transcode/index.ts';
 import { median } from './stats.ts';
-import { config, cpuTimes, parentOnly, run, timed } from './transcode-measure.ts';
+import { cpuTimes } from './child.ts';
+import { config, parentOnly, run, timed } from './transcode-measure.ts';
 
 export async function av1Bench(): Promise<void> {
   const { makeClip, probe, requireVideo, planLadder } = await parentOnly();
