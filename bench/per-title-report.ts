@@ -114,7 +114,9 @@ export function printSummary(results: TitleResult[]): void {
   );
   const same = figs.every((x) => Math.abs(x.autoBytes / x.fixedBytes - 1) < 0.002);
   if (same)
-    console.log('NOTE: both ladders gave the same bytes: the per-title choice is not on (issue #31 not landed?)');
+    console.log(
+      'NOTE: both ladders gave the same bytes: the per-title choice is not on (is MEDIAPLANE_PER_TITLE false?)',
+    );
   for (const x of figs.filter((x) => !same && x.autoBytes >= 0.9 * x.fixedBytes))
     console.log(
       `hard title: ${x.r.title} spends ${(x.autoBytes / x.fixedBytes).toFixed(2)}x the fixed ladder's bytes (up to each rung's cap) for ${f1(x.autoVmaf - x.fixedVmaf)} VMAF: ${x.autoVmaf >= x.fixedVmaf ? 'right: quality where the picture needs it' : 'the cap limits it'}`,
